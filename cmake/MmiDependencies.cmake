@@ -1,0 +1,31 @@
+# Every third-party dependency is found here, once. All come from Debian 12 packages that
+# scripts/bootstrap installs; libpqxx and librdkafka ship only pkg-config files.
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+find_package(absl CONFIG REQUIRED)
+find_package(nlohmann_json 3.11 CONFIG REQUIRED)
+find_package(CURL REQUIRED)
+find_package(prometheus-cpp CONFIG REQUIRED)
+find_package(yaml-cpp CONFIG REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)
+pkg_check_modules(PQXX REQUIRED IMPORTED_TARGET libpqxx)
+
+if(MMI_WITH_GRPC)
+  find_package(Protobuf CONFIG QUIET)
+  if(NOT Protobuf_FOUND)
+    find_package(Protobuf REQUIRED)
+  endif()
+  find_package(gRPC CONFIG REQUIRED)
+  find_program(MMI_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
+endif()
+if(MMI_WITH_MQTT)
+  find_package(PahoMqttCpp CONFIG REQUIRED)  # needs libpaho-mqtt-dev too
+endif()
+if(MMI_WITH_KAFKA)
+  pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka++ rdkafka)
+endif()
+
+if(MMI_BUILD_TESTS)
+  find_package(GTest CONFIG REQUIRED)
+  find_package(benchmark CONFIG QUIET)
+endif()

@@ -1,0 +1,116 @@
+# shellcheck shell=bash
+# Shared helpers for the peer scripts under tests/peers/. Sourced, never executed.
+#
+# Conventions (every start-* script follows them):
+#   start-<peer> <data-dir> [KEY=VALUE ...]
+#     - creates <data-dir>, picks free loopback ports, starts the peer's processes in the
+#       background, records each PID in <data-dir>/pids (one per line, in start order),
+#       writes logs under <data-dir>/logs/, waits until the peer is ready, writes the
+#       connection facts as KEY=VALUE lines to <data-dir>/env, and exits 0.
+#     - on failure it prints the tail of the logs to stderr, stops what it started and
+#       exits non-zero. It never falls back to anything fake.
+#   stop <data-dir>: stops the PIDs listed in <data-dir>/pids (reverse order, TERM then KILL).
+# Built peer binaries live under $MMI_PEERS_HOME (default $HOME/.cache/mmi-peers).
+
+set -euo pipefail
+
+MMI_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+MMI_PEERS_HOME="${MMI_PEERS_HOME:-$HOME/.cache/mmi-peers}"
+export MMI_REPO_ROOT MMI_PEERS_HOME
+
+# Pinned versions of every peer, in one place.
+MMI_KUBERNETES_VERSION="${MMI_KUBERNETES_VERSION:-v1.34.4}"
+MMI_MAESTRO_COMMIT="ab480c6578bcbcbceeeb2c964c7bef6aed119c18"
+MMI_HELM_VERSION="v3.21.4"
+MMI_KAFKA_VERSION="4.1.0"
+
+log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# peer_init <data-dir>: prepares the directory layout and sets PEER_DIR.
+peer_init() {
+  PEER_DIR="$(mkdir -p "$1" && cd "$1" && pwd)"
+  mkdir -p "$PEER_DIR/logs"
+  : > "$PEER_DIR/env"
+  : > "$PEER_DIR/pids"
+  export PEER_DIR
+}
+
+# free_port: prints a TCP port on 127.0.0.1 that is free right now.
+free_port() {
+  python3 - <<'PY'
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()
+PY
+}
+
+# emit KEY VALUE: records one connection fact in $PEER_DIR/env.
+emit() { printf '%s=%s\n' "$1" "$2" >> "$PEER_DIR/env"; }
+
+# run_bg <name> <cmd...>: starts a process in the background with its own log; records its PID.
+run_bg() {
+  local name="$1"; shift
+  "$@" > "$PEER_DIR/logs/$name.log" 2>&1 &
+  local pid=$!
+  echo "$pid" >> "$PEER_DIR/pids"
+  log "started $name (pid $pid)"
+  LAST_PID=$pid
+}
+
+# wait_for <what> <timeout-seconds> <pid-or-0> <cmd...>: polls cmd until it succeeds.
+# Fails early when the watched pid has exited.
+wait_for() {
+  local what="$1" timeout="$2" pid="$3"; shift 3
+  local deadline=$(( $(date +%s) + timeout ))
+  while ! "$@" >/dev/null 2>&1; do
+    if [ "$pid" != 0 ] && ! kill -0 "$pid" 2>/dev/null; then
+      log "$what: process $pid exited before it became ready"
+      return 1
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      log "$what: not ready after ${timeout}s"
+      return 1
+    fi
+    sleep 0.2
+  done
+  log "$what is ready"
+}
+
+# stop_pids <data-dir>: TERM then KILL every recorded PID, newest first.
+stop_pids() {
+  local dir="$1" pid
+  [ -f "$dir/pids" ] || return 0
+  local pids
+  pids="$(tac "$dir/pids")"
+  for pid in $pids; do kill -TERM "$pid" 2>/dev/null || true; done
+  local deadline=$(( $(date +%s) + 15 ))
+  for pid in $pids; do
+    while kill -0 "$pid" 2>/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  : > "$dir/pids"
+}
+
+# fail_with_logs: prints the tail of every log in $PEER_DIR, stops what was started, exits 1.
+fail_with_logs() {
+  log "start failed: $*"
+  local f
+  for f in "$PEER_DIR"/logs/*.log; do
+    [ -f "$f" ] || continue
+    printf '\n----- %s (last 40 lines) -----\n' "$f" >&2
+    tail -n 40 "$f" >&2
+  done
+  stop_pids "$PEER_DIR"
+  exit 1
+}
+
+# timed <label> <cmd...>: runs cmd and reports how long it took.
+timed() {
+  local label="$1"; shift
+  local t0; t0=$(date +%s)
+  "$@"
+  log "$label took $(( $(date +%s) - t0 ))s"
+}
