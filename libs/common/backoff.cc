@@ -15,7 +15,8 @@ std::chrono::milliseconds Backoff::Next() {
   const double base = std::min(current_ms_, static_cast<double>(settings_.max.count()));
   std::uniform_real_distribution<double> dist(1.0 - settings_.jitter, 1.0 + settings_.jitter);
   const double jittered = base * dist(rng_);
-  current_ms_ = std::min(current_ms_ * settings_.multiplier, static_cast<double>(settings_.max.count()));
+  current_ms_ =
+      std::min(current_ms_ * settings_.multiplier, static_cast<double>(settings_.max.count()));
   ++attempts_;
   return std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, jittered)));
 }

@@ -8,8 +8,9 @@ namespace {
 using std::chrono::milliseconds;
 
 TEST(BackoffTest, GrowsGeometricallyUpToTheCap) {
-  Backoff b({.initial = milliseconds(100), .max = milliseconds(1000), .multiplier = 2.0, .jitter = 0},
-            /*seed=*/1);
+  Backoff b(
+      {.initial = milliseconds(100), .max = milliseconds(1000), .multiplier = 2.0, .jitter = 0},
+      /*seed=*/1);
   EXPECT_EQ(b.Next(), milliseconds(100));
   EXPECT_EQ(b.Next(), milliseconds(200));
   EXPECT_EQ(b.Next(), milliseconds(400));
@@ -20,8 +21,9 @@ TEST(BackoffTest, GrowsGeometricallyUpToTheCap) {
 }
 
 TEST(BackoffTest, JitterStaysWithinItsBand) {
-  Backoff b({.initial = milliseconds(1000), .max = milliseconds(1000), .multiplier = 1.0, .jitter = 0.2},
-            /*seed=*/42);
+  Backoff b(
+      {.initial = milliseconds(1000), .max = milliseconds(1000), .multiplier = 1.0, .jitter = 0.2},
+      /*seed=*/42);
   for (int i = 0; i < 1000; ++i) {
     const auto d = b.Next();
     EXPECT_GE(d, milliseconds(800));
@@ -30,7 +32,8 @@ TEST(BackoffTest, JitterStaysWithinItsBand) {
 }
 
 TEST(BackoffTest, ResetStartsOver) {
-  Backoff b({.initial = milliseconds(10), .max = milliseconds(1000), .multiplier = 10, .jitter = 0}, 1);
+  Backoff b({.initial = milliseconds(10), .max = milliseconds(1000), .multiplier = 10, .jitter = 0},
+            1);
   b.Next();
   b.Next();
   b.Reset();

@@ -31,15 +31,14 @@ std::atomic<int> g_min_level{static_cast<int>(Level::kInfo)};
 void AppendTimestamp(std::string& out) {
   const auto now = std::chrono::system_clock::now();
   const auto secs = std::chrono::time_point_cast<std::chrono::seconds>(now);
-  const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(now - secs).count();
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now - secs).count();
   const std::time_t t = std::chrono::system_clock::to_time_t(secs);
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[40];
   const int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06" PRId64 "Z",
-                              tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                              tm.tm_min, tm.tm_sec, static_cast<int64_t>(micros));
+                              tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                              tm.tm_sec, static_cast<int64_t>(micros));
   out.push_back('"');
   out.append(buf, static_cast<size_t>(n));
   out.push_back('"');
@@ -50,19 +49,35 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
   const auto b0 = static_cast<unsigned char>(s[i]);
   size_t len = 0;
   uint32_t min = 0;
-  if (b0 < 0x80) return 1;
-  if ((b0 & 0xE0) == 0xC0) { len = 2; min = 0x80; }
-  else if ((b0 & 0xF0) == 0xE0) { len = 3; min = 0x800; }
-  else if ((b0 & 0xF8) == 0xF0) { len = 4; min = 0x10000; }
-  else return 0;
-  if (i + len > s.size()) return 0;
+  if (b0 < 0x80) {
+    return 1;
+  }
+  if ((b0 & 0xE0) == 0xC0) {
+    len = 2;
+    min = 0x80;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    len = 3;
+    min = 0x800;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    len = 4;
+    min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) {
+    return 0;
+  }
   uint32_t cp = b0 & (0x7F >> len);
   for (size_t k = 1; k < len; ++k) {
     const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xC0) != 0x80) return 0;
+    if ((b & 0xC0) != 0x80) {
+      return 0;
+    }
     cp = (cp << 6) | (b & 0x3F);
   }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+    return 0;
+  }
   return len;
 }
 
@@ -84,11 +99,21 @@ void AppendJsonString(std::string& out, std::string_view text) {
       continue;
     }
     switch (c) {
-      case '"': out.append("\\\""); break;
-      case '\\': out.append("\\\\"); break;
-      case '\n': out.append("\\n"); break;
-      case '\r': out.append("\\r"); break;
-      case '\t': out.append("\\t"); break;
+      case '"':
+        out.append("\\\"");
+        break;
+      case '\\':
+        out.append("\\\\");
+        break;
+      case '\n':
+        out.append("\\n");
+        break;
+      case '\r':
+        out.append("\\r");
+        break;
+      case '\t':
+        out.append("\\t");
+        break;
       default:
         if (c < 0x20 || c == 0x7F) {
           char buf[8];
@@ -105,20 +130,32 @@ void AppendJsonString(std::string& out, std::string_view text) {
 
 absl::StatusOr<Level> ParseLevel(std::string_view text) {
   const std::string lower = absl::AsciiStrToLower(std::string(text));
-  if (lower == "debug") return Level::kDebug;
-  if (lower == "info") return Level::kInfo;
-  if (lower == "warn" || lower == "warning") return Level::kWarn;
-  if (lower == "error") return Level::kError;
+  if (lower == "debug") {
+    return Level::kDebug;
+  }
+  if (lower == "info") {
+    return Level::kInfo;
+  }
+  if (lower == "warn" || lower == "warning") {
+    return Level::kWarn;
+  }
+  if (lower == "error") {
+    return Level::kError;
+  }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown log level '", std::string(text), "': use debug, info, warn or error"));
 }
 
 std::string_view LevelName(Level level) {
   switch (level) {
-    case Level::kDebug: return "debug";
-    case Level::kInfo: return "info";
-    case Level::kWarn: return "warn";
-    case Level::kError: return "error";
+    case Level::kDebug:
+      return "debug";
+    case Level::kInfo:
+      return "info";
+    case Level::kWarn:
+      return "warn";
+    case Level::kError:
+      return "error";
   }
   return "info";
 }
@@ -147,7 +184,9 @@ void SetOutputForTest(std::ostream* out) {
 }
 
 void Logger::Log(Level level, std::string_view msg, Fields fields) const {
-  if (!Enabled(level)) return;
+  if (!Enabled(level)) {
+    return;
+  }
   std::string line;
   line.reserve(160 + msg.size());
   line.append("{\"ts\":");

@@ -22,7 +22,9 @@ class LogTest : public ::testing::Test {
   std::vector<nlohmann::json> Lines() {
     std::vector<nlohmann::json> lines;
     std::istringstream in(out_.str());
-    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+    for (std::string line; std::getline(in, line);) {
+      lines.push_back(nlohmann::json::parse(line));
+    }
     return lines;
   }
 
@@ -70,10 +72,14 @@ TEST_F(LogTest, ConcurrentLinesDoNotInterleave) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&logger, t] {
-      for (int i = 0; i < 200; ++i) logger.Info("line", {{"thread", t}, {"i", i}});
+      for (int i = 0; i < 200; ++i) {
+        logger.Info("line", {{"thread", t}, {"i", i}});
+      }
     });
   }
-  for (auto& th : threads) th.join();
+  for (auto& th : threads) {
+    th.join();
+  }
   EXPECT_EQ(Lines().size(), 800U);  // every line parses as JSON
 }
 

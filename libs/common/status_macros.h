@@ -11,12 +11,12 @@
 #define MMI_STATUS_CONCAT_INNER_(a, b) a##b
 #define MMI_STATUS_CONCAT_(a, b) MMI_STATUS_CONCAT_INNER_(a, b)
 
-#define RETURN_IF_ERROR(expr)                               \
-  do {                                                      \
+#define RETURN_IF_ERROR(expr)                                     \
+  do {                                                            \
     ::absl::Status mmi_status_ = ::mmi::internal::AsStatus(expr); \
-    if (!mmi_status_.ok()) {                                \
-      return mmi_status_;                                   \
-    }                                                       \
+    if (!mmi_status_.ok()) {                                      \
+      return mmi_status_;                                         \
+    }                                                             \
   } while (false)
 
 #define ASSIGN_OR_RETURN(lhs, rexpr) \

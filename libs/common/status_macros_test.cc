@@ -6,7 +6,9 @@ namespace mmi {
 namespace {
 
 absl::StatusOr<int> Half(int x) {
-  if (x % 2 != 0) return absl::InvalidArgumentError("odd");
+  if (x % 2 != 0) {
+    return absl::InvalidArgumentError("odd");
+  }
   return x / 2;
 }
 

@@ -33,10 +33,14 @@ std::string ShellQuote(const std::string& s) {
 
 std::string CurrentTestName() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  if (info == nullptr) return "no-test";
+  if (info == nullptr) {
+    return "no-test";
+  }
   std::string name = absl::StrCat(info->test_suite_name(), ".", info->name());
   for (char& c : name) {
-    if (c == '/') c = '_';
+    if (c == '/') {
+      c = '_';
+    }
   }
   return name;
 }
@@ -50,7 +54,9 @@ bool CurrentTestFailed() {
 std::string Tail(const std::string& path, size_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
   std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (all.size() > max_bytes) all = all.substr(all.size() - max_bytes);
+  if (all.size() > max_bytes) {
+    all = all.substr(all.size() - max_bytes);
+  }
   return all;
 }
 
@@ -63,10 +69,14 @@ CommandResult RunCommand(const std::string& command) {
   CommandResult result;
   const std::string full = command + " 2>&1";
   FILE* pipe = popen(full.c_str(), "r");
-  if (pipe == nullptr) return result;
+  if (pipe == nullptr) {
+    return result;
+  }
   std::array<char, 4096> buf{};
   size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) result.output.append(buf.data(), n);
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) {
+    result.output.append(buf.data(), n);
+  }
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
@@ -81,10 +91,14 @@ absl::StatusOr<std::unique_ptr<PeerProcess>> PeerProcess::Start(
   std::filesystem::remove_all(dir, ec);
   std::filesystem::create_directories(dir, ec);
   if (ec) {
-    return absl::InternalError(absl::StrCat("cannot create peer directory ", dir, ": ", ec.message()));
+    return absl::InternalError(
+        absl::StrCat("cannot create peer directory ", dir, ": ", ec.message()));
   }
-  std::string command = ShellQuote(absl::StrCat(PeersBinDir(), "/start-", name)) + " " + ShellQuote(dir);
-  for (const auto& a : args) command += " " + ShellQuote(a);
+  std::string command =
+      ShellQuote(absl::StrCat(PeersBinDir(), "/start-", name)) + " " + ShellQuote(dir);
+  for (const auto& a : args) {
+    command += " " + ShellQuote(a);
+  }
   const std::string start_log = dir + ".start.log";
   command += " > " + ShellQuote(start_log) + " 2>&1";
   std::cerr << "[peer] starting " << name << " in " << dir << std::endl;
@@ -100,13 +114,15 @@ absl::StatusOr<std::unique_ptr<PeerProcess>> PeerProcess::Start(
   std::ifstream in(dir + "/env");
   for (std::string line; std::getline(in, line);) {
     const auto eq = line.find('=');
-    if (eq == std::string::npos) continue;
+    if (eq == std::string::npos) {
+      continue;
+    }
     env[line.substr(0, eq)] = line.substr(eq + 1);
   }
   if (env.empty()) {
     RunCommand(ShellQuote(PeersBinDir() + "/stop") + " " + ShellQuote(dir));
-    return absl::InternalError(absl::StrCat("peer '", name, "' wrote no connection facts to ",
-                                            dir, "/env"));
+    return absl::InternalError(
+        absl::StrCat("peer '", name, "' wrote no connection facts to ", dir, "/env"));
   }
   return std::unique_ptr<PeerProcess>(new PeerProcess(name, dir, std::move(env)));
 }
@@ -136,7 +152,9 @@ const std::string& PeerProcess::Get(const std::string& key) const {
 }
 
 void PeerProcess::Stop() {
-  if (stopped_) return;
+  if (stopped_) {
+    return;
+  }
   stopped_ = true;
   RunCommand(ShellQuote(PeersBinDir() + "/stop") + " " + ShellQuote(data_dir_));
 }

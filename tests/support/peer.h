@@ -16,9 +16,9 @@
 
 // Starts a peer inside a test body or fixture; fails the test loudly (never skips) when it
 // cannot start. Usage: MMI_START_PEER(hub, "kube", {"ROLE=hub"});
-#define MMI_START_PEER(var, ...)                                              \
-  auto var##_or = ::mmi::testing::PeerProcess::Start(__VA_ARGS__);            \
-  ASSERT_TRUE(var##_or.ok()) << var##_or.status();                            \
+#define MMI_START_PEER(var, ...)                                   \
+  auto var##_or = ::mmi::testing::PeerProcess::Start(__VA_ARGS__); \
+  ASSERT_TRUE(var##_or.ok()) << var##_or.status();                 \
   std::unique_ptr<::mmi::testing::PeerProcess> var = std::move(*var##_or)
 
 namespace mmi::testing {
@@ -27,8 +27,8 @@ class PeerProcess {
  public:
   // Starts peer `name`. `args` are passed through as KEY=VALUE arguments. Returns kUnavailable
   // with the script's stderr tail when the peer cannot start.
-  static absl::StatusOr<std::unique_ptr<PeerProcess>> Start(const std::string& name,
-                                                            const std::vector<std::string>& args = {});
+  static absl::StatusOr<std::unique_ptr<PeerProcess>> Start(
+      const std::string& name, const std::vector<std::string>& args = {});
   ~PeerProcess();
   PeerProcess(const PeerProcess&) = delete;
   PeerProcess& operator=(const PeerProcess&) = delete;

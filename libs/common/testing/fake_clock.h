@@ -16,12 +16,10 @@ class FakeClock final : public Clock {
       : wall_(start.time_since_epoch().count()) {}
 
   std::chrono::system_clock::time_point Now() const override {
-    return std::chrono::system_clock::time_point(
-        std::chrono::system_clock::duration(wall_.load()));
+    return std::chrono::system_clock::time_point(std::chrono::system_clock::duration(wall_.load()));
   }
   std::chrono::steady_clock::time_point MonotonicNow() const override {
-    return std::chrono::steady_clock::time_point(
-        std::chrono::steady_clock::duration(mono_.load()));
+    return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(mono_.load()));
   }
   void Advance(std::chrono::nanoseconds d) {
     wall_ += std::chrono::duration_cast<std::chrono::system_clock::duration>(d).count();

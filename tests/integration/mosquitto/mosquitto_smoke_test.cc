@@ -2,7 +2,6 @@
 // messages with user properties (the Maestro binding puts CloudEvent attributes there), over
 // plain TCP and over TLS with client certificates.
 #include <gtest/gtest.h>
-
 #include <mqtt/async_client.h>
 
 #include <chrono>

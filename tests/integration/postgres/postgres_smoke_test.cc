@@ -24,7 +24,8 @@ TEST(PostgresPeerTest, AnswersQueriesAndKeepsWrites) {
   const auto rows = tx.exec("SELECT id, name FROM smoke ORDER BY id");
   ASSERT_EQ(rows.size(), 2U);
   EXPECT_EQ(rows[1][1].as<std::string>(), "two");
-  EXPECT_EQ(tx.exec1("SELECT count(*) FROM pg_stat_activity WHERE datname = 'mmi'")[0].as<int>(), 2);
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM pg_stat_activity WHERE datname = 'mmi'")[0].as<int>(),
+            2);
 }
 
 }  // namespace
