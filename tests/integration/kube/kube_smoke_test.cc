@@ -49,7 +49,8 @@ TEST_F(KubeSmokeTest, CreatesReadsAndWatchesAnApplicationOnTheHub) {
     ASSERT_TRUE(r.ok()) << r.status();
     ASSERT_EQ(r->status, 200) << crd << ": " << r->body;
     bool established = false;
-    for (const auto& c : json::parse(r->body)["status"]["conditions"]) {
+    const json crd_object = json::parse(r->body);
+    for (const auto& c : crd_object["status"]["conditions"]) {
       established |= c["type"] == "Established" && c["status"] == "True";
     }
     EXPECT_TRUE(established) << crd;

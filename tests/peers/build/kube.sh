@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# build/kube.sh: builds the kube-apiserver test peer (kube-apiserver + kubectl) from the Go module
+# proxy and provides etcd. Idempotent: when everything is already installed it says so and returns.
+#
+#   build/kube.sh                 build/install into $MMI_PEERS_HOME/kube-$MMI_KUBERNETES_VERSION/bin
+#   build/kube.sh --update-go-mod rewrite tests/peers/kube/go.mod (+ go.sum) for $MMI_KUBERNETES_VERSION
+#
+# Sources: k8s.io/kubernetes at $MMI_KUBERNETES_VERSION, required by our own tiny module
+# tests/peers/kube (go.mod lists the two commands as `tool`s and replaces every staging module
+# k8s.io/* v0.0.0 by its published v0.<minor>.<patch>). Nothing third-party is vendored or committed:
+# sources land in the Go module cache, objects in the Go build cache.
+#
+# etcd decision: we use Debian bookworm's `etcd-server` package (etcd 3.4.23) instead of building
+# etcd. Tested with kube-apiserver v1.34.4: CRD install, create/update/delete of custom resources,
+# watches (incl. resume from a resourceVersion), apiserver restarts (TERM and KILL) and etcd
+# compaction (a watch from a compacted resourceVersion gets 410 Expired "too old resource version"
+# once the apiserver's watch cache no longer holds it, e.g. after a restart) all work. kube-apiserver's feature
+# checker sees etcd < 3.4.31 and just disables RequestWatchProgress-based consistent reads from the
+# watch cache (reads go to etcd instead), which is fine for tests. It saves building etcd (~minutes
+# on 2 cores). If a future Kubernetes pin stops working with 3.4, build go.etcd.io/etcd/server/v3
+# here into $BIN/etcd instead of the symlink; start-kube only ever runs $BIN/etcd.
+# Compaction uses etcdctl from Debian's `etcd-client` package (installed here too).
+source "$(dirname "$0")/../lib.sh"
+
+MOD_DIR="$MMI_REPO_ROOT/tests/peers/kube"
+KUBE_HOME="$MMI_PEERS_HOME/kube-$MMI_KUBERNETES_VERSION"
+BIN="$KUBE_HOME/bin"
+STAGING_VERSION="v0.${MMI_KUBERNETES_VERSION#v1.}"   # v1.34.4 -> v0.34.4
+
+# Go commands run only inside our module, never vendoring, never fetching a different toolchain.
+gomod() { (cd "$MOD_DIR" && GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 go "$@"); }
+
+# apt_install <pkg...>: installs Debian packages, waiting while another process holds the dpkg lock.
+apt_install() {
+  local i
+  for i in $(seq 1 120); do
+    if DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >"$KUBE_HOME/apt.log" 2>&1; then
+      return 0
+    fi
+    if grep -q 'Could not get lock\|dpkg frontend lock\|Unable to acquire' "$KUBE_HOME/apt.log"; then
+      [ "$i" = 1 ] && log "dpkg lock is held by another process; waiting"
+      sleep 5
+      continue
+    fi
+    cat "$KUBE_HOME/apt.log" >&2
+    die "apt-get install $* failed"
+  done
+  die "dpkg lock still held after 10 minutes"
+}
+
+update_go_mod() {
+  log "resolving k8s.io/kubernetes@$MMI_KUBERNETES_VERSION"
+  local modfile
+  modfile="$(cd "$MOD_DIR" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$MMI_KUBERNETES_VERSION" \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')"
+  local mods
+  mods="$(awk '/^require \(/{r=1;next} r&&/^\)/{r=0} r&&$1 ~ /^k8s\.io\// && $2=="v0.0.0"{print $1}' "$modfile" | sort -u)"
+  [ -n "$mods" ] || die "no v0.0.0 staging requirements found in $modfile"
+  {
+    echo "module github.com/mmi/tests/peers/kube"
+    echo
+    echo "go 1.24.0"
+    echo
+    echo "godebug default=go1.24"
+    echo
+    echo "tool ("
+    echo "	k8s.io/kubernetes/cmd/kube-apiserver"
+    echo "	k8s.io/kubernetes/cmd/kubectl"
+    echo ")"
+    echo
+    echo "require k8s.io/kubernetes $MMI_KUBERNETES_VERSION"
+    echo
+    echo "// Staging modules: k8s.io/kubernetes requires them as v0.0.0 and replaces them by"
+    echo "// ./staging/...; a dependent module must point them at the published versions."
+    echo "replace ("
+    local m
+    for m in $mods; do printf '\t%s => %s %s\n' "$m" "$m" "$STAGING_VERSION"; done
+    echo ")"
+  } > "$MOD_DIR/go.mod"
+  rm -f "$MOD_DIR/go.sum"
+  timed "go mod tidy" gomod mod tidy
+  log "wrote $MOD_DIR/go.mod and go.sum for k8s.io/kubernetes $MMI_KUBERNETES_VERSION"
+}
+
+ensure_etcd() {
+  if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then
+    log "installing Debian etcd-server and etcd-client"
+    timed "apt-get install etcd-server etcd-client" apt_install etcd-server etcd-client
+  fi
+  ln -sfn "$(command -v etcd)" "$BIN/etcd"
+  ln -sfn "$(command -v etcdctl)" "$BIN/etcdctl"
+}
+
+build_cmd() {
+  local name="$1" ldflags="$2"
+  gomod build -trimpath -ldflags "$ldflags" -o "$BIN/.$name.tmp" "k8s.io/kubernetes/cmd/$name"
+  mv -f "$BIN/.$name.tmp" "$BIN/$name"
+}
+
+main() {
+  if [ "${1:-}" = "--update-go-mod" ]; then
+    mkdir -p "$KUBE_HOME"
+    update_go_mod
+    return 0
+  fi
+  [ $# -eq 0 ] || die "usage: build/kube.sh [--update-go-mod]"
+
+  if [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kubectl" ] && [ -x "$BIN/etcd" ] && [ -x "$BIN/etcdctl" ]; then
+    log "kube peer $MMI_KUBERNETES_VERSION already built in $BIN (delete it to rebuild)"
+    return 0
+  fi
+  mkdir -p "$BIN"
+  local t0; t0=$(date +%s)
+
+  local pinned
+  pinned="$(awk '$1=="k8s.io/kubernetes"{print $2} $1=="require" && $2=="k8s.io/kubernetes"{print $3}' "$MOD_DIR/go.mod")"
+  [ "$pinned" = "$MMI_KUBERNETES_VERSION" ] || \
+    die "tests/peers/kube/go.mod requires k8s.io/kubernetes '$pinned' but lib.sh pins $MMI_KUBERNETES_VERSION; run: $0 --update-go-mod"
+
+  ensure_etcd
+  log "etcd: $("$BIN/etcd" --version | head -n1)"
+
+  timed "go mod download (k8s.io/kubernetes $MMI_KUBERNETES_VERSION and deps)" gomod mod download
+
+  # Same -X flags as kubernetes' hack/lib/version.sh, so `--version` reports the real release.
+  # The module proxy does not tell the git commit, so gitCommit stays empty.
+  local build_date minor major ver="${MMI_KUBERNETES_VERSION#v}"
+  build_date="$(gomod list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)"
+  major="${ver%%.*}"; minor="${ver#*.}"; minor="${minor%%.*}"
+  local ldflags="-s -w" pkg key val
+  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+    for key in gitVersion gitMajor gitMinor gitTreeState buildDate gitCommit; do
+      case "$key" in
+        gitVersion) val="$MMI_KUBERNETES_VERSION" ;;
+        gitMajor) val="$major" ;;
+        gitMinor) val="$minor" ;;
+        gitTreeState) val="clean" ;;
+        buildDate) val="$build_date" ;;
+        gitCommit) val="" ;;
+      esac
+      ldflags+=" -X $pkg.$key=$val"
+    done
+  done
+
+  log "building kube-apiserver (cold builds take several minutes on 2 cores)"
+  timed "go build kube-apiserver" build_cmd kube-apiserver "$ldflags"
+  log "building kubectl"
+  timed "go build kubectl" build_cmd kubectl "$ldflags"
+
+  log "kube-apiserver: $("$BIN/kube-apiserver" --version)"
+  log "kubectl: $("$BIN/kubectl" version --client 2>/dev/null | head -n1)"
+  log "kube peer ready in $BIN (total $(( $(date +%s) - t0 ))s)"
+}
+
+main "$@"
