@@ -13,9 +13,9 @@ CREATE TABLE dispatched_resources (
   appset_namespace   text,                             -- owning ApplicationSet, when there is one
   appset_name        text,
   version            integer     NOT NULL DEFAULT 0,   -- resourceversion last sent
-  payload_hash       bytea       NOT NULL,             -- SHA-256 of the canonical payload
-  payload            bytea       NOT NULL,             -- the ManifestBundle JSON last sent (answers spec resyncs)
-  metadata           bytea,                            -- the `metadata` extension last sent
+  payload_hash       text        NOT NULL,             -- hex SHA-256 of the canonical payload
+  payload            text        NOT NULL,             -- the ManifestBundle JSON last sent (answers spec resyncs)
+  metadata           text,                             -- the `metadata` extension (JSON) last sent
   last_published_at  timestamptz,                      -- when the broker accepted it; NULL = pending
   deletion_state     smallint    NOT NULL DEFAULT 0,   -- 0 live, 1 delete requested, 2 delete confirmed
   deletion_requested_at timestamptz,
@@ -35,8 +35,8 @@ CREATE TABLE outbox (
   cluster      text        NOT NULL,
   action       text        NOT NULL CHECK (action IN ('create', 'update', 'delete')),
   version      integer     NOT NULL,
-  payload_hash bytea       NOT NULL,
-  event        bytea       NOT NULL,                   -- the CloudEvent, structured JSON
+  payload_hash text        NOT NULL,
+  event        text        NOT NULL,                   -- the CloudEvent, structured JSON
   created_at   timestamptz NOT NULL DEFAULT now(),
   attempts     integer     NOT NULL DEFAULT 0,
   last_error   text

@@ -5,7 +5,7 @@ CREATE TABLE resource_status (
   resource_id       uuid        PRIMARY KEY,
   last_sequence_id  bigint      NOT NULL,             -- snowflake id of the last applied status event
   status_hash       text        NOT NULL,             -- statushash of the last applied status
-  material_hash     bytea       NOT NULL,             -- hash of the material fields last written to the hub
+  material_hash     text        NOT NULL,             -- hash of the material fields last written to the hub
   sync_status       text,
   health_status     text,
   appset_namespace  text,

@@ -1,0 +1,99 @@
+// The dispatcher's durable state: one row per dispatched resource (what was last sent to which
+// cluster) and an outbox of events accepted from the hub but not yet accepted by the broker.
+//
+// The reconcile loop records a change (resource row + outbox event) in one transaction *before*
+// publishing, so a crash between the hub and the broker loses nothing: on restart the outbox is
+// published again (receivers are idempotent by CloudEvent id). Payload hashes let a restarted
+// dispatcher skip everything unchanged.
+//
+// Thread safety: implementations are thread-safe, but calls block on I/O: call them from a worker
+// pool, never from a loop thread. Errors: kUnavailable / kAborted are retryable; kInternal is a
+// bug in our SQL; kInvalidArgument for a malformed row.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace mmi::store {
+
+enum class DeletionState : int16_t { kLive = 0, kDeleteRequested = 1, kDeleteConfirmed = 2 };
+
+struct DispatchedResource {
+  std::string resource_id;  // UUID, lower case
+  std::string cluster;
+  std::string hub_namespace;
+  std::string hub_name;
+  std::string hub_uid;
+  std::string work_name;
+  std::optional<std::string> appset_namespace;
+  std::optional<std::string> appset_name;
+  int32_t version = 0;       // resourceversion last sent
+  std::string payload_hash;  // hex SHA-256
+  std::string payload;       // ManifestBundle JSON last sent
+  std::string metadata;      // `metadata` extension JSON last sent ("" = none)
+  std::optional<std::chrono::system_clock::time_point> last_published_at;
+  DeletionState deletion_state = DeletionState::kLive;
+  friend bool operator==(const DispatchedResource&, const DispatchedResource&) = default;
+};
+
+enum class OutboxAction { kCreate, kUpdate, kDelete };
+std::string_view OutboxActionName(OutboxAction action);  // "create" | "update" | "delete"
+
+struct OutboxEntry {
+  int64_t seq = 0;  // assigned by the store; ascending in recording order
+  std::string resource_id;
+  std::string cluster;
+  OutboxAction action = OutboxAction::kCreate;
+  int32_t version = 0;
+  std::string payload_hash;
+  std::string event;  // the CloudEvent in structured JSON
+  int32_t attempts = 0;
+  friend bool operator==(const OutboxEntry&, const OutboxEntry&) = default;
+};
+
+// One change taken from the hub: the new state of a resource and the event that carries it.
+struct DispatchChange {
+  DispatchedResource resource;
+  OutboxEntry event;  // seq ignored on input
+};
+
+class DispatchStore {
+ public:
+  virtual ~DispatchStore() = default;
+
+  // Calls `fn` for every resource row, in no particular order (start-up warm load).
+  virtual absl::Status ForEachResource(
+      const std::function<void(const DispatchedResource&)>& fn) = 0;
+  virtual absl::StatusOr<std::optional<DispatchedResource>> GetResource(
+      const std::string& resource_id) = 0;
+  // Every live or deleting resource of one cluster (answers an agent's spec resync request).
+  virtual absl::StatusOr<std::vector<DispatchedResource>> ResourcesOfCluster(
+      const std::string& cluster) = 0;
+
+  // Atomically upserts every resource row and appends every event to the outbox (in order).
+  // Returns the assigned outbox seqs, in the order of `changes`.
+  virtual absl::StatusOr<std::vector<int64_t>> Record(
+      const std::vector<DispatchChange>& changes) = 0;
+
+  // Up to `limit` outbox entries with seq > `after_seq`, ascending.
+  virtual absl::StatusOr<std::vector<OutboxEntry>> PendingOutbox(int64_t after_seq, int limit) = 0;
+  // The broker accepted these entries: removes them and stamps their resources' last_published_at.
+  virtual absl::Status MarkPublished(const std::vector<int64_t>& seqs,
+                                     std::chrono::system_clock::time_point at) = 0;
+  // Counts a failed attempt on one entry (kept for the next try).
+  virtual absl::Status RecordPublishFailure(int64_t seq, const std::string& error) = 0;
+
+  // The agent confirmed the deletion (Deleted condition).
+  virtual absl::Status MarkDeletionConfirmed(const std::string& resource_id) = 0;
+  // Removes the resource row once the hub side is cleaned up (finalizer released).
+  virtual absl::Status Forget(const std::string& resource_id) = 0;
+};
+
+}  // namespace mmi::store

@@ -1,0 +1,277 @@
+#include "libs/store/postgres/dispatch_store.h"
+
+#include <algorithm>
+#include <map>
+#include <pqxx/pqxx>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace mmi::store::postgres {
+namespace {
+
+// Rows per multi-row statement: big enough to amortise round trips, small enough for one packet
+// budget of a few MiB with 2 KB payloads.
+constexpr size_t kRowsPerStatement = 500;
+
+constexpr char kResourceColumns[] =
+    "resource_id::text, cluster, hub_namespace, hub_name, hub_uid, work_name, appset_namespace, "
+    "appset_name, version, payload_hash, payload, coalesce(metadata, ''), "
+    "(extract(epoch from last_published_at) * 1000000)::bigint, deletion_state";
+
+DispatchedResource ResourceFromRow(const pqxx::row& r) {
+  DispatchedResource d;
+  d.resource_id = r[0].as<std::string>();
+  d.cluster = r[1].as<std::string>();
+  d.hub_namespace = r[2].as<std::string>();
+  d.hub_name = r[3].as<std::string>();
+  d.hub_uid = r[4].as<std::string>();
+  d.work_name = r[5].as<std::string>();
+  if (!r[6].is_null()) {
+    d.appset_namespace = r[6].as<std::string>();
+  }
+  if (!r[7].is_null()) {
+    d.appset_name = r[7].as<std::string>();
+  }
+  d.version = r[8].as<int32_t>();
+  d.payload_hash = r[9].as<std::string>();
+  d.payload = r[10].as<std::string>();
+  d.metadata = r[11].as<std::string>();
+  if (!r[12].is_null()) {
+    d.last_published_at = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::microseconds(r[12].as<int64_t>())));
+  }
+  d.deletion_state = static_cast<DeletionState>(r[13].as<int>());
+  return d;
+}
+
+std::string Optional(pqxx::transaction_base& tx, const std::optional<std::string>& v) {
+  return v ? tx.quote(*v) : "NULL";
+}
+
+std::string EpochSeconds(std::chrono::system_clock::time_point t) {
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+  return absl::StrCat("to_timestamp(", micros / 1000000, ".",
+                      absl::StrCat(1000000 + micros % 1000000).substr(1), ")");
+}
+
+std::string SeqArray(const std::vector<int64_t>& seqs) {
+  return absl::StrCat("'{", absl::StrJoin(seqs, ","), "}'::bigint[]");
+}
+
+}  // namespace
+
+absl::Status PostgresDispatchStore::ForEachResource(
+    const std::function<void(const DispatchedResource&)>& fn) {
+  return pool_.Run("load dispatched resources", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    // Keyset pagination keeps memory bounded at 300K rows.
+    std::string after = "00000000-0000-0000-0000-000000000000";
+    while (true) {
+      const auto rows =
+          tx.exec_params(absl::StrCat("SELECT ", kResourceColumns,
+                                      " FROM dispatched_resources WHERE resource_id > $1::uuid"
+                                      " ORDER BY resource_id LIMIT 5000"),
+                         after);
+      for (const auto& r : rows) {
+        fn(ResourceFromRow(r));
+      }
+      if (rows.size() < 5000) {
+        break;
+      }
+      after = rows[rows.size() - 1][0].as<std::string>();
+    }
+    tx.commit();
+  });
+}
+
+absl::StatusOr<std::optional<DispatchedResource>> PostgresDispatchStore::GetResource(
+    const std::string& resource_id) {
+  std::optional<DispatchedResource> out;
+  absl::Status status = pool_.Run("get dispatched resource", [&](pqxx::connection& conn) {
+    pqxx::nontransaction tx(conn);
+    const auto rows =
+        tx.exec_params(absl::StrCat("SELECT ", kResourceColumns,
+                                    " FROM dispatched_resources WHERE resource_id = $1::uuid"),
+                       resource_id);
+    if (!rows.empty()) {
+      out = ResourceFromRow(rows[0]);
+    }
+  });
+  if (!status.ok()) {
+    return status;
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<DispatchedResource>> PostgresDispatchStore::ResourcesOfCluster(
+    const std::string& cluster) {
+  std::vector<DispatchedResource> out;
+  absl::Status status = pool_.Run("list resources of a cluster", [&](pqxx::connection& conn) {
+    pqxx::nontransaction tx(conn);
+    for (const auto& r : tx.exec_params(
+             absl::StrCat("SELECT ", kResourceColumns,
+                          " FROM dispatched_resources WHERE cluster = $1 ORDER BY resource_id"),
+             cluster)) {
+      out.push_back(ResourceFromRow(r));
+    }
+  });
+  if (!status.ok()) {
+    return status;
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<int64_t>> PostgresDispatchStore::Record(
+    const std::vector<DispatchChange>& changes) {
+  std::vector<int64_t> seqs;
+  if (changes.empty()) {
+    return seqs;
+  }
+  // ON CONFLICT cannot touch a row twice in one statement: the last change of a resource wins.
+  std::map<std::string, const DispatchedResource*> latest;
+  for (const auto& c : changes) {
+    latest[c.resource.resource_id] = &c.resource;
+  }
+  std::vector<const DispatchedResource*> rows;
+  rows.reserve(latest.size());
+  for (const auto& [id, r] : latest) {
+    rows.push_back(r);
+  }
+
+  absl::Status status = pool_.Run("record dispatch changes", [&](pqxx::connection& conn) {
+    seqs.clear();
+    pqxx::work tx(conn);
+    for (size_t start = 0; start < rows.size(); start += kRowsPerStatement) {
+      std::string sql =
+          "INSERT INTO dispatched_resources (resource_id, cluster, hub_namespace, hub_name, "
+          "hub_uid, work_name, appset_namespace, appset_name, version, payload_hash, payload, "
+          "metadata, deletion_state, updated_at) VALUES ";
+      const size_t end = std::min(rows.size(), start + kRowsPerStatement);
+      for (size_t i = start; i < end; ++i) {
+        const DispatchedResource& r = *rows[i];
+        absl::StrAppend(&sql, i == start ? "" : ",", "(", tx.quote(r.resource_id), "::uuid,",
+                        tx.quote(r.cluster), ",", tx.quote(r.hub_namespace), ",",
+                        tx.quote(r.hub_name), ",", tx.quote(r.hub_uid), ",", tx.quote(r.work_name),
+                        ",", Optional(tx, r.appset_namespace), ",", Optional(tx, r.appset_name),
+                        ",", r.version, ",", tx.quote(r.payload_hash), ",", tx.quote(r.payload),
+                        ",", r.metadata.empty() ? "NULL" : tx.quote(r.metadata), ",",
+                        static_cast<int>(r.deletion_state), ",now())");
+      }
+      sql +=
+          " ON CONFLICT (resource_id) DO UPDATE SET cluster = EXCLUDED.cluster, "
+          "hub_namespace = EXCLUDED.hub_namespace, hub_name = EXCLUDED.hub_name, "
+          "hub_uid = EXCLUDED.hub_uid, work_name = EXCLUDED.work_name, "
+          "appset_namespace = EXCLUDED.appset_namespace, appset_name = EXCLUDED.appset_name, "
+          "version = EXCLUDED.version, payload_hash = EXCLUDED.payload_hash, "
+          "payload = EXCLUDED.payload, metadata = EXCLUDED.metadata, "
+          "deletion_state = EXCLUDED.deletion_state, updated_at = now(), "
+          "deletion_requested_at = CASE WHEN EXCLUDED.deletion_state = 1 AND "
+          "dispatched_resources.deletion_state <> 1 THEN now() ELSE "
+          "dispatched_resources.deletion_requested_at END";
+      tx.exec0(sql);
+    }
+    for (size_t start = 0; start < changes.size(); start += kRowsPerStatement) {
+      std::string sql =
+          "INSERT INTO outbox (resource_id, cluster, action, version, payload_hash, event) VALUES ";
+      const size_t end = std::min(changes.size(), start + kRowsPerStatement);
+      for (size_t i = start; i < end; ++i) {
+        const OutboxEntry& e = changes[i].event;
+        absl::StrAppend(&sql, i == start ? "" : ",", "(", tx.quote(e.resource_id), "::uuid,",
+                        tx.quote(e.cluster), ",", tx.quote(std::string(OutboxActionName(e.action))),
+                        ",", e.version, ",", tx.quote(e.payload_hash), ",", tx.quote(e.event), ")");
+      }
+      sql += " RETURNING seq";
+      std::vector<int64_t> chunk;
+      for (const auto& r : tx.exec(sql)) {
+        chunk.push_back(r[0].as<int64_t>());
+      }
+      // Serial values are drawn in VALUES order, so ascending seqs follow the input order.
+      std::sort(chunk.begin(), chunk.end());
+      seqs.insert(seqs.end(), chunk.begin(), chunk.end());
+    }
+    tx.commit();
+  });
+  if (!status.ok()) {
+    return status;
+  }
+  return seqs;
+}
+
+absl::StatusOr<std::vector<OutboxEntry>> PostgresDispatchStore::PendingOutbox(int64_t after_seq,
+                                                                              int limit) {
+  std::vector<OutboxEntry> out;
+  absl::Status status = pool_.Run("read the outbox", [&](pqxx::connection& conn) {
+    pqxx::nontransaction tx(conn);
+    for (const auto& r : tx.exec_params(
+             "SELECT seq, resource_id::text, cluster, action, version, payload_hash, event, "
+             "attempts FROM outbox WHERE seq > $1 ORDER BY seq LIMIT $2",
+             after_seq, limit)) {
+      OutboxEntry e;
+      e.seq = r[0].as<int64_t>();
+      e.resource_id = r[1].as<std::string>();
+      e.cluster = r[2].as<std::string>();
+      const std::string action = r[3].as<std::string>();
+      e.action = action == "create"   ? OutboxAction::kCreate
+                 : action == "delete" ? OutboxAction::kDelete
+                                      : OutboxAction::kUpdate;
+      e.version = r[4].as<int32_t>();
+      e.payload_hash = r[5].as<std::string>();
+      e.event = r[6].as<std::string>();
+      e.attempts = r[7].as<int32_t>();
+      out.push_back(std::move(e));
+    }
+  });
+  if (!status.ok()) {
+    return status;
+  }
+  return out;
+}
+
+absl::Status PostgresDispatchStore::MarkPublished(const std::vector<int64_t>& seqs,
+                                                  std::chrono::system_clock::time_point at) {
+  if (seqs.empty()) {
+    return absl::OkStatus();
+  }
+  return pool_.Run("mark outbox entries published", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    const std::string array = SeqArray(seqs);
+    tx.exec0(absl::StrCat("UPDATE dispatched_resources SET last_published_at = ", EpochSeconds(at),
+                          " WHERE resource_id IN (SELECT resource_id FROM outbox WHERE seq = ANY(",
+                          array, "))"));
+    tx.exec0(absl::StrCat("DELETE FROM outbox WHERE seq = ANY(", array, ")"));
+    tx.commit();
+  });
+}
+
+absl::Status PostgresDispatchStore::RecordPublishFailure(int64_t seq, const std::string& error) {
+  return pool_.Run("record a publish failure", [&](pqxx::connection& conn) {
+    pqxx::nontransaction tx(conn);
+    tx.exec_params0(
+        "UPDATE outbox SET attempts = attempts + 1, last_error = left($2, 2000) WHERE seq = $1",
+        seq, error);
+  });
+}
+
+absl::Status PostgresDispatchStore::MarkDeletionConfirmed(const std::string& resource_id) {
+  return pool_.Run("confirm a deletion", [&](pqxx::connection& conn) {
+    pqxx::nontransaction tx(conn);
+    tx.exec_params0(
+        "UPDATE dispatched_resources SET deletion_state = 2, updated_at = now() "
+        "WHERE resource_id = $1::uuid",
+        resource_id);
+  });
+}
+
+absl::Status PostgresDispatchStore::Forget(const std::string& resource_id) {
+  return pool_.Run("forget a resource", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    tx.exec_params0("DELETE FROM outbox WHERE resource_id = $1::uuid", resource_id);
+    tx.exec_params0("DELETE FROM dispatched_resources WHERE resource_id = $1::uuid", resource_id);
+    tx.commit();
+  });
+}
+
+}  // namespace mmi::store::postgres

@@ -1,0 +1,144 @@
+// The contract every DispatchStore passes: instantiate with a factory that returns a fresh, empty
+// store (see dispatch_store_contract_test.cc for the fake, tests/integration/store/ for Postgres).
+//
+//   INSTANTIATE_TEST_SUITE_P(Fake, DispatchStoreContract,
+//                            ::testing::Values(DispatchStoreFactory{...}));
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "libs/store/dispatch_store.h"
+
+namespace mmi::store::testing {
+
+struct DispatchStoreFactory {
+  std::string name;
+  std::function<std::unique_ptr<DispatchStore>()> make;
+};
+
+inline std::string PrintToString(const DispatchStoreFactory& f) { return f.name; }
+
+class DispatchStoreContract : public ::testing::TestWithParam<DispatchStoreFactory> {
+ protected:
+  void SetUp() override { store_ = GetParam().make(); }
+
+  static DispatchChange Change(int n, const std::string& cluster, OutboxAction action,
+                               int32_t version) {
+    char id[40];
+    std::snprintf(id, sizeof id, "00000000-0000-5000-8000-%012d", n);
+    DispatchChange c;
+    c.resource.resource_id = id;
+    c.resource.cluster = cluster;
+    c.resource.hub_namespace = "argocd";
+    c.resource.hub_name = "app-" + std::to_string(n) + "-" + cluster;
+    c.resource.hub_uid = "uid-" + std::to_string(n);
+    c.resource.work_name = "argocd-" + c.resource.hub_name;
+    c.resource.appset_namespace = "argocd";
+    c.resource.appset_name = "appset-" + std::to_string(n % 3);
+    c.resource.version = version;
+    c.resource.payload_hash = "hash-" + std::to_string(version);
+    c.resource.payload = R"({"manifests":[{"kind":"Application","it's":"quoted \"json\""}]})";
+    c.resource.metadata = R"({"name":"w"})";
+    c.event.resource_id = id;
+    c.event.cluster = cluster;
+    c.event.action = action;
+    c.event.version = version;
+    c.event.payload_hash = c.resource.payload_hash;
+    c.event.event = R"({"specversion":"1.0","id":"e-)" + std::to_string(n) + R"("})";
+    return c;
+  }
+
+  std::unique_ptr<DispatchStore> store_;
+};
+
+TEST_P(DispatchStoreContract, RecordsResourcesAndOutboxEventsInOrder) {
+  auto seqs = store_->Record({Change(1, "c1", OutboxAction::kCreate, 0),
+                              Change(2, "c1", OutboxAction::kCreate, 0),
+                              Change(3, "c2", OutboxAction::kCreate, 0)});
+  ASSERT_TRUE(seqs.ok()) << seqs.status();
+  ASSERT_EQ(seqs->size(), 3U);
+  EXPECT_LT((*seqs)[0], (*seqs)[1]);
+  EXPECT_LT((*seqs)[1], (*seqs)[2]);
+
+  auto pending = store_->PendingOutbox(0, 10);
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  ASSERT_EQ(pending->size(), 3U);
+  EXPECT_EQ((*pending)[0].event, Change(1, "c1", OutboxAction::kCreate, 0).event.event);
+  EXPECT_EQ((*pending)[2].cluster, "c2");
+
+  auto got = store_->GetResource(Change(2, "c1", OutboxAction::kCreate, 0).resource.resource_id);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(got->has_value());
+  const DispatchedResource expected = Change(2, "c1", OutboxAction::kCreate, 0).resource;
+  EXPECT_EQ((*got)->payload, expected.payload);
+  EXPECT_EQ((*got)->appset_name, expected.appset_name);
+  EXPECT_EQ((*got)->metadata, expected.metadata);
+  EXPECT_FALSE((*got)->last_published_at.has_value());
+
+  auto c1 = store_->ResourcesOfCluster("c1");
+  ASSERT_TRUE(c1.ok());
+  EXPECT_EQ(c1->size(), 2U);
+}
+
+TEST_P(DispatchStoreContract, TheLastChangeOfAResourceInABatchWins) {
+  auto seqs = store_->Record(
+      {Change(1, "c1", OutboxAction::kCreate, 0), Change(1, "c1", OutboxAction::kUpdate, 1)});
+  ASSERT_TRUE(seqs.ok()) << seqs.status();
+  EXPECT_EQ(seqs->size(), 2U);
+  auto got = store_->GetResource(Change(1, "c1", OutboxAction::kCreate, 0).resource.resource_id);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->version, 1);
+}
+
+TEST_P(DispatchStoreContract, PublishedEntriesLeaveTheOutboxAndStampTheResource) {
+  auto seqs = store_->Record(
+      {Change(1, "c1", OutboxAction::kCreate, 0), Change(2, "c1", OutboxAction::kCreate, 0)});
+  ASSERT_TRUE(seqs.ok());
+  const auto at = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000)) +
+                  std::chrono::microseconds(123456);
+  ASSERT_TRUE(store_->MarkPublished({(*seqs)[0]}, at).ok());
+  auto pending = store_->PendingOutbox(0, 10);
+  ASSERT_TRUE(pending.ok());
+  ASSERT_EQ(pending->size(), 1U);
+  EXPECT_EQ((*pending)[0].seq, (*seqs)[1]);
+  auto got = store_->GetResource(Change(1, "c1", OutboxAction::kCreate, 0).resource.resource_id);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  ASSERT_TRUE((*got)->last_published_at.has_value());
+  EXPECT_EQ(*(*got)->last_published_at, at);
+
+  ASSERT_TRUE(store_->RecordPublishFailure((*seqs)[1], "broker down").ok());
+  pending = store_->PendingOutbox((*seqs)[0], 10);
+  ASSERT_TRUE(pending.ok());
+  ASSERT_EQ(pending->size(), 1U);
+  EXPECT_EQ((*pending)[0].attempts, 1);
+}
+
+TEST_P(DispatchStoreContract, WalksEveryResourceAndForgetsDeletedOnes) {
+  std::vector<DispatchChange> changes;
+  for (int i = 0; i < 1200; ++i) {
+    changes.push_back(Change(i, "c" + std::to_string(i % 7), OutboxAction::kCreate, 0));
+  }
+  ASSERT_TRUE(store_->Record(changes).ok());
+  int seen = 0;
+  ASSERT_TRUE(store_->ForEachResource([&](const DispatchedResource&) { ++seen; }).ok());
+  EXPECT_EQ(seen, 1200);
+
+  const std::string id = changes[5].resource.resource_id;
+  ASSERT_TRUE(store_->MarkDeletionConfirmed(id).ok());
+  auto got = store_->GetResource(id);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->deletion_state, DeletionState::kDeleteConfirmed);
+  ASSERT_TRUE(store_->Forget(id).ok());
+  got = store_->GetResource(id);
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(got->has_value());
+  auto pending = store_->PendingOutbox(0, 5000);
+  ASSERT_TRUE(pending.ok());
+  EXPECT_EQ(pending->size(), 1199U);
+}
+
+}  // namespace mmi::store::testing

@@ -1,0 +1,157 @@
+#include "libs/store/testing/fake_dispatch_store.h"
+
+namespace mmi::store::testing {
+
+absl::Status FakeDispatchStore::CheckFault() const { return fault_; }
+
+void FakeDispatchStore::FailWithForTest(absl::Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fault_ = std::move(status);
+}
+
+int FakeDispatchStore::record_calls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return record_calls_;
+}
+
+absl::Status FakeDispatchStore::ForEachResource(
+    const std::function<void(const DispatchedResource&)>& fn) {
+  std::vector<DispatchedResource> copy;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!fault_.ok()) {
+      return fault_;
+    }
+    for (const auto& [id, r] : resources_) {
+      copy.push_back(r);
+    }
+  }
+  for (const auto& r : copy) {
+    fn(r);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<DispatchedResource>> FakeDispatchStore::GetResource(
+    const std::string& resource_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  auto it = resources_.find(resource_id);
+  if (it == resources_.end()) {
+    return std::optional<DispatchedResource>();
+  }
+  return std::optional<DispatchedResource>(it->second);
+}
+
+absl::StatusOr<std::vector<DispatchedResource>> FakeDispatchStore::ResourcesOfCluster(
+    const std::string& cluster) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  std::vector<DispatchedResource> out;
+  for (const auto& [id, r] : resources_) {
+    if (r.cluster == cluster) {
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<int64_t>> FakeDispatchStore::Record(
+    const std::vector<DispatchChange>& changes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++record_calls_;
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  std::vector<int64_t> seqs;
+  for (const auto& c : changes) {
+    DispatchedResource r = c.resource;
+    auto existing = resources_.find(r.resource_id);
+    if (existing != resources_.end()) {
+      r.last_published_at = existing->second.last_published_at;
+    }
+    resources_[r.resource_id] = std::move(r);
+    OutboxEntry e = c.event;
+    e.seq = next_seq_++;
+    e.attempts = 0;
+    seqs.push_back(e.seq);
+    outbox_[e.seq] = std::move(e);
+  }
+  return seqs;
+}
+
+absl::StatusOr<std::vector<OutboxEntry>> FakeDispatchStore::PendingOutbox(int64_t after_seq,
+                                                                          int limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  std::vector<OutboxEntry> out;
+  for (auto it = outbox_.upper_bound(after_seq);
+       it != outbox_.end() && static_cast<int>(out.size()) < limit; ++it) {
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+absl::Status FakeDispatchStore::MarkPublished(const std::vector<int64_t>& seqs,
+                                              std::chrono::system_clock::time_point at) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  for (int64_t seq : seqs) {
+    auto it = outbox_.find(seq);
+    if (it == outbox_.end()) {
+      continue;
+    }
+    auto r = resources_.find(it->second.resource_id);
+    if (r != resources_.end()) {
+      r->second.last_published_at = std::chrono::time_point_cast<std::chrono::microseconds>(at);
+    }
+    outbox_.erase(it);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FakeDispatchStore::RecordPublishFailure(int64_t seq, const std::string& /*error*/) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  auto it = outbox_.find(seq);
+  if (it != outbox_.end()) {
+    ++it->second.attempts;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FakeDispatchStore::MarkDeletionConfirmed(const std::string& resource_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  auto it = resources_.find(resource_id);
+  if (it != resources_.end()) {
+    it->second.deletion_state = DeletionState::kDeleteConfirmed;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FakeDispatchStore::Forget(const std::string& resource_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  resources_.erase(resource_id);
+  for (auto it = outbox_.begin(); it != outbox_.end();) {
+    it = it->second.resource_id == resource_id ? outbox_.erase(it) : std::next(it);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace mmi::store::testing

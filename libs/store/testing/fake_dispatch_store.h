@@ -1,0 +1,42 @@
+// In-memory DispatchStore for unit tests: same contract as PostgresDispatchStore (both pass
+// libs/store/testing/dispatch_store_contract.h), plus call counters and fault injection.
+#pragma once
+
+#include <map>
+#include <mutex>
+
+#include "libs/store/dispatch_store.h"
+
+namespace mmi::store::testing {
+
+class FakeDispatchStore final : public DispatchStore {
+ public:
+  absl::Status ForEachResource(const std::function<void(const DispatchedResource&)>& fn) override;
+  absl::StatusOr<std::optional<DispatchedResource>> GetResource(
+      const std::string& resource_id) override;
+  absl::StatusOr<std::vector<DispatchedResource>> ResourcesOfCluster(
+      const std::string& cluster) override;
+  absl::StatusOr<std::vector<int64_t>> Record(const std::vector<DispatchChange>& changes) override;
+  absl::StatusOr<std::vector<OutboxEntry>> PendingOutbox(int64_t after_seq, int limit) override;
+  absl::Status MarkPublished(const std::vector<int64_t>& seqs,
+                             std::chrono::system_clock::time_point at) override;
+  absl::Status RecordPublishFailure(int64_t seq, const std::string& error) override;
+  absl::Status MarkDeletionConfirmed(const std::string& resource_id) override;
+  absl::Status Forget(const std::string& resource_id) override;
+
+  // Every following call fails with `status` until cleared with OkStatus().
+  void FailWithForTest(absl::Status status);
+  int record_calls() const;
+
+ private:
+  absl::Status CheckFault() const;
+
+  mutable std::mutex mu_;
+  std::map<std::string, DispatchedResource> resources_;
+  std::map<int64_t, OutboxEntry> outbox_;
+  int64_t next_seq_ = 1;
+  int record_calls_ = 0;
+  absl::Status fault_;
+};
+
+}  // namespace mmi::store::testing

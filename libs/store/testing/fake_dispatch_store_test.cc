@@ -1,0 +1,23 @@
+#include "libs/store/testing/fake_dispatch_store.h"
+
+#include "libs/store/testing/dispatch_store_contract.h"
+
+namespace mmi::store::testing {
+namespace {
+
+INSTANTIATE_TEST_SUITE_P(Fake, DispatchStoreContract,
+                         ::testing::Values(DispatchStoreFactory{
+                             "Fake", [] { return std::make_unique<FakeDispatchStore>(); }}),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(FakeDispatchStoreTest, InjectedFaultsFailEveryCall) {
+  FakeDispatchStore store;
+  store.FailWithForTest(absl::UnavailableError("db down"));
+  EXPECT_EQ(store.Record({}).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(store.PendingOutbox(0, 1).status().code(), absl::StatusCode::kUnavailable);
+  store.FailWithForTest(absl::OkStatus());
+  EXPECT_TRUE(store.PendingOutbox(0, 1).ok());
+}
+
+}  // namespace
+}  // namespace mmi::store::testing
