@@ -1,0 +1,157 @@
+#include "libs/transport/grpc/grpc_publisher.h"
+
+#include <grpcpp/client_context.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/empty.pb.h"
+#include "libs/cloudevents/grpc_codec.h"
+#include "libs/transport/grpc/internal/status_mapping.h"
+
+namespace mmi::transport {
+
+struct GrpcPublisher::Call {
+  grpc::ClientContext context;
+  io::cloudevents::v1::PublishRequest request;
+  google::protobuf::Empty response;
+  PublishCallback done;
+  std::chrono::steady_clock::time_point started;
+  std::string event_id;
+  std::string cluster;
+};
+
+GrpcPublisher::GrpcPublisher(GrpcSettings settings, std::shared_ptr<grpc::Channel> channel,
+                             Clock& clock, prometheus::Registry& registry, ChannelKind kind)
+    : settings_(std::move(settings)),
+      channel_(std::move(channel)),
+      kind_(kind),
+      clock_(clock),
+      metrics_(registry, "grpc", ClientRole::kPublisher) {}
+
+GrpcPublisher::~GrpcPublisher() { Stop(); }
+
+absl::Status GrpcPublisher::Start() {
+  absl::MutexLock lock(&mu_);
+  if (started_ || stopped_) {
+    return absl::FailedPreconditionError("GrpcPublisher::Start called twice or after Stop");
+  }
+  if (absl::Status s = ValidateGrpcSettings(settings_); !s.ok()) {
+    return s;
+  }
+  stub_ = io::cloudevents::v1::CloudEventService::NewStub(channel_);
+  started_ = true;
+  running_ = true;
+  if (kind_ == ChannelKind::kNetwork) {
+    channel_->GetState(/*try_to_connect=*/true);  // start connecting before the first event
+  }
+  logger_.Info("gRPC publisher started",
+               {{"summary", RedactedSummary(TransportSettings(settings_))}});
+  return absl::OkStatus();
+}
+
+void GrpcPublisher::Publish(cloudevents::Event event, PublishCallback done) {
+  auto call = std::make_unique<Call>();
+  call->done = std::move(done);
+  call->started = clock_.MonotonicNow();
+  call->event_id = event.id;
+  if (absl::StatusOr<std::string> cluster = event.ClusterName(); cluster.ok()) {
+    call->cluster = *cluster;
+  }
+  absl::Status early;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!started_ || stopped_) {
+      early =
+          absl::FailedPreconditionError("GrpcPublisher: Publish() before Start() or after Stop()");
+    }
+  }
+  if (early.ok() && event.source != settings_.source_id) {
+    early = absl::InvalidArgumentError(
+        absl::StrCat("event ", event.id, " has source \"", event.source,
+                     "\" but this transport publishes as source id \"", settings_.source_id, "\""));
+  }
+  if (early.ok()) {
+    absl::StatusOr<io::cloudevents::v1::CloudEvent> encoded =
+        cloudevents::EncodeGrpc(event, settings_.limits);
+    if (encoded.ok()) {
+      *call->request.mutable_event() = *std::move(encoded);
+    } else {
+      early = absl::InvalidArgumentError(
+          absl::StrCat("cannot encode event ", event.id,
+                       " for gRPC: ", std::string(encoded.status().message())));
+    }
+  }
+  if (!early.ok()) {
+    Finish(call.release(), std::move(early));
+    return;
+  }
+  call->context.set_deadline(std::chrono::system_clock::now() + settings_.publish_timeout);
+  call->context.set_wait_for_ready(false);
+  if (!settings_.bearer_token.empty()) {
+    call->context.AddMetadata("authorization", absl::StrCat("Bearer ", settings_.bearer_token));
+  }
+  Call* raw = call.release();
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) {
+      Finish(raw, absl::FailedPreconditionError("GrpcPublisher: stopped"));
+      return;
+    }
+    calls_.insert(raw);
+  }
+  stub_->async()->Publish(&raw->context, &raw->request, &raw->response,
+                          [this, raw](grpc::Status status) {
+                            {
+                              absl::MutexLock lock(&mu_);
+                              calls_.erase(raw);
+                            }
+                            Finish(raw, internal::FromPublishStatus(status, raw->cluster));
+                          });
+}
+
+void GrpcPublisher::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) {
+      return;
+    }
+    stopped_ = true;
+    running_ = false;
+    if (started_) {
+      // Let in-flight calls finish (each has its own deadline), then cancel the stragglers.
+      auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return calls_.empty(); };
+      mu_.AwaitWithTimeout(absl::Condition(&drained),
+                           absl::FromChrono(std::min<std::chrono::milliseconds>(
+                               settings_.publish_timeout, std::chrono::seconds(10))));
+      for (Call* call : calls_) {
+        call->context.TryCancel();
+      }
+      mu_.Await(absl::Condition(&drained));
+    }
+  }
+  callbacks_.Stop();
+  logger_.Info("gRPC publisher stopped");
+}
+
+bool GrpcPublisher::connected() const {
+  if (!running_) {
+    return false;
+  }
+  return kind_ == ChannelKind::kInProcess || channel_->GetState(false) == GRPC_CHANNEL_READY;
+}
+
+void GrpcPublisher::Finish(Call* call, absl::Status status) {
+  std::unique_ptr<Call> owned(call);
+  metrics_.RecordPublish(status, clock_.MonotonicNow() - owned->started);
+  if (!status.ok()) {
+    logger_.Debug("publish failed", {{"event_id", owned->event_id},
+                                     {"cluster", owned->cluster},
+                                     {"error", std::string(status.message())}});
+  }
+  callbacks_.Post([done = std::move(owned->done), status = std::move(status)]() mutable {
+    std::move(done)(std::move(status));
+  });
+}
+
+}  // namespace mmi::transport

@@ -1,0 +1,75 @@
+// Publisher over Maestro's gRPC source API (maestro-protocol.md §4): unary Publish.
+#pragma once
+
+#include <grpcpp/channel.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "libs/common/clock.h"
+#include "libs/common/log.h"
+#include "libs/transport/internal/serial_executor.h"
+#include "libs/transport/metrics.h"
+#include "libs/transport/publisher.h"
+#include "libs/transport/settings.h"
+#include "prometheus/registry.h"
+#include "proto/cloudevent.grpc.pb.h"
+
+namespace mmi::transport {
+
+// Sends each event as a PublishRequest (binary mode, OCM attribute keys, §4.3) with a
+// publishTimeout deadline and, when configured, `authorization: Bearer <token>` metadata. OK
+// means Maestro committed the resource row (§6.9); delivery to the agent is asynchronous. An
+// event for a cluster Maestro does not know fails with IsUnknownConsumer() (errors.h); see
+// internal/status_mapping.h for the rest of the mapping. Calls are not queued while the channel
+// is down: they fail fast with kUnavailable. Per-cluster order: calls issued from one thread
+// leave in order on one HTTP/2 connection, but each is its own stream, so a caller that needs
+// strict order for one resource waits for the callback before sending the next update (the
+// dispatcher does: one in-flight event per resource).
+//
+// Threads: gRPC's own (completions) and "grpc-pub-cb" (callbacks). Thread-safe.
+class GrpcPublisher final : public Publisher {
+ public:
+  // kNetwork: connected() follows the channel's connectivity state (READY). kInProcess (a
+  // grpc::Server::InProcessChannel, tests only): such a channel has no connectivity state and
+  // is connected from Start() to Stop().
+  enum class ChannelKind { kNetwork, kInProcess };
+
+  // `channel` is shared with the GrpcSubscriber of the same source (factory.h); shared_ptr is
+  // gRPC's own ownership model for channels.
+  GrpcPublisher(GrpcSettings settings, std::shared_ptr<grpc::Channel> channel, Clock& clock,
+                prometheus::Registry& registry, ChannelKind kind = ChannelKind::kNetwork);
+  ~GrpcPublisher() override;
+
+  absl::Status Start() override;
+  void Publish(cloudevents::Event event, PublishCallback done) override;
+  void Stop() override;
+  bool connected() const override;
+
+ private:
+  struct Call;
+
+  void Finish(Call* call, absl::Status status);
+
+  const GrpcSettings settings_;
+  std::shared_ptr<grpc::Channel> channel_;
+  const ChannelKind kind_;
+  Clock& clock_;
+  const log::Logger logger_{"transport.grpc"};
+  TransportMetrics metrics_;
+  internal::SerialExecutor callbacks_{"grpc-pub-cb"};
+  std::unique_ptr<io::cloudevents::v1::CloudEventService::Stub> stub_;
+
+  absl::Mutex mu_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<Call*> calls_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> running_{false};  // started and not stopped
+};
+
+}  // namespace mmi::transport

@@ -1,0 +1,66 @@
+// Registers clusters as Maestro consumers through Maestro's REST API (maestro-protocol.md §7.2,
+// §7.3), so that gRPC publishes for them stop failing with an unknown-consumer error (§7.4).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "libs/transport/settings.h"
+
+namespace mmi::transport {
+
+struct MaestroRestSettings {
+  // (url) Maestro's REST base URL (Service `maestro`, port 8000), without the API path.
+  std::string base_url = "http://maestro.maestro.svc.cluster.local:8000";
+  TlsSettings tls;           // (tls) for an https:// base URL
+  std::string bearer_token;  // (token) optional `authorization: Bearer` header; never logged
+  std::chrono::milliseconds timeout{10'000};  // (timeout) per request
+};
+
+// One HTTP exchange, so that tests can replace libcurl.
+struct RestRequest {
+  std::string method;
+  std::string url;
+  std::string body;  // JSON, may be empty
+};
+struct RestResponse {
+  long status = 0;
+  std::string body;
+};
+// kUnavailable / kDeadlineExceeded when the exchange itself failed; any HTTP status is a
+// response.
+using RestSender = std::function<absl::StatusOr<RestResponse>(const RestRequest&)>;
+
+// Blocking (one HTTP request per call): use it from a worker thread, never from a loop thread.
+// Thread-safe when the sender is (the libcurl sender is: one easy handle per request).
+class MaestroConsumerRegistry {
+ public:
+  explicit MaestroConsumerRegistry(MaestroRestSettings settings);
+  MaestroConsumerRegistry(MaestroRestSettings settings, RestSender sender);
+
+  // Creates consumer `name` with `labels`; OK when it was created (201) or already exists (409),
+  // so it is idempotent. kInvalidArgument when `name` is not a DNS-1123 label (Maestro would
+  // answer 500 for it); kUnavailable for 5xx and transport failures (retry); kFailedPrecondition
+  // for other 4xx (message includes Maestro's `reason`).
+  absl::Status EnsureConsumer(std::string_view name,
+                              const std::map<std::string, std::string>& labels = {});
+
+  // Whether a consumer with this name exists (GET /consumers?search=name='<name>').
+  absl::StatusOr<bool> ConsumerExists(std::string_view name);
+
+ private:
+  std::string ApiUrl(std::string_view path) const;
+
+  MaestroRestSettings settings_;
+  RestSender sender_;
+};
+
+// True for a DNS-1123 label: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63 characters.
+bool IsDns1123Label(std::string_view name);
+
+}  // namespace mmi::transport

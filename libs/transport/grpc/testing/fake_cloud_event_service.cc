@@ -1,0 +1,159 @@
+#include "libs/transport/grpc/testing/fake_cloud_event_service.h"
+
+#include <grpcpp/server_builder.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "libs/cloudevents/grpc_codec.h"
+
+namespace mmi::transport::testing {
+namespace {
+
+std::string Authorization(const grpc::ServerContext& context) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  return it == metadata.end() ? "" : std::string(it->second.data(), it->second.size());
+}
+
+}  // namespace
+
+FakeCloudEventService::FakeCloudEventService() {
+  grpc::ServerBuilder builder;
+  builder.RegisterService(this);
+  builder.SetMaxReceiveMessageSize(64 * 1024 * 1024);
+  builder.SetMaxSendMessageSize(64 * 1024 * 1024);
+  server_ = builder.BuildAndStart();
+}
+
+FakeCloudEventService::~FakeCloudEventService() {
+  {
+    absl::MutexLock lock(&mu_);
+    shutting_down_ = true;
+  }
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  server_->Wait();
+}
+
+std::shared_ptr<grpc::Channel> FakeCloudEventService::InProcessChannel(
+    const grpc::ChannelArguments& args) {
+  return server_->InProcessChannel(args);
+}
+
+void FakeCloudEventService::FailNextPublish(grpc::Status status) {
+  absl::MutexLock lock(&mu_);
+  scripted_.push_back(std::move(status));
+}
+
+void FakeCloudEventService::SetSendSubscriptionId(bool send) {
+  absl::MutexLock lock(&mu_);
+  send_subscription_id_ = send;
+}
+
+void FakeCloudEventService::Send(const io::cloudevents::v1::CloudEvent& event) {
+  absl::MutexLock lock(&mu_);
+  for (Stream* stream : streams_) {
+    stream->outbox.emplace_back(event);
+  }
+}
+
+void FakeCloudEventService::SendHeartbeat() {
+  int seq = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    seq = ++heartbeat_seq_;
+  }
+  Send(cloudevents::MakeHeartbeat(absl::StrCat("heartbeat-", seq)));
+}
+
+void FakeCloudEventService::EndStreams(grpc::Status status) {
+  absl::MutexLock lock(&mu_);
+  for (Stream* stream : streams_) {
+    stream->outbox.emplace_back(status);
+  }
+}
+
+std::vector<FakeCloudEventService::PublishCall> FakeCloudEventService::publishes() const {
+  absl::MutexLock lock(&mu_);
+  return publishes_;
+}
+
+std::vector<FakeCloudEventService::SubscribeCall> FakeCloudEventService::subscribes() const {
+  absl::MutexLock lock(&mu_);
+  return subscribes_;
+}
+
+int FakeCloudEventService::open_streams() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(streams_.size());
+}
+
+grpc::Status FakeCloudEventService::Publish(grpc::ServerContext* context,
+                                            const io::cloudevents::v1::PublishRequest* request,
+                                            google::protobuf::Empty* /*response*/) {
+  absl::MutexLock lock(&mu_);
+  publishes_.push_back(PublishCall{request->event(), Authorization(*context)});
+  if (!scripted_.empty()) {
+    grpc::Status status = scripted_.front();
+    scripted_.pop_front();
+    return status;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeCloudEventService::Subscribe(
+    grpc::ServerContext* context, const io::cloudevents::v1::SubscriptionRequest* request,
+    grpc::ServerWriter<io::cloudevents::v1::CloudEvent>* writer) {
+  Stream stream;
+  {
+    absl::MutexLock lock(&mu_);
+    subscribes_.push_back(SubscribeCall{*request, Authorization(*context)});
+    if (send_subscription_id_) {
+      context->AddInitialMetadata("subscription-id", absl::StrCat("sub-", subscribes_.size()));
+    }
+  }
+  {
+    // Registered before the client can see the stream as established, so nothing sent after
+    // that is lost.
+    absl::MutexLock lock(&mu_);
+    streams_.push_back(&stream);
+  }
+  writer->SendInitialMetadata();
+  grpc::Status result = grpc::Status::OK;
+  while (true) {
+    std::optional<std::variant<io::cloudevents::v1::CloudEvent, grpc::Status>> next;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this, &stream]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return shutting_down_ || !stream.outbox.empty();
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(20));
+      if (shutting_down_) {
+        break;
+      }
+      if (!stream.outbox.empty()) {
+        next = std::move(stream.outbox.front());
+        stream.outbox.pop_front();
+      }
+    }
+    if (context->IsCancelled()) {
+      result = grpc::Status::CANCELLED;
+      break;
+    }
+    if (!next.has_value()) {
+      continue;
+    }
+    if (auto* status = std::get_if<grpc::Status>(&*next)) {
+      result = *status;
+      break;
+    }
+    if (!writer->Write(std::get<io::cloudevents::v1::CloudEvent>(*next))) {
+      break;
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  streams_.erase(std::remove(streams_.begin(), streams_.end(), &stream), streams_.end());
+  return result;
+}
+
+}  // namespace mmi::transport::testing

@@ -1,0 +1,29 @@
+// The receive path every Subscriber shares: size check, decode, heartbeat filter, metrics, log,
+// hand-over to the handler.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "libs/cloudevents/event.h"
+#include "libs/common/log.h"
+#include "libs/transport/metrics.h"
+#include "libs/transport/subscriber.h"
+
+namespace mmi::transport::internal {
+
+enum class IntakeResult { kDelivered, kHeartbeat, kRejected };
+
+// Rejects the message when `wire_bytes` exceeds `max_bytes` (reason oversize, without decoding)
+// or when `decode` fails (reason malformed); both are counted, logged at warn with `where` (a
+// topic or partition, never the payload) and acknowledged through `ack` so that a poison message
+// never blocks the stream. Heartbeats are acknowledged and dropped. Anything else is counted by
+// kind and passed to `handler` with `ack`.
+IntakeResult Intake(std::size_t wire_bytes, std::size_t max_bytes,
+                    absl::FunctionRef<absl::StatusOr<cloudevents::Event>()> decode,
+                    TransportMetrics& metrics, const log::Logger& logger, std::string_view where,
+                    EventHandler& handler, AckFn ack);
+
+}  // namespace mmi::transport::internal

@@ -1,0 +1,233 @@
+#include "libs/transport/kafka/kafka_publisher.h"
+
+#include <pthread.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "libs/cloudevents/kafka_codec.h"
+#include "libs/transport/kafka/internal/kafka_config.h"
+
+namespace mmi::transport {
+
+// Travels through librdkafka as the message opaque; owned by whoever completes it.
+struct KafkaPublisher::Delivery {
+  PublishCallback done;
+  std::chrono::steady_clock::time_point started;
+  std::string event_id;
+};
+
+void KafkaPublisher::Callbacks::dr_cb(RdKafka::Message& message) { owner_->OnDelivery(message); }
+void KafkaPublisher::Callbacks::event_cb(RdKafka::Event& event) { owner_->OnEvent(event); }
+
+KafkaPublisher::KafkaPublisher(KafkaSettings settings, Clock& clock, prometheus::Registry& registry)
+    : settings_(std::move(settings)),
+      clock_(clock),
+      metrics_(registry, "kafka", ClientRole::kPublisher) {}
+
+KafkaPublisher::~KafkaPublisher() { Stop(); }
+
+absl::Status KafkaPublisher::Start() {
+  absl::WriterMutexLock lock(&lifecycle_mu_);
+  if (started_ || stopped_) {
+    return absl::FailedPreconditionError("KafkaPublisher::Start called twice or after Stop");
+  }
+  if (absl::Status s = ValidateKafkaSettings(settings_); !s.ok()) {
+    return s;
+  }
+  auto conf = internal::MakeKafkaConf(settings_, internal::KafkaClientKind::kProducer);
+  if (!conf.ok()) {
+    return conf.status();
+  }
+  internal::SetKafkaCallback(**conf, "dr_cb",
+                             static_cast<RdKafka::DeliveryReportCb*>(&rd_callbacks_));
+  internal::SetKafkaCallback(**conf, "event_cb", static_cast<RdKafka::EventCb*>(&rd_callbacks_));
+  std::string error;
+  producer_.reset(RdKafka::Producer::create(conf->get(), error));
+  if (producer_ == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("transport.kafka: cannot create the Kafka producer: ", error));
+  }
+  started_ = true;
+  polling_ = true;
+  metrics_.SetConnected(false);
+  poll_thread_ = std::thread([this] { PollLoop(); });
+  pthread_setname_np(poll_thread_.native_handle(), "kafka-pub-poll");
+  logger_.Info("Kafka publisher started",
+               {{"summary", RedactedSummary(TransportSettings(settings_))}});
+  return absl::OkStatus();
+}
+
+void KafkaPublisher::Publish(cloudevents::Event event, PublishCallback done) {
+  auto delivery =
+      std::make_unique<Delivery>(Delivery{std::move(done), clock_.MonotonicNow(), event.id});
+  absl::ReaderMutexLock lock(&lifecycle_mu_);
+  if (!started_ || stopped_) {
+    Finish(std::move(delivery), absl::FailedPreconditionError(
+                                    "KafkaPublisher: Publish() before Start() or after Stop()"));
+    return;
+  }
+  if (event.source != settings_.source_id) {
+    Finish(std::move(delivery),
+           absl::InvalidArgumentError(absl::StrCat(
+               "event ", event.id, " has source \"", event.source,
+               "\" but this transport publishes as source id \"", settings_.source_id, "\"")));
+    return;
+  }
+  absl::StatusOr<cloudevents::KafkaRecord> record =
+      cloudevents::EncodeKafka(event, settings_.limits);
+  if (!record.ok()) {
+    Finish(std::move(delivery), absl::InvalidArgumentError(absl::StrCat(
+                                    "cannot encode event ", event.id,
+                                    " for Kafka: ", std::string(record.status().message()))));
+    return;
+  }
+  // The codec names the scheme's topics; the settings may rename them.
+  const std::string topic = record->topic == cloudevents::kKafkaAgentEventsTopic
+                                ? settings_.agent_events_topic
+                                : settings_.source_events_topic;
+  std::optional<std::string> key = record->key;
+  if (settings_.key_by_cluster) {
+    if (absl::StatusOr<std::string> cluster = event.ClusterName();
+        cluster.ok() && !cluster->empty()) {
+      key = *cluster;
+    }
+  }
+  RdKafka::Headers* headers = RdKafka::Headers::create();
+  for (const auto& [name, value] : record->headers) {
+    headers->add(name, value.data(), value.size());
+  }
+  Delivery* opaque = delivery.release();
+  const RdKafka::ErrorCode code =
+      producer_->produce(topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
+                         const_cast<char*>(record->value.data()), record->value.size(),
+                         key.has_value() ? key->data() : nullptr, key.has_value() ? key->size() : 0,
+                         0, headers, opaque);
+  if (code != RdKafka::ERR_NO_ERROR) {
+    delete headers;  // ownership passes to librdkafka only on success
+    Finish(std::unique_ptr<Delivery>(opaque),
+           internal::KafkaStatus(code, absl::StrCat("producing event ", event.id, " to ", topic)));
+  }
+}
+
+void KafkaPublisher::Stop() {
+  {
+    absl::WriterMutexLock lock(&lifecycle_mu_);
+    if (stopped_) {
+      return;
+    }
+    stopped_ = true;
+    if (!started_) {
+      callbacks_.Stop();
+      return;
+    }
+  }
+  polling_ = false;
+  if (poll_thread_.joinable()) {
+    poll_thread_.join();
+  }
+  // Deliver what can still be delivered, then fail the rest (their reports say ERR__PURGE_*).
+  const RdKafka::ErrorCode flushed =
+      producer_->flush(static_cast<int>(settings_.flush_timeout.count()));
+  if (flushed != RdKafka::ERR_NO_ERROR) {
+    logger_.Warn("Kafka flush did not complete; failing the remaining events",
+                 {{"in_queue", producer_->outq_len()}});
+    producer_->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT |
+                     RdKafka::Producer::PURGE_NON_BLOCKING);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (producer_->outq_len() > 0 && std::chrono::steady_clock::now() < deadline) {
+      producer_->poll(50);
+    }
+  }
+  producer_.reset();
+  SetConnected(false);
+  callbacks_.Stop();
+  logger_.Info("Kafka publisher stopped");
+}
+
+void KafkaPublisher::OnDelivery(RdKafka::Message& message) {
+  std::unique_ptr<Delivery> delivery(static_cast<Delivery*>(message.msg_opaque()));
+  if (delivery == nullptr) {
+    return;
+  }
+  if (message.err() == RdKafka::ERR_NO_ERROR) {
+    SetConnected(true);
+  }
+  const std::string context =
+      absl::StrCat("delivering event ", delivery->event_id, " to ", message.topic_name());
+  Finish(std::move(delivery), internal::KafkaStatus(message.err(), context));
+}
+
+void KafkaPublisher::OnEvent(RdKafka::Event& event) {
+  switch (event.type()) {
+    case RdKafka::Event::EVENT_ERROR:
+      if (event.err() == RdKafka::ERR__ALL_BROKERS_DOWN) {
+        SetConnected(false);
+      }
+      if (event.fatal()) {
+        logger_.Error("fatal Kafka producer error; restart the service", {{"error", event.str()}});
+      } else {
+        logger_.Warn("Kafka producer error", {{"error", event.str()}});
+      }
+      break;
+    case RdKafka::Event::EVENT_LOG:
+      logger_.Log(event.severity() <= RdKafka::Event::EVENT_SEVERITY_WARNING ? log::Level::kWarn
+                                                                             : log::Level::kDebug,
+                  "librdkafka", {{"facility", event.fac()}, {"msg", event.str()}});
+      break;
+    default:
+      break;
+  }
+}
+
+void KafkaPublisher::Finish(std::unique_ptr<Delivery> delivery, absl::Status status) {
+  metrics_.RecordPublish(status, clock_.MonotonicNow() - delivery->started);
+  if (!status.ok()) {
+    logger_.Debug("publish failed",
+                  {{"event_id", delivery->event_id}, {"error", std::string(status.message())}});
+  }
+  callbacks_.Post([done = std::move(delivery->done), status = std::move(status)]() mutable {
+    std::move(done)(std::move(status));
+  });
+}
+
+void KafkaPublisher::PollLoop() {
+  while (polling_) {
+    producer_->poll(100);
+    if (!connected_) {
+      Probe();
+    }
+  }
+}
+
+void KafkaPublisher::Probe() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_probe_) {
+    return;
+  }
+  next_probe_ = now + std::chrono::seconds(1);
+  RdKafka::Metadata* metadata = nullptr;
+  if (producer_->metadata(false, nullptr, &metadata, 500) == RdKafka::ERR_NO_ERROR) {
+    SetConnected(true);
+  }
+  delete metadata;
+}
+
+void KafkaPublisher::SetConnected(bool connected) {
+  const bool was = connected_.exchange(connected);
+  if (was == connected) {
+    return;
+  }
+  metrics_.SetConnected(connected);
+  if (connected) {
+    if (ever_connected_.exchange(true)) {
+      metrics_.RecordReconnect();
+    }
+    logger_.Info("connected to Kafka", {{"bootstrap", settings_.bootstrap_servers}});
+  } else {
+    logger_.Warn("lost every Kafka broker connection; events wait in the producer queue",
+                 {{"bootstrap", settings_.bootstrap_servers}});
+  }
+}
+
+}  // namespace mmi::transport

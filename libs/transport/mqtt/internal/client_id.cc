@@ -1,0 +1,19 @@
+#include "libs/transport/mqtt/internal/client_id.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace mmi::transport::internal {
+
+std::string MqttClientId(const MqttSettings& settings, std::string_view suffix) {
+  std::string base = settings.client_id;
+  if (base.empty()) {
+    std::random_device random;
+    base = absl::StrCat(settings.source_id, "-", absl::StrFormat("%08x", random()));
+  }
+  return absl::StrCat(base, "-", std::string(suffix));
+}
+
+}  // namespace mmi::transport::internal

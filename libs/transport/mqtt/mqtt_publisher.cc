@@ -1,0 +1,235 @@
+#include "libs/transport/mqtt/mqtt_publisher.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "libs/cloudevents/mqtt_codec.h"
+#include "libs/transport/mqtt/internal/client_id.h"
+#include "libs/transport/mqtt/internal/paho_message.h"
+
+namespace mmi::transport {
+namespace {
+
+void* ToContext(uint64_t id) { return reinterpret_cast<void*>(static_cast<uintptr_t>(id)); }
+uint64_t FromContext(void* context) {
+  return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(context));
+}
+
+// MQTT 5 PUBACK / client failure -> STYLE.md code.
+absl::Status PublishFailure(const mqtt::token& token) {
+  const int reason = static_cast<int>(token.get_reason_code());
+  const std::string detail = absl::StrCat("MQTT publish failed: return code ",
+                                          token.get_return_code(), ", reason code ", reason);
+  switch (reason) {
+    case mqtt::ReasonCode::QUOTA_EXCEEDED:
+      return absl::ResourceExhaustedError(detail + " (quota exceeded)");
+    case mqtt::ReasonCode::NOT_AUTHORIZED:
+      return absl::PermissionDeniedError(detail + " (not authorized: check the broker ACL)");
+    case mqtt::ReasonCode::TOPIC_NAME_INVALID:
+    case mqtt::ReasonCode::PACKET_TOO_LARGE:
+    case mqtt::ReasonCode::PAYLOAD_FORMAT_INVALID:
+      return absl::InvalidArgumentError(detail + " (rejected by the broker)");
+    default:
+      return absl::UnavailableError(detail);
+  }
+}
+
+}  // namespace
+
+void MqttPublisher::DeliveryListener::on_success(const mqtt::token& token) {
+  owner_->Complete(FromContext(token.get_user_context()), absl::OkStatus());
+}
+
+void MqttPublisher::DeliveryListener::on_failure(const mqtt::token& token) {
+  owner_->Complete(FromContext(token.get_user_context()), PublishFailure(token));
+}
+
+MqttPublisher::MqttPublisher(MqttSettings settings, Clock& clock, prometheus::Registry& registry)
+    : settings_(std::move(settings)),
+      clock_(clock),
+      metrics_(registry, "mqtt", ClientRole::kPublisher),
+      topics_(settings_) {}
+
+MqttPublisher::~MqttPublisher() { Stop(); }
+
+absl::Status MqttPublisher::Start() {
+  absl::WriterMutexLock lock(&lifecycle_mu_);
+  if (started_ || stopped_) {
+    return absl::FailedPreconditionError("MqttPublisher::Start called twice or after Stop");
+  }
+  if (absl::Status s = ValidateMqttSettings(settings_); !s.ok()) {
+    return s;
+  }
+  connection_ = std::make_unique<internal::MqttConnection>(
+      settings_, internal::MqttClientId(settings_, "pub"), metrics_, logger_);
+  internal::MqttConnection::Hooks hooks;
+  hooks.on_lost = [this] {
+    FailAllInFlight(absl::UnavailableError(
+        "MQTT connection lost before the broker acknowledged the event; it may or may not have "
+        "been delivered: retry"));
+  };
+  hooks.on_tick = [this] { ExpireDeadlines(); };
+  if (absl::Status s = connection_->Start(std::move(hooks)); !s.ok()) {
+    return s;
+  }
+  started_ = true;
+  logger_.Info("MQTT publisher started",
+               {{"summary", RedactedSummary(TransportSettings(settings_))}});
+  return absl::OkStatus();
+}
+
+void MqttPublisher::Publish(cloudevents::Event event, PublishCallback done) {
+  const auto started = clock_.MonotonicNow();
+  absl::ReaderMutexLock lock(&lifecycle_mu_);
+  if (!started_ || stopped_) {
+    Reject(std::move(done),
+           absl::FailedPreconditionError("MqttPublisher: Publish() before Start() or after Stop()"),
+           started);
+    return;
+  }
+  if (event.source != settings_.source_id) {
+    Reject(
+        std::move(done),
+        absl::InvalidArgumentError(absl::StrCat("event ", event.id, " has source \"", event.source,
+                                                "\" but this transport publishes "
+                                                "as source id \"",
+                                                settings_.source_id, "\"")),
+        started);
+    return;
+  }
+  absl::StatusOr<std::string> topic = topics_.PublishTopic(event);
+  if (!topic.ok()) {
+    Reject(std::move(done), topic.status(), started);
+    return;
+  }
+  absl::StatusOr<cloudevents::MqttMessage> encoded =
+      cloudevents::EncodeMqtt(event, cloudevents::MqttContentMode::kBinary, settings_.limits);
+  if (!encoded.ok()) {
+    Reject(std::move(done),
+           absl::InvalidArgumentError(absl::StrCat("cannot encode event ", event.id, " for MQTT: ",
+                                                   std::string(encoded.status().message()))),
+           started);
+    return;
+  }
+  if (!connection_->connected()) {
+    Reject(std::move(done),
+           absl::UnavailableError(absl::StrCat("MQTT broker ", settings_.broker_host,
+                                               " is not connected; retry later")),
+           started);
+    return;
+  }
+  mqtt::message_ptr message = internal::ToPahoMessage(*topic, settings_.pub_qos, *encoded);
+  uint64_t id = 0;
+  {
+    absl::MutexLock inflight_lock(&inflight_mu_);
+    id = next_id_++;
+    inflight_.emplace(
+        id, InFlight{std::move(done), started, started + settings_.publish_timeout, event.id});
+  }
+  try {
+    connection_->client().publish(message, ToContext(id), listener_);
+  } catch (const mqtt::exception& e) {
+    const std::string detail =
+        absl::StrCat("MQTT publish of event ", event.id, " failed: ", e.what());
+    Complete(id, e.get_return_code() == MQTTASYNC_MAX_BUFFERED_MESSAGES
+                     ? absl::ResourceExhaustedError(
+                           detail + " (too many events waiting for a PUBACK; retry later)")
+                     : absl::UnavailableError(detail));
+  } catch (const std::exception& e) {
+    Complete(id, absl::UnavailableError(
+                     absl::StrCat("MQTT publish of event ", event.id, " failed: ", e.what())));
+  }
+}
+
+void MqttPublisher::Stop() {
+  {
+    absl::WriterMutexLock lock(&lifecycle_mu_);
+    if (stopped_) {
+      return;
+    }
+    stopped_ = true;
+    if (!started_) {
+      callbacks_.Stop();
+      return;
+    }
+  }
+  {
+    absl::MutexLock lock(&inflight_mu_);
+    auto drained = [this]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(inflight_mu_) { return inflight_.empty(); };
+    inflight_mu_.AwaitWithTimeout(absl::Condition(&drained),
+                                  absl::FromChrono(std::min<std::chrono::milliseconds>(
+                                      settings_.publish_timeout, std::chrono::seconds(10))));
+  }
+  FailAllInFlight(absl::UnavailableError(
+      "MQTT publisher stopped before the broker acknowledged the event: retry"));
+  connection_->Stop(std::chrono::milliseconds(1'000));
+  callbacks_.Stop();
+  logger_.Info("MQTT publisher stopped");
+}
+
+bool MqttPublisher::connected() const { return connection_ != nullptr && connection_->connected(); }
+
+void MqttPublisher::Complete(uint64_t id, absl::Status status) {
+  InFlight entry;
+  {
+    absl::MutexLock lock(&inflight_mu_);
+    auto it = inflight_.find(id);
+    if (it == inflight_.end()) {
+      return;  // already failed by a deadline, a connection loss or Stop()
+    }
+    entry = std::move(it->second);
+    inflight_.erase(it);
+  }
+  metrics_.RecordPublish(status, clock_.MonotonicNow() - entry.started);
+  if (!status.ok()) {
+    logger_.Debug("publish failed",
+                  {{"event_id", entry.event_id}, {"error", std::string(status.message())}});
+  }
+  callbacks_.Post([done = std::move(entry.done), status = std::move(status)]() mutable {
+    std::move(done)(std::move(status));
+  });
+}
+
+void MqttPublisher::Reject(PublishCallback done, absl::Status status,
+                           std::chrono::steady_clock::time_point started) {
+  metrics_.RecordPublish(status, clock_.MonotonicNow() - started);
+  callbacks_.Post([done = std::move(done), status = std::move(status)]() mutable {
+    std::move(done)(std::move(status));
+  });
+}
+
+void MqttPublisher::FailAllInFlight(const absl::Status& status) {
+  std::vector<uint64_t> ids;
+  {
+    absl::MutexLock lock(&inflight_mu_);
+    for (const auto& [id, entry] : inflight_) {
+      ids.push_back(id);
+    }
+  }
+  for (uint64_t id : ids) {
+    Complete(id, status);
+  }
+}
+
+void MqttPublisher::ExpireDeadlines() {
+  const auto now = clock_.MonotonicNow();
+  std::vector<uint64_t> expired;
+  {
+    absl::MutexLock lock(&inflight_mu_);
+    for (const auto& [id, entry] : inflight_) {
+      if (entry.deadline <= now) {
+        expired.push_back(id);
+      }
+    }
+  }
+  for (uint64_t id : expired) {
+    Complete(id, absl::DeadlineExceededError(
+                     absl::StrCat("no PUBACK from MQTT broker ", settings_.broker_host, " within ",
+                                  settings_.publish_timeout.count(), "ms; retry")));
+  }
+}
+
+}  // namespace mmi::transport

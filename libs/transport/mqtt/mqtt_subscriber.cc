@@ -1,0 +1,141 @@
+#include "libs/transport/mqtt/mqtt_subscriber.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "libs/cloudevents/mqtt_codec.h"
+#include "libs/transport/internal/intake.h"
+#include "libs/transport/mqtt/internal/client_id.h"
+#include "libs/transport/mqtt/internal/paho_message.h"
+
+namespace mmi::transport {
+
+void MqttSubscriber::SubscribeListener::on_success(const mqtt::token& token) {
+  owner_->OnSubscribed(token);
+}
+
+void MqttSubscriber::SubscribeListener::on_failure(const mqtt::token& token) {
+  owner_->connection_->ForceReconnect(absl::StrCat("SUBSCRIBE failed: return code ",
+                                                   token.get_return_code(), ", reason code ",
+                                                   static_cast<int>(token.get_reason_code())));
+}
+
+MqttSubscriber::MqttSubscriber(MqttSettings settings, prometheus::Registry& registry)
+    : settings_(std::move(settings)),
+      metrics_(registry, "mqtt", ClientRole::kSubscriber),
+      topics_(settings_) {}
+
+MqttSubscriber::~MqttSubscriber() { Stop(); }
+
+absl::Status MqttSubscriber::Start(EventHandler handler, SubscribedHook on_subscribed) {
+  if (!handler) {
+    return absl::InvalidArgumentError("MqttSubscriber::Start: handler must be set");
+  }
+  if (absl::Status s = ValidateMqttSettings(settings_); !s.ok()) {
+    return s;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (started_ || stopped_) {
+      return absl::FailedPreconditionError("MqttSubscriber::Start called twice or after Stop");
+    }
+    started_ = true;
+    handler_ = std::move(handler);
+    on_subscribed_ = std::move(on_subscribed);
+  }
+  connection_ = std::make_unique<internal::MqttConnection>(
+      settings_, internal::MqttClientId(settings_, "sub"), metrics_, logger_);
+  internal::MqttConnection::Hooks hooks;
+  hooks.on_connected = [this](bool reconnect) { Subscribe(reconnect); };
+  hooks.on_lost = [this] {
+    absl::MutexLock lock(&mu_);
+    subscribed_ = false;
+  };
+  hooks.on_message = [this](mqtt::const_message_ptr message) { OnMessage(message); };
+  if (absl::Status s = connection_->Start(std::move(hooks)); !s.ok()) {
+    return s;
+  }
+  logger_.Info("MQTT subscriber started",
+               {{"filters", absl::StrJoin(topics_.SubscriptionFilters(), ",")}});
+  return absl::OkStatus();
+}
+
+void MqttSubscriber::Subscribe(bool reconnect) {
+  {
+    absl::MutexLock lock(&mu_);
+    pending_reconnect_ = reconnect;
+  }
+  const std::vector<std::string> filters = topics_.SubscriptionFilters();
+  auto collection = mqtt::string_collection::create(filters);
+  mqtt::iasync_client::qos_collection qos(filters.size(), settings_.sub_qos);
+  try {
+    connection_->client().subscribe(collection, qos, nullptr, listener_);
+  } catch (const std::exception& e) {
+    connection_->ForceReconnect(absl::StrCat("SUBSCRIBE could not be sent: ", e.what()));
+  }
+}
+
+void MqttSubscriber::OnSubscribed(const mqtt::token& token) {
+  std::vector<mqtt::ReasonCode> codes;
+  try {
+    codes = token.get_subscribe_response().get_reason_codes();
+  } catch (const std::exception&) {
+    // MQTT 3 style response without reason codes: treat as granted.
+  }
+  for (mqtt::ReasonCode code : codes) {
+    if (static_cast<int>(code) >= 0x80) {
+      logger_.Error("the broker refused a subscription; check the topic filters and the ACL",
+                    {{"reason_code", static_cast<int>(code)}});
+      connection_->ForceReconnect("SUBACK refused a filter");
+      return;
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  if (stopped_) {
+    return;
+  }
+  subscribed_ = true;
+  logger_.Info("subscribed", {{"resubscribed", pending_reconnect_}});
+  if (on_subscribed_) {
+    on_subscribed_(pending_reconnect_);
+  }
+}
+
+void MqttSubscriber::OnMessage(const mqtt::const_message_ptr& message) {
+  if (message == nullptr) {
+    return;
+  }
+  absl::MutexLock lock(&mu_);
+  if (stopped_) {
+    return;
+  }
+  const cloudevents::MqttMessage mqtt_message = internal::FromPahoMessage(*message);
+  internal::Intake(
+      internal::WireSize(mqtt_message), settings_.limits.max_event_bytes,
+      [&]() { return cloudevents::DecodeMqtt(mqtt_message, settings_.limits); }, metrics_, logger_,
+      message->get_topic(), handler_, [] {});
+}
+
+void MqttSubscriber::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) {
+      return;
+    }
+    stopped_ = true;
+    subscribed_ = false;
+  }
+  if (connection_ != nullptr) {
+    connection_->Stop(std::chrono::milliseconds(1'000));
+  }
+  logger_.Info("MQTT subscriber stopped");
+}
+
+bool MqttSubscriber::connected() const {
+  absl::MutexLock lock(&mu_);
+  return subscribed_ && !stopped_;
+}
+
+}  // namespace mmi::transport
