@@ -1,0 +1,545 @@
+#include "libs/kube/informer.h"
+
+#include <cstdlib>
+#include <optional>
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "libs/common/log.h"
+#include "libs/kube/errors.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/registry.h"
+
+namespace mmi::kube {
+namespace {
+
+const log::Logger& Logger() {
+  static const log::Logger* const logger = new log::Logger("kube.informer");
+  return *logger;
+}
+
+const char* ReasonLabel(int reason) {
+  static constexpr const char* kNames[] = {"closed", "expired", "error", "stalled", "stopped"};
+  return kNames[reason];
+}
+
+}  // namespace
+
+Transform DropFields(const std::vector<std::string>& json_pointers) {
+  std::vector<nlohmann::json::json_pointer> pointers;
+  pointers.reserve(json_pointers.size());
+  for (const auto& p : json_pointers) {
+    pointers.emplace_back(p);  // a malformed pointer is a programming error (throws here, early)
+  }
+  return [pointers = std::move(pointers)](nlohmann::json& object) {
+    for (const auto& pointer : pointers) {
+      if (pointer.empty()) {
+        continue;
+      }
+      nlohmann::json* parent = &object;
+      const nlohmann::json::json_pointer parent_ptr = pointer.parent_pointer();
+      if (!parent_ptr.empty()) {
+        if (!object.contains(parent_ptr)) {
+          continue;
+        }
+        parent = &object[parent_ptr];
+      }
+      if (parent->is_object()) {
+        parent->erase(pointer.back());
+      }
+    }
+  };
+}
+
+struct Informer::Metrics {
+  prometheus::Family<prometheus::Counter>* restarts = nullptr;
+  prometheus::Counter* relists = nullptr;
+  prometheus::Gauge* objects = nullptr;
+  std::string resource;
+
+  Metrics(prometheus::Registry* registry, std::string resource_label)
+      : resource(std::move(resource_label)) {
+    if (registry == nullptr) {
+      return;
+    }
+    try {
+      restarts = &prometheus::BuildCounter()
+                      .Name("mmi_kube_watch_restarts_total")
+                      .Help(
+                          "Watches of the Kubernetes API re-established, by resource and reason "
+                          "(closed: server timeout; expired: 410, relisted; error; stalled).")
+                      .Register(*registry);
+      relists = &prometheus::BuildCounter()
+                     .Name("mmi_kube_relists_total")
+                     .Help("Full lists of a watched resource after the first one.")
+                     .Register(*registry)
+                     .Add({{"resource", resource}});
+      objects = &prometheus::BuildGauge()
+                     .Name("mmi_kube_cache_objects")
+                     .Help("Objects held in an informer cache.")
+                     .Register(*registry)
+                     .Add({{"resource", resource}});
+    } catch (const std::exception& e) {
+      Logger().Error("cannot register informer metrics", {{"error", e.what()}});
+      restarts = nullptr;
+      relists = nullptr;
+      objects = nullptr;
+    }
+  }
+};
+
+Informer::Informer(KubeClient& client, const Clock& clock, InformerSettings settings,
+                   prometheus::Registry* registry)
+    : client_(client),
+      clock_(clock),
+      settings_(std::move(settings)),
+      metrics_(std::make_unique<Metrics>(registry, settings_.resource.GroupResource())) {}
+
+Informer::~Informer() { Stop(); }
+
+void Informer::AddHandler(InformerHandler& handler) {
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  if (started_) {
+    Logger().Error("AddHandler after Start is ignored (a bug in the caller)",
+                   {{"resource", metrics_->resource}});
+    return;
+  }
+  handlers_.push_back(&handler);
+}
+
+void Informer::Start() {
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  if (started_) {
+    return;
+  }
+  started_ = true;
+  thread_ = std::jthread([this](const std::stop_token& stop) { Run(stop); });
+}
+
+void Informer::Stop() {
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  if (!thread_.joinable()) {
+    return;
+  }
+  thread_.request_stop();
+  {
+    std::lock_guard<std::mutex> sleep_lock(sleep_mu_);
+    sleep_cv_.notify_all();
+  }
+  thread_.join();
+}
+
+bool Informer::HasSynced() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return synced_;
+}
+
+bool Informer::WaitForSynced(std::chrono::milliseconds timeout) const {
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(&synced_), absl::FromChrono(timeout));
+  return synced_;
+}
+
+ObjectPtr Informer::Get(std::string_view ns, std::string_view name) const {
+  const std::string key = ObjectKey(ns, name);
+  Entry entry;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    const auto it = objects_.find(key);
+    if (it == objects_.end()) {
+      return nullptr;
+    }
+    entry = it->second;
+  }
+  return Materialize(entry);
+}
+
+std::string Informer::ResourceVersionOf(std::string_view ns, std::string_view name) const {
+  const std::string key = ObjectKey(ns, name);
+  absl::ReaderMutexLock lock(&mu_);
+  const auto it = objects_.find(key);
+  return it == objects_.end() ? "" : VersionOf(it->second);
+}
+
+std::vector<ObjectPtr> Informer::List(std::string_view ns) const {
+  std::vector<Entry> entries;
+  const std::string prefix = ns.empty() ? "" : absl::StrCat(std::string(ns), "/");
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    entries.reserve(ns.empty() ? objects_.size() : 0);
+    for (const auto& [key, entry] : objects_) {
+      if (prefix.empty() || key.compare(0, prefix.size(), prefix) == 0) {
+        entries.push_back(entry);
+      }
+    }
+  }
+  std::vector<ObjectPtr> out;
+  out.reserve(entries.size());
+  for (const auto& entry : entries) {
+    if (ObjectPtr object = Materialize(entry)) {
+      out.push_back(std::move(object));
+    }
+  }
+  return out;
+}
+
+size_t Informer::Size() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return objects_.size();
+}
+
+std::string Informer::ResourceVersion() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return resource_version_;
+}
+
+InformerStats Informer::Stats() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return stats_;
+}
+
+bool Informer::SleepFor(std::chrono::nanoseconds duration, const std::stop_token& stop) {
+  std::unique_lock<std::mutex> lock(sleep_mu_);
+  sleep_cv_.wait_for(lock, stop, duration, [] { return false; });
+  return !stop.stop_requested();
+}
+
+ObjectPtr Informer::Prepare(nlohmann::json&& object) const {
+  if (settings_.transform) {
+    settings_.transform(object);
+  }
+  return std::make_shared<const nlohmann::json>(std::move(object));
+}
+
+Informer::Entry Informer::MakeEntry(const ObjectPtr& object) const {
+  Entry entry;
+  if (!settings_.compact_storage) {
+    entry.object = object;
+    return entry;
+  }
+  entry.resource_version = kube::ResourceVersionOf(*object);
+  nlohmann::json::to_msgpack(*object, entry.packed);
+  entry.packed.shrink_to_fit();
+  return entry;
+}
+
+ObjectPtr Informer::Materialize(const Entry& entry) const {
+  if (entry.object != nullptr || entry.packed.empty()) {
+    return entry.object;
+  }
+  nlohmann::json object =
+      nlohmann::json::from_msgpack(entry.packed, /*strict=*/true, /*allow_exceptions=*/false);
+  if (object.is_discarded()) {
+    // We wrote these bytes ourselves: failing to read them back is memory corruption.
+    Logger().Error("corrupt compact cache entry", {{"resource", metrics_->resource}});
+    std::abort();
+  }
+  return std::make_shared<const nlohmann::json>(std::move(object));
+}
+
+std::string Informer::VersionOf(const Entry& entry) {
+  if (entry.object != nullptr) {
+    return kube::ResourceVersionOf(*entry.object);
+  }
+  return entry.resource_version;
+}
+
+void Informer::CountRestart(WatchEnd reason) {
+  if (metrics_->restarts != nullptr && reason != WatchEnd::kStopped) {
+    metrics_->restarts
+        ->Add({{"resource", metrics_->resource}, {"reason", ReasonLabel(static_cast<int>(reason))}})
+        .Increment();
+  }
+}
+
+void Informer::Run(const std::stop_token& stop) {
+  Backoff backoff(settings_.backoff);
+  bool need_list = true;
+  while (!stop.stop_requested()) {
+    if (need_list) {
+      const absl::Status listed = ListAndReplace(stop);
+      if (stop.stop_requested()) {
+        break;
+      }
+      if (!listed.ok()) {
+        const auto delay = backoff.Next();
+        Logger().Warn("list failed; retrying",
+                      {{"resource", metrics_->resource},
+                       {"error", std::string(listed.message())},
+                       {"retry_in_ms", static_cast<int64_t>(delay.count())}});
+        SleepFor(delay, stop);
+        continue;
+      }
+      need_list = false;
+    }
+    const auto started = clock_.MonotonicNow();
+    absl::Status error;
+    const WatchEnd end = WatchOnce(stop, error);
+    if (end == WatchEnd::kStopped || stop.stop_requested()) {
+      break;
+    }
+    CountRestart(end);
+    if (clock_.MonotonicNow() - started >= settings_.backoff_reset_after) {
+      backoff.Reset();
+    }
+    switch (end) {
+      case WatchEnd::kClosed:
+        Logger().Debug("watch ended by the server; resuming",
+                       {{"resource", metrics_->resource}, {"resource_version", ResourceVersion()}});
+        break;
+      case WatchEnd::kExpired:
+        Logger().Info("resource version expired (410); relisting",
+                      {{"resource", metrics_->resource}, {"resource_version", ResourceVersion()}});
+        need_list = true;
+        break;
+      case WatchEnd::kError:
+      case WatchEnd::kStalled: {
+        const auto delay = backoff.Next();
+        Logger().Warn(
+            end == WatchEnd::kStalled ? "watch stalled; reconnecting" : "watch failed; retrying",
+            {{"resource", metrics_->resource},
+             {"error", std::string(error.message())},
+             {"retry_in_ms", static_cast<int64_t>(delay.count())}});
+        SleepFor(delay, stop);
+        break;
+      }
+      case WatchEnd::kStopped:
+        break;
+    }
+  }
+}
+
+absl::Status Informer::ListAndReplace(const std::stop_token& stop) {
+  const auto started = clock_.MonotonicNow();
+  // In list order, so the first sync reports objects in the order the server returned them.
+  // Entries are built as pages arrive, so compact storage never holds the whole list as trees.
+  std::vector<std::pair<std::string, Entry>> listed;
+  ListOptions options;
+  options.label_selector = settings_.label_selector;
+  options.field_selector = settings_.field_selector;
+  options.limit = settings_.page_size;
+  absl::StatusOr<std::string> rv = ForEachListItem(
+      client_, settings_.resource, options,
+      [&](nlohmann::json&& item) {
+        std::string key = ObjectKey(item);
+        listed.emplace_back(std::move(key), MakeEntry(Prepare(std::move(item))));
+      },
+      [&] { listed.clear(); });
+  if (!rv.ok()) {
+    return rv.status();
+  }
+  if (stop.stop_requested()) {
+    return absl::CancelledError("stopped");
+  }
+  // Reconcile with the cache: keep unchanged entries, remember the differences. Added objects
+  // are remembered by key (read back from the cache when notifying); replaced and removed
+  // entries are moved out of the old cache.
+  absl::flat_hash_map<std::string, Entry> fresh;
+  std::vector<std::string> added;
+  std::vector<std::pair<Entry, std::string>> updated;  // old entry, key
+  std::vector<Entry> deleted;
+  bool first_sync = false;
+  int64_t lists = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    fresh.reserve(listed.size());
+    for (auto& [key, entry] : listed) {
+      const auto old = objects_.find(key);
+      if (old == objects_.end()) {
+        added.push_back(key);
+      } else if (VersionOf(old->second) == VersionOf(entry)) {
+        entry = std::move(old->second);  // same version: keep what readers already hold
+        objects_.erase(old);
+      } else {
+        updated.emplace_back(std::move(old->second), key);
+        objects_.erase(old);
+      }
+      fresh.insert_or_assign(std::move(key), std::move(entry));
+    }
+    for (auto& [key, entry] : objects_) {
+      deleted.push_back(std::move(entry));  // what is left was not listed
+    }
+    objects_.swap(fresh);
+    resource_version_ = *rv;
+    first_sync = !synced_;
+    lists = ++stats_.lists;
+    if (metrics_->objects != nullptr) {
+      metrics_->objects->Set(static_cast<double>(objects_.size()));
+    }
+  }
+  fresh.clear();  // the old cache: free it before calling handlers
+  listed.clear();
+  listed.shrink_to_fit();
+  if (lists > 1 && metrics_->relists != nullptr) {
+    metrics_->relists->Increment();
+  }
+  auto current = [&](const std::string& key) -> ObjectPtr {
+    Entry entry;
+    {
+      absl::ReaderMutexLock lock(&mu_);
+      const auto it = objects_.find(key);
+      if (it == objects_.end()) {
+        return nullptr;
+      }
+      entry = it->second;
+    }
+    return Materialize(entry);
+  };
+  if (!handlers_.empty()) {
+    for (const auto& key : added) {
+      const ObjectPtr object = current(key);
+      for (auto* handler : handlers_) {
+        handler->OnAdd(object, first_sync);
+      }
+    }
+    for (const auto& [old_entry, key] : updated) {
+      const ObjectPtr old_object = Materialize(old_entry);
+      const ObjectPtr new_object = current(key);
+      for (auto* handler : handlers_) {
+        handler->OnUpdate(old_object, new_object);
+      }
+    }
+    for (const auto& entry : deleted) {
+      const ObjectPtr object = Materialize(entry);
+      for (auto* handler : handlers_) {
+        handler->OnDelete(object);
+      }
+    }
+  }
+  if (first_sync) {
+    {
+      absl::MutexLock lock(&mu_);
+      synced_ = true;
+    }
+    for (auto* handler : handlers_) {
+      handler->OnSynced();
+    }
+  }
+  Logger().Info(first_sync ? "informer synced" : "relisted",
+                {{"resource", metrics_->resource},
+                 {"objects", static_cast<uint64_t>(Size())},
+                 {"added", static_cast<uint64_t>(added.size())},
+                 {"updated", static_cast<uint64_t>(updated.size())},
+                 {"deleted", static_cast<uint64_t>(deleted.size())},
+                 {"resource_version", *rv},
+                 {"ms", static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 clock_.MonotonicNow() - started)
+                                                 .count())}});
+  return absl::OkStatus();
+}
+
+Informer::WatchEnd Informer::WatchOnce(const std::stop_token& stop, absl::Status& error) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  const int64_t lo = settings_.min_watch_timeout.count();
+  const int64_t hi = std::max(lo, static_cast<int64_t>(settings_.max_watch_timeout.count()));
+  WatchOptions options;
+  options.resource_version = ResourceVersion();
+  options.label_selector = settings_.label_selector;
+  options.field_selector = settings_.field_selector;
+  options.allow_bookmarks = true;
+  options.timeout = std::chrono::seconds(std::uniform_int_distribution<int64_t>(lo, hi)(rng));
+  options.stall_timeout = settings_.stall_timeout;
+  {
+    absl::MutexLock lock(&mu_);
+    ++stats_.watches;
+  }
+  bool expired = false;
+  absl::Status event_error;
+  const absl::Status status = client_.Watch(
+      settings_.resource, options,
+      [&](WatchEvent&& event) { return Apply(std::move(event), expired, event_error); }, stop);
+  if (stop.stop_requested() || absl::IsCancelled(status)) {
+    return WatchEnd::kStopped;
+  }
+  if (expired || IsGone(status)) {
+    absl::MutexLock lock(&mu_);
+    ++stats_.expired;
+    return WatchEnd::kExpired;
+  }
+  if (!event_error.ok() || !status.ok()) {
+    error = !event_error.ok() ? event_error : status;
+    absl::MutexLock lock(&mu_);
+    ++stats_.watch_errors;
+    return absl::IsDeadlineExceeded(status) ? WatchEnd::kStalled : WatchEnd::kError;
+  }
+  return WatchEnd::kClosed;
+}
+
+bool Informer::Apply(WatchEvent&& event, bool& expired, absl::Status& error) {
+  switch (event.type) {
+    case WatchEventType::kBookmark: {
+      std::string rv = kube::ResourceVersionOf(event.object);
+      if (!rv.empty()) {
+        absl::MutexLock lock(&mu_);
+        resource_version_ = std::move(rv);
+      }
+      return true;
+    }
+    case WatchEventType::kError: {
+      const absl::Status status = StatusFromApiStatus(
+          absl::StrCat("WATCH ", settings_.resource.CollectionPath()), event.object);
+      if (IsGone(status)) {
+        expired = true;
+      } else {
+        error = status;
+      }
+      return false;
+    }
+    case WatchEventType::kAdded:
+    case WatchEventType::kModified:
+    case WatchEventType::kDeleted:
+      break;
+  }
+  std::string key = ObjectKey(event.object);
+  std::string rv = kube::ResourceVersionOf(event.object);
+  ObjectPtr object = Prepare(std::move(event.object));
+  Entry entry = event.type == WatchEventType::kDeleted ? Entry{} : MakeEntry(object);
+  std::optional<Entry> old;
+  {
+    absl::MutexLock lock(&mu_);
+    ++stats_.events;
+    if (!rv.empty()) {
+      resource_version_ = std::move(rv);
+    }
+    if (event.type == WatchEventType::kDeleted) {
+      const auto it = objects_.find(key);
+      if (it != objects_.end()) {
+        old = std::move(it->second);
+        objects_.erase(it);
+      }
+    } else {
+      auto [it, inserted] = objects_.try_emplace(std::move(key), entry);
+      if (!inserted) {
+        old = std::exchange(it->second, std::move(entry));
+      }
+    }
+    if (metrics_->objects != nullptr) {
+      metrics_->objects->Set(static_cast<double>(objects_.size()));
+    }
+  }
+  if (handlers_.empty()) {
+    return true;
+  }
+  if (event.type == WatchEventType::kDeleted) {
+    if (old.has_value()) {
+      for (auto* handler : handlers_) {
+        handler->OnDelete(object);
+      }
+    }
+  } else if (old.has_value()) {
+    const ObjectPtr old_object = Materialize(*old);
+    for (auto* handler : handlers_) {
+      handler->OnUpdate(old_object, object);
+    }
+  } else {
+    for (auto* handler : handlers_) {
+      handler->OnAdd(object, false);
+    }
+  }
+  return true;
+}
+
+}  // namespace mmi::kube

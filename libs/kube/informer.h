@@ -1,0 +1,192 @@
+// Informer: a watch-backed, in-memory cache of one resource collection (reflector + store +
+// handlers), the way client-go's shared informer works:
+//
+//   paged LIST (resourceVersion unset: a consistent snapshot)  -> replace the cache, OnAdd each,
+//                                                                 OnSynced once
+//   WATCH from the list's resourceVersion, allowWatchBookmarks  -> apply ADDED/MODIFIED/DELETED,
+//        timeoutSeconds random in [min, max]                       remember the newest version
+//   stream ended / connection lost / stall                     -> back off (jittered), resume
+//                                                                 from the newest version
+//   410 Gone (HTTP or ERROR event)                              -> relist and diff against the
+//                                                                 cache: OnAdd for new, OnUpdate
+//                                                                 for changed, OnDelete for
+//                                                                 vanished objects (that order)
+//
+// Memory: a `transform` runs on every object before it is stored (and before handlers see it);
+// drop what you do not need (DropFields({"/status", "/metadata/managedFields"})) to keep 300,000
+// Applications affordable. Stored objects are immutable and shared with readers.
+//
+// Threads: one reflector thread per informer. Handlers run on it, one call at a time, and must
+// only enqueue (a slow handler stalls the watch; a handler must not call Stop()). Get/List/Size
+// are thread-safe and may be called from handlers.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "libs/common/backoff.h"
+#include "libs/common/clock.h"
+#include "libs/kube/kube_client.h"
+
+namespace prometheus {
+class Registry;
+template <typename T>
+class Family;
+class Counter;
+class Gauge;
+}  // namespace prometheus
+
+namespace mmi::kube {
+
+// An immutable cached object. Shared (not unique) because the cache, handlers and readers hold
+// the same snapshot without copying it.
+using ObjectPtr = std::shared_ptr<const nlohmann::json>;
+
+// Runs on each object before it is cached. Must not change metadata.namespace/name.
+using Transform = std::function<void(nlohmann::json& object)>;
+
+// A Transform that erases the fields at these JSON pointers ("/status",
+// "/metadata/managedFields"); absent fields are ignored.
+Transform DropFields(const std::vector<std::string>& json_pointers);
+
+// Receives cache changes on the informer's thread. Only enqueue work here.
+class InformerHandler {
+ public:
+  virtual ~InformerHandler() = default;
+  // `in_initial_list`: part of the first list (before OnSynced).
+  virtual void OnAdd(const ObjectPtr& object, bool in_initial_list) = 0;
+  virtual void OnUpdate(const ObjectPtr& old_object, const ObjectPtr& new_object) = 0;
+  // The object's final state from the DELETED event or, when a relist found it gone, its last
+  // cached state.
+  virtual void OnDelete(const ObjectPtr& last_state) = 0;
+  // Once, after the first list has been stored and every OnAdd of it delivered.
+  virtual void OnSynced() {}
+};
+
+struct InformerSettings {
+  ResourceRef resource;  // namespace "" = all namespaces
+  std::string label_selector;
+  std::string field_selector;
+  int64_t page_size = 500;  // LIST limit
+  // Each watch asks the server to end it after a random time in [min, max] (spreads
+  // reconnects of many clients), as client-go does with 5-10 minutes.
+  std::chrono::seconds min_watch_timeout{300};
+  std::chrono::seconds max_watch_timeout{600};
+  // No byte for this long: the connection is presumed dead and the watch restarted.
+  std::chrono::milliseconds stall_timeout{150'000};
+  // Delay before retrying a failed list or watch; reset after `backoff_reset_after` of a
+  // healthy watch. client-go: 0.8 s doubling to 30 s, reset after 2 minutes.
+  BackoffSettings backoff{.initial = std::chrono::milliseconds(800),
+                          .max = std::chrono::milliseconds(30'000),
+                          .multiplier = 2.0,
+                          .jitter = 0.2};
+  std::chrono::seconds backoff_reset_after{120};
+  Transform transform;  // optional
+  // Keep cached objects as MessagePack bytes instead of nlohmann::json trees: about 5x less
+  // memory for Applications (see bench/kube/README.md), paid with a decode on every Get/List and
+  // for OnUpdate's old object. Handlers and readers see the same ObjectPtr API either way.
+  bool compact_storage = false;
+};
+
+struct InformerStats {
+  int64_t lists = 0;         // completed lists (1 + relists)
+  int64_t watches = 0;       // watch requests made
+  int64_t expired = 0;       // 410s that forced a relist
+  int64_t watch_errors = 0;  // watches that ended with an error (then backed off)
+  int64_t events = 0;        // watch events applied (bookmarks excluded)
+};
+
+class Informer {
+ public:
+  // `client`, `clock` and `registry` (nullable: no metrics) must outlive the informer. Metrics:
+  //   mmi_kube_watch_restarts_total{resource,reason}  reason: closed|expired|error|stalled
+  //   mmi_kube_relists_total{resource}
+  //   mmi_kube_cache_objects{resource}
+  Informer(KubeClient& client, const Clock& clock, InformerSettings settings,
+           prometheus::Registry* registry);
+  ~Informer();  // Stop()
+  Informer(const Informer&) = delete;
+  Informer& operator=(const Informer&) = delete;
+
+  // Registers a handler (borrowed; must outlive Stop()). Only before Start().
+  void AddHandler(InformerHandler& handler);
+  // Starts the reflector thread. Call once.
+  void Start();
+  // Ends the watch promptly and joins the thread. Idempotent. Not from a handler.
+  void Stop();
+
+  bool HasSynced() const;
+  // Blocks until synced or `timeout`; returns HasSynced().
+  bool WaitForSynced(std::chrono::milliseconds timeout) const;
+
+  // nullptr when absent. `ns` "" for cluster-scoped objects.
+  ObjectPtr Get(std::string_view ns, std::string_view name) const;
+  // Every cached object, or those of one namespace (a scan: O(cache size); with
+  // compact_storage every returned object is decoded).
+  std::vector<ObjectPtr> List(std::string_view ns = "") const;
+  // The resourceVersion of a cached object ("" when absent), without decoding it.
+  std::string ResourceVersionOf(std::string_view ns, std::string_view name) const;
+  size_t Size() const;
+  // The newest resourceVersion the cache reflects.
+  std::string ResourceVersion() const;
+  InformerStats Stats() const;
+  const InformerSettings& Settings() const { return settings_; }
+
+ private:
+  struct Metrics;
+  enum class WatchEnd { kClosed, kExpired, kError, kStalled, kStopped };
+  // One cached object: a shared tree, or (compact_storage) MessagePack bytes plus its version.
+  struct Entry {
+    ObjectPtr object;
+    std::string packed;
+    std::string resource_version;
+  };
+
+  void Run(const std::stop_token& stop);
+  // LIST all pages and reconcile the cache with it.
+  absl::Status ListAndReplace(const std::stop_token& stop);
+  // One watch; returns how it ended.
+  WatchEnd WatchOnce(const std::stop_token& stop, absl::Status& error);
+  // Applies one event; false to end the watch (ERROR events).
+  bool Apply(WatchEvent&& event, bool& expired, absl::Status& error);
+  ObjectPtr Prepare(nlohmann::json&& object) const;
+  Entry MakeEntry(const ObjectPtr& object) const;
+  ObjectPtr Materialize(const Entry& entry) const;
+  static std::string VersionOf(const Entry& entry);
+  // Waits `duration` unless stopped first; false when stopped.
+  bool SleepFor(std::chrono::nanoseconds duration, const std::stop_token& stop);
+  void CountRestart(WatchEnd reason);
+
+  KubeClient& client_;
+  const Clock& clock_;
+  const InformerSettings settings_;
+  std::unique_ptr<Metrics> metrics_;
+  std::vector<InformerHandler*> handlers_;
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Entry> objects_ ABSL_GUARDED_BY(mu_);
+  std::string resource_version_ ABSL_GUARDED_BY(mu_);
+  bool synced_ ABSL_GUARDED_BY(mu_) = false;
+  InformerStats stats_ ABSL_GUARDED_BY(mu_);
+
+  std::mutex sleep_mu_;
+  std::condition_variable_any sleep_cv_;
+  std::mutex lifecycle_mu_;
+  bool started_ = false;
+  std::jthread thread_;
+};
+
+}  // namespace mmi::kube

@@ -1,0 +1,342 @@
+#include "libs/kube/informer.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "libs/common/testing/fake_clock.h"
+#include "libs/kube/errors.h"
+#include "libs/kube/testing/fake_kube_client.h"
+#include "prometheus/registry.h"
+
+namespace mmi::kube {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+constexpr milliseconds kWait{5000};  // upper bound for conditions; they normally hold in ms
+
+// Records every callback as "add a 101 initial", "update a 101->102", "delete a", "synced".
+class RecordingHandler final : public InformerHandler {
+ public:
+  void OnAdd(const ObjectPtr& o, bool initial) override {
+    Push(absl::StrCat("add ", Name(*o), " ", ResourceVersionOf(*o), initial ? " initial" : ""));
+  }
+  void OnUpdate(const ObjectPtr& old_o, const ObjectPtr& new_o) override {
+    Push(absl::StrCat("update ", Name(*new_o), " ", ResourceVersionOf(*old_o), "->",
+                      ResourceVersionOf(*new_o)));
+  }
+  void OnDelete(const ObjectPtr& o) override { Push(absl::StrCat("delete ", Name(*o))); }
+  void OnSynced() override { Push("synced"); }
+
+  std::vector<std::string> Events() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
+  bool WaitForCount(size_t n) const {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, kWait, [&] { return events_.size() >= n; });
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.clear();
+  }
+
+ private:
+  static std::string Name(const json& o) { return o["metadata"].value("name", ""); }
+  void Push(std::string e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(std::move(e));
+    cv_.notify_all();
+  }
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::vector<std::string> events_;
+};
+
+json App(const std::string& name, const std::string& ns = "argocd") {
+  return {{"apiVersion", "argoproj.io/v1alpha1"},
+          {"kind", "Application"},
+          {"metadata", {{"name", name}, {"namespace", ns}, {"labels", {{"pull", "true"}}}}},
+          {"spec", {{"project", "default"}}},
+          {"status", {{"sync", {{"status", "Synced"}}}}}};
+}
+
+// Every behaviour holds for both storage modes (json trees and compact MessagePack bytes).
+class InformerTest : public ::testing::TestWithParam<bool> {
+ protected:
+  InformerSettings Settings() {
+    InformerSettings s;
+    s.resource = apps_;
+    s.page_size = 2;  // exercise paging with a handful of objects
+    s.backoff = {.initial = milliseconds(1), .max = milliseconds(5), .multiplier = 2, .jitter = 0};
+    s.compact_storage = GetParam();
+    return s;
+  }
+  void Start(InformerSettings settings) {
+    informer_ = std::make_unique<Informer>(fake_, clock_, std::move(settings), &registry_);
+    informer_->AddHandler(handler_);
+    informer_->Start();
+  }
+  double Metric(const std::string& name, const std::map<std::string, std::string>& labels) {
+    for (const auto& family : registry_.Collect()) {
+      if (family.name != name) {
+        continue;
+      }
+      for (const auto& metric : family.metric) {
+        std::map<std::string, std::string> got;
+        for (const auto& l : metric.label) {
+          got[l.name] = l.value;
+        }
+        if (got == labels) {
+          return family.type == prometheus::MetricType::Gauge ? metric.gauge.value
+                                                              : metric.counter.value;
+        }
+      }
+    }
+    return 0;
+  }
+  // Waits until the informer is watching again after something ended its watch.
+  bool WaitForWatches(size_t count) {
+    const auto deadline = std::chrono::steady_clock::now() + kWait;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (fake_.CountCalls("WATCH") >= count && fake_.OpenWatches() >= 1) {
+        return true;
+      }
+      fake_.WaitForOpenWatches(1, milliseconds(10));
+    }
+    return false;
+  }
+
+  const ResourceRef apps_{"argoproj.io", "v1alpha1", "applications", "argocd"};
+  testing::FakeKubeClient fake_;
+  mmi::testing::FakeClock clock_;
+  prometheus::Registry registry_;
+  RecordingHandler handler_;
+  std::unique_ptr<Informer> informer_;
+};
+
+TEST_P(InformerTest, ListsAllPagesDeliversInitialAddsThenSynced) {
+  for (const char* name : {"a", "b", "c", "d", "e"}) {
+    ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());
+  }
+  Start(Settings());
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  ASSERT_TRUE(handler_.WaitForCount(6));
+  EXPECT_THAT(handler_.Events(),
+              ElementsAre("add a 101 initial", "add b 102 initial", "add c 103 initial",
+                          "add d 104 initial", "add e 105 initial", "synced"));
+  EXPECT_EQ(informer_->Size(), 5u);
+  EXPECT_EQ(fake_.CountCalls("LIST"), 3u);  // pages of 2
+  EXPECT_EQ(informer_->ResourceVersion(), "105");
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  EXPECT_EQ(fake_.Calls().back().detail, "105");  // the watch starts at the list's version
+}
+
+TEST_P(InformerTest, AppliesWatchEventsToTheCacheAndHandlers) {
+  ASSERT_TRUE(fake_.Create(apps_, App("a"), {}).ok());
+  Start(Settings());
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  handler_.Clear();
+  ASSERT_TRUE(fake_.Create(apps_, App("b"), {}).ok());
+  auto a = *fake_.Get(apps_, "a");
+  a["spec"]["project"] = "other";
+  ASSERT_TRUE(fake_.Update(apps_, a, {}).ok());
+  ASSERT_TRUE(fake_.Delete(apps_, "b", {}).ok());
+  ASSERT_TRUE(handler_.WaitForCount(3));
+  EXPECT_THAT(handler_.Events(), ElementsAre("add b 102", "update a 101->103", "delete b"));
+  EXPECT_EQ((*informer_->Get("argocd", "a"))["spec"]["project"], "other");
+  EXPECT_EQ(informer_->Get("argocd", "b"), nullptr);
+  EXPECT_EQ(informer_->ResourceVersion(), "104");
+  EXPECT_EQ(informer_->Stats().events, 3);
+}
+
+TEST_P(InformerTest, ResumesFromTheLastSeenVersionAfterTheServerEndsTheWatch) {
+  ASSERT_TRUE(fake_.Create(apps_, App("a"), {}).ok());
+  Start(Settings());
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  ASSERT_TRUE(fake_.Create(apps_, App("b"), {}).ok());
+  ASSERT_TRUE(handler_.WaitForCount(3));
+  fake_.CloseWatches();  // timeoutSeconds reached
+  ASSERT_TRUE(WaitForWatches(2));
+  const auto calls = fake_.Calls();
+  EXPECT_EQ(calls.back().verb, "WATCH");
+  EXPECT_EQ(calls.back().detail, "102");
+  EXPECT_EQ(fake_.CountCalls("LIST"), 1u);  // no relist
+  EXPECT_EQ(Metric("mmi_kube_watch_restarts_total",
+                   {{"resource", "applications.argoproj.io"}, {"reason", "closed"}}),
+            1);
+}
+
+TEST_P(InformerTest, BacksOffAndResumesAfterAConnectionDrop) {
+  Start(Settings());
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  fake_.FailNext("WATCH", absl::UnavailableError("connection refused"));
+  fake_.BreakWatches(absl::UnavailableError("connection reset"));
+  ASSERT_TRUE(WaitForWatches(3));
+  ASSERT_TRUE(fake_.Create(apps_, App("late"), {}).ok());
+  ASSERT_TRUE(handler_.WaitForCount(2));
+  EXPECT_EQ(handler_.Events().back(), "add late 101");
+  EXPECT_EQ(informer_->Stats().watch_errors, 2);
+  EXPECT_EQ(Metric("mmi_kube_watch_restarts_total",
+                   {{"resource", "applications.argoproj.io"}, {"reason", "error"}}),
+            2);
+}
+
+TEST_P(InformerTest, RelistsOn410AndReportsWhatChangedWhileItWasBlind) {
+  for (const char* name : {"keep", "change", "gone"}) {
+    ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());
+  }
+  Start(Settings());
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  handler_.Clear();
+  // Changes the watch never delivers, then the history is compacted away: only a relist and
+  // a diff against the cache can find them.
+  fake_.SetWatchDeliveryPaused(true);
+  auto change = *fake_.Get(apps_, "change");
+  change["spec"]["project"] = "p2";
+  ASSERT_TRUE(fake_.Update(apps_, change, {}).ok());
+  ASSERT_TRUE(fake_.Delete(apps_, "gone", {}).ok());
+  ASSERT_TRUE(fake_.Create(apps_, App("new"), {}).ok());
+  fake_.Compact();
+  fake_.SetWatchDeliveryPaused(false);
+  ASSERT_TRUE(handler_.WaitForCount(3));
+  EXPECT_THAT(handler_.Events(), ::testing::UnorderedElementsAre(
+                                     "add new 106", "update change 102->104", "delete gone"));
+  EXPECT_EQ(informer_->Size(), 3u);
+  EXPECT_EQ(informer_->Stats().lists, 2);
+  EXPECT_EQ(informer_->Stats().expired, 1);
+  EXPECT_EQ(Metric("mmi_kube_relists_total", {{"resource", "applications.argoproj.io"}}), 1);
+  EXPECT_EQ(Metric("mmi_kube_watch_restarts_total",
+                   {{"resource", "applications.argoproj.io"}, {"reason", "expired"}}),
+            1);
+  // Unchanged objects keep their snapshot: readers holding it see no churn.
+  ASSERT_TRUE(WaitForWatches(2));
+  EXPECT_EQ(fake_.Calls().back().detail, informer_->ResourceVersion());
+}
+
+TEST_P(InformerTest, RelistsWhenTheWatchRequestItselfFailsWith410) {
+  ASSERT_TRUE(fake_.Create(apps_, App("a"), {}).ok());
+  fake_.SetGoneAsHttpError(true);
+  Start(Settings());
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  fake_.SetWatchDeliveryPaused(true);
+  ASSERT_TRUE(fake_.Delete(apps_, "a", {}).ok());
+  fake_.Compact(/*expire_open_watches=*/false);
+  fake_.CloseWatches();  // the resume from the old version now gets HTTP 410
+  fake_.SetWatchDeliveryPaused(false);
+  ASSERT_TRUE(handler_.WaitForCount(3));
+  EXPECT_EQ(handler_.Events().back(), "delete a");
+  EXPECT_EQ(informer_->Stats().expired, 1);
+  EXPECT_EQ(informer_->Stats().lists, 2);
+}
+
+TEST_P(InformerTest, BookmarksAdvanceTheResumeVersionWithoutEvents) {
+  Start(Settings());
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  const std::string before = informer_->ResourceVersion();
+  // Another collection moves the global version; our watch only sees a bookmark.
+  ASSERT_TRUE(fake_
+                  .Create(ResourceRef{"", "v1", "configmaps", "argocd"},
+                          json{{"metadata", {{"name", "cm"}}}}, {})
+                  .ok());
+  fake_.SendBookmark();
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (informer_->ResourceVersion() == before && std::chrono::steady_clock::now() < deadline) {
+    fake_.WaitForOpenWatches(2, milliseconds(5));
+  }
+  EXPECT_EQ(informer_->ResourceVersion(), fake_.CurrentResourceVersion());
+  EXPECT_EQ(informer_->Stats().events, 0);
+  EXPECT_THAT(handler_.Events(), ElementsAre("synced"));
+}
+
+TEST_P(InformerTest, TransformRunsBeforeObjectsAreCachedOrHandedOut) {
+  ASSERT_TRUE(fake_.Create(apps_, App("a"), {}).ok());
+  InformerSettings settings = Settings();
+  settings.transform = DropFields({"/status", "/metadata/managedFields", "/no/such/field"});
+  Start(settings);
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  const ObjectPtr a = informer_->Get("argocd", "a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_FALSE(a->contains("status"));
+  EXPECT_EQ((*a)["spec"]["project"], "default");
+}
+
+TEST_P(InformerTest, ListsByNamespaceAndAppliesSelectors) {
+  const ResourceRef all = apps_.InNamespace("");
+  ASSERT_TRUE(fake_.Create(all, App("a", "ns1"), {}).ok());
+  ASSERT_TRUE(fake_.Create(all, App("b", "ns2"), {}).ok());
+  json unlabeled = App("c", "ns1");
+  unlabeled["metadata"].erase("labels");
+  ASSERT_TRUE(fake_.Create(all, unlabeled, {}).ok());
+  InformerSettings settings = Settings();
+  settings.resource = all;
+  settings.label_selector = "pull=true";
+  Start(settings);
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  EXPECT_EQ(informer_->Size(), 2u);
+  EXPECT_EQ(informer_->List("ns1").size(), 1u);
+  EXPECT_EQ(informer_->List().size(), 2u);
+  EXPECT_NE(informer_->Get("ns2", "b"), nullptr);
+  EXPECT_EQ(informer_->Get("ns1", "c"), nullptr);
+  EXPECT_EQ(Metric("mmi_kube_cache_objects", {{"resource", "applications.argoproj.io"}}), 2);
+}
+
+TEST_P(InformerTest, RetriesAFailedListWithBackoff) {
+  fake_.FailNext("LIST", absl::UnavailableError("apiserver down"));
+  fake_.FailNext("LIST", absl::PermissionDeniedError("rbac"));
+  Start(Settings());
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  EXPECT_EQ(fake_.CountCalls("LIST"), 3u);
+}
+
+TEST_P(InformerTest, StopEndsAnIdleWatchPromptly) {
+  Start(Settings());
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  const auto before = std::chrono::steady_clock::now();
+  informer_->Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - before, milliseconds(500));
+  EXPECT_EQ(fake_.OpenWatches(), 0);
+  informer_->Stop();  // idempotent
+}
+
+TEST_P(InformerTest, ReadersGetEqualObjectsAndVersionsWithoutDecoding) {
+  ASSERT_TRUE(fake_.Create(apps_, App("a"), {}).ok());
+  Start(Settings());
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  const json stored = *fake_.Get(apps_, "a");
+  EXPECT_EQ(*informer_->Get("argocd", "a"), stored);
+  EXPECT_EQ(*informer_->List().at(0), stored);
+  EXPECT_EQ(informer_->ResourceVersionOf("argocd", "a"), "101");
+  EXPECT_EQ(informer_->ResourceVersionOf("argocd", "zzz"), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(StorageModes, InformerTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Compact" : "Trees";
+                         });
+
+TEST(DropFieldsTest, ErasesNestedFieldsAndIgnoresAbsentOnes) {
+  json object = {{"metadata", {{"name", "a"}, {"managedFields", json::array()}}},
+                 {"status", {{"x", 1}}},
+                 {"spec", 1}};
+  DropFields({"/status", "/metadata/managedFields", "/spec/deep", "/absent/x"})(object);
+  EXPECT_EQ(object, json({{"metadata", {{"name", "a"}}}, {"spec", 1}}));
+}
+
+}  // namespace
+}  // namespace mmi::kube

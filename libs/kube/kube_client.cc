@@ -1,0 +1,115 @@
+#include "libs/kube/kube_client.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "libs/kube/errors.h"
+
+namespace mmi::kube {
+
+std::string_view WatchEventTypeName(WatchEventType type) {
+  switch (type) {
+    case WatchEventType::kAdded:
+      return "ADDED";
+    case WatchEventType::kModified:
+      return "MODIFIED";
+    case WatchEventType::kDeleted:
+      return "DELETED";
+    case WatchEventType::kBookmark:
+      return "BOOKMARK";
+    case WatchEventType::kError:
+      return "ERROR";
+  }
+  return "UNKNOWN";
+}
+
+absl::StatusOr<std::string> ForEachListItem(KubeClient& client, const ResourceRef& ref,
+                                            ListOptions options,
+                                            const std::function<void(nlohmann::json&&)>& on_item,
+                                            const std::function<void()>& on_restart) {
+  constexpr int64_t kDefaultPageSize = 500;
+  if (options.limit <= 0) {
+    options.limit = kDefaultPageSize;
+  }
+  options.continue_token.clear();
+  std::string resource_version;
+  bool first = true;
+  while (true) {
+    absl::StatusOr<ListResult> page = client.List(ref, options);
+    if (!page.ok()) {
+      if (first || !IsGone(page.status())) {
+        return page.status();
+      }
+      // The snapshot behind the continue token was compacted away: start over with one
+      // unpaged list, which cannot expire half-way.
+      on_restart();
+      ListOptions unpaged = options;
+      unpaged.limit = 0;
+      unpaged.continue_token.clear();
+      absl::StatusOr<ListResult> whole = client.List(ref, unpaged);
+      if (!whole.ok()) {
+        return whole.status();
+      }
+      for (auto& item : whole->items) {
+        on_item(std::move(item));
+      }
+      return whole->resource_version;
+    }
+    if (first) {
+      resource_version = page->resource_version;
+      first = false;
+    }
+    for (auto& item : page->items) {
+      on_item(std::move(item));
+    }
+    if (page->continue_token.empty()) {
+      return resource_version;
+    }
+    options.continue_token = std::move(page->continue_token);
+  }
+}
+
+absl::StatusOr<ListResult> ListAll(KubeClient& client, const ResourceRef& ref,
+                                   ListOptions options) {
+  ListResult all;
+  absl::StatusOr<std::string> rv = ForEachListItem(
+      client, ref, std::move(options),
+      [&](nlohmann::json&& item) { all.items.push_back(std::move(item)); },
+      [&] { all.items.clear(); });
+  if (!rv.ok()) {
+    return rv.status();
+  }
+  all.resource_version = *std::move(rv);
+  return all;
+}
+
+std::string ObjectKey(std::string_view ns, std::string_view name) {
+  if (ns.empty()) {
+    return std::string(name);
+  }
+  return absl::StrCat(std::string(ns), "/", std::string(name));
+}
+
+std::string ObjectKey(const nlohmann::json& object) {
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) {
+    return "";
+  }
+  const auto ns = meta->find("namespace");
+  const auto name = meta->find("name");
+  const std::string ns_s = ns != meta->end() && ns->is_string() ? ns->get<std::string>() : "";
+  const std::string name_s =
+      name != meta->end() && name->is_string() ? name->get<std::string>() : "";
+  return ObjectKey(ns_s, name_s);
+}
+
+std::string ResourceVersionOf(const nlohmann::json& object) {
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) {
+    return "";
+  }
+  const auto rv = meta->find("resourceVersion");
+  return rv != meta->end() && rv->is_string() ? rv->get<std::string>() : "";
+}
+
+}  // namespace mmi::kube

@@ -1,0 +1,173 @@
+// KubeClient: the Kubernetes API as the services see it. Objects are nlohmann::json values (the
+// API's JSON encoding), so any group/version/resource works, custom resources included.
+//
+// Implementations: HttpKubeClient (libs/kube/http_kube_client.h, libcurl) and FakeKubeClient
+// (libs/kube/testing/fake_kube_client.h, in memory, for unit tests).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "libs/kube/resource.h"
+#include "nlohmann/json.hpp"
+
+namespace mmi::kube {
+
+struct ListOptions {
+  std::string label_selector;  // "app=x,tier in (a,b)"; "" = everything
+  std::string field_selector;  // "metadata.name=x"; CRs only support metadata.name/namespace
+  int64_t limit = 0;           // page size; 0 = no paging (the whole collection at once)
+  std::string continue_token;  // from the previous page's ListResult
+  // "" = most recent (a consistent read); "0" = any (may be served from the watch cache).
+  std::string resource_version;
+  std::string resource_version_match;  // "", "NotOlderThan" or "Exact"
+};
+
+struct ListResult {
+  std::vector<nlohmann::json> items;
+  std::string resource_version;  // the list's metadata.resourceVersion: watch from here
+  std::string continue_token;    // "" on the last page
+  std::optional<int64_t> remaining_item_count;
+};
+
+struct WatchOptions {
+  std::string resource_version;  // usually the list's; "" = start at the most recent
+  std::string label_selector;
+  std::string field_selector;
+  bool allow_bookmarks = true;
+  // Server-side end of the stream (timeoutSeconds); the stream then ends with an OK status.
+  std::chrono::seconds timeout{300};
+  // Client-side stall detection: no byte for this long ends the watch with kDeadlineExceeded.
+  // Keep it above the server's bookmark interval (about a minute on idle watches).
+  std::chrono::milliseconds stall_timeout{150'000};
+};
+
+enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark, kError };
+std::string_view WatchEventTypeName(WatchEventType type);
+
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's move constructor does not throw.
+struct WatchEvent {
+  WatchEventType type = WatchEventType::kAdded;
+  // The object; for kBookmark only apiVersion, kind and metadata.resourceVersion; for kError a
+  // metav1.Status (see StatusFromApiStatus in errors.h: code 410 means "relist").
+  nlohmann::json object;
+};
+
+// Called once per event, in order, on the thread that called Watch(). Return false to end the
+// watch (Watch then returns OK).
+using WatchHandler = std::function<bool(WatchEvent&& event)>;
+
+enum class PatchType {
+  kMerge,           // application/merge-patch+json (RFC 7386): lists are replaced whole
+  kJson,            // application/json-patch+json (RFC 6902): list of ops, `test` for guards
+  kApply,           // application/apply-patch+yaml: server-side apply, needs field_manager
+  kStrategicMerge,  // built-in types only; custom resources answer 415 (kInvalidArgument)
+};
+
+struct PatchOptions {
+  std::string field_manager;  // required for kApply (<= 128 chars)
+  bool force = false;         // kApply: take ownership of conflicting fields instead of 409
+  bool dry_run = false;
+  std::string field_validation;  // "", "Ignore", "Warn" or "Strict"
+};
+
+struct WriteOptions {
+  std::string field_manager;  // recorded in managedFields; "" = the server's default
+  bool dry_run = false;
+};
+
+enum class PropagationPolicy { kForeground, kBackground, kOrphan };
+
+struct DeleteOptions {
+  // Preconditions: the delete fails with kAborted (409 Conflict) unless they match.
+  std::string precondition_uid;
+  std::string precondition_resource_version;
+  std::optional<PropagationPolicy> propagation_policy;
+  std::optional<int64_t> grace_period_seconds;
+  bool dry_run = false;
+};
+
+// Contract shared by every implementation:
+//  * Thread-safe: any method may be called from several threads at once.
+//  * Errors are absl::Status values mapped from the HTTP answer (errors.h): kNotFound,
+//    kAlreadyExists (create of a taken name), kAborted (409 Conflict: stale resourceVersion,
+//    failed precondition, server-side apply conflict), kOutOfRange (410 Gone, IsGone()),
+//    kInvalidArgument (400/413/415/422), kUnauthenticated, kPermissionDenied,
+//    kResourceExhausted (429 after retries), kUnavailable (5xx after retries, connection
+//    failures), kDeadlineExceeded (timeouts). Messages name the verb and path and carry the
+//    server's Status message. No method throws.
+//  * `ref.namespace_name` selects the namespace; "" means cluster-scoped (or, for List and
+//    Watch, all namespaces).
+//  * No default arguments (they do not mix with virtual functions): pass `{}` for default
+//    options and "" for no subresource.
+class KubeClient {
+ public:
+  virtual ~KubeClient() = default;
+
+  virtual absl::StatusOr<nlohmann::json> Get(const ResourceRef& ref, std::string_view name) = 0;
+
+  // One page (or the whole collection when options.limit == 0). See ListAll() for paging.
+  virtual absl::StatusOr<ListResult> List(const ResourceRef& ref, const ListOptions& options) = 0;
+
+  // POST. The namespace comes from `ref`, else from the object's metadata.namespace.
+  virtual absl::StatusOr<nlohmann::json> Create(const ResourceRef& ref,
+                                                const nlohmann::json& object,
+                                                const WriteOptions& options) = 0;
+
+  // PUT of the whole object; metadata.resourceVersion is the precondition (custom resources
+  // reject updates without it). A stale version fails with kAborted: re-read and retry.
+  virtual absl::StatusOr<nlohmann::json> Update(const ResourceRef& ref,
+                                                const nlohmann::json& object,
+                                                const WriteOptions& options) = 0;
+
+  // PATCH; `subresource` "" for the main resource ("status" only where the CRD has one — Argo
+  // CD Applications do not: patch their status through the main resource).
+  virtual absl::StatusOr<nlohmann::json> Patch(const ResourceRef& ref, std::string_view name,
+                                               PatchType type, const nlohmann::json& patch,
+                                               const PatchOptions& options,
+                                               std::string_view subresource) = 0;
+
+  // DELETE. kNotFound when already gone (callers usually treat that as success).
+  virtual absl::Status Delete(const ResourceRef& ref, std::string_view name,
+                              const DeleteOptions& options) = 0;
+
+  // Streams events to `handler` on the calling thread until one of:
+  //  * the server ends the stream (options.timeout) or `handler` returns false -> OK;
+  //  * `stop` is requested -> kCancelled (promptly, even while no data flows);
+  //  * no data for options.stall_timeout -> kDeadlineExceeded;
+  //  * the connection breaks -> kUnavailable (events delivered so far stay delivered);
+  //  * the request is refused: HTTP 410 -> kOutOfRange (IsGone: relist), others as above.
+  // ERROR events are delivered to the handler like any other event.
+  virtual absl::Status Watch(const ResourceRef& ref, const WatchOptions& options,
+                             const WatchHandler& handler, std::stop_token stop) = 0;
+};
+
+// Lists every page (options.limit is the page size, 500 when 0) into one result whose
+// resource_version is the first page's (all pages are one snapshot). When a continue token has
+// expired (410) it restarts once with one unpaged list, as client-go's pager does.
+absl::StatusOr<ListResult> ListAll(KubeClient& client, const ResourceRef& ref, ListOptions options);
+
+// Lists page by page (options.limit, 500 when 0) and hands each item to `on_item` as it arrives,
+// so a caller can shrink items before the next page is fetched. When a continue token expires
+// (410) the listing restarts once, unpaged: `on_restart` is called first and the caller must
+// drop what it received so far. Returns the list's resourceVersion.
+absl::StatusOr<std::string> ForEachListItem(KubeClient& client, const ResourceRef& ref,
+                                            ListOptions options,
+                                            const std::function<void(nlohmann::json&&)>& on_item,
+                                            const std::function<void()>& on_restart);
+
+// metadata.namespace + "/" + metadata.name ("name" alone for cluster-scoped objects).
+std::string ObjectKey(const nlohmann::json& object);
+std::string ObjectKey(std::string_view ns, std::string_view name);
+// metadata.resourceVersion, "" when absent.
+std::string ResourceVersionOf(const nlohmann::json& object);
+
+}  // namespace mmi::kube

@@ -1,0 +1,323 @@
+#include "libs/kube/leader_elector.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "libs/common/log.h"
+
+namespace mmi::kube {
+namespace {
+
+using nlohmann::json;
+
+const log::Logger& Logger() {
+  static const log::Logger* const logger = new log::Logger("kube.leader_election");
+  return *logger;
+}
+
+int64_t CeilSeconds(std::chrono::milliseconds d) {
+  return std::max<int64_t>(1, (d.count() + 999) / 1000);
+}
+
+std::string HolderOf(const json& lease) {
+  const auto spec = lease.find("spec");
+  if (spec == lease.end() || !spec->is_object()) {
+    return "";
+  }
+  const auto holder = spec->find("holderIdentity");
+  return holder != spec->end() && holder->is_string() ? holder->get<std::string>() : "";
+}
+
+int64_t DurationSecondsOf(const json& lease) {
+  const auto spec = lease.find("spec");
+  if (spec == lease.end() || !spec->is_object()) {
+    return 0;
+  }
+  const auto d = spec->find("leaseDurationSeconds");
+  return d != spec->end() && d->is_number_integer() ? d->get<int64_t>() : 0;
+}
+
+json SpecOf(const json& lease) {
+  const auto spec = lease.find("spec");
+  return spec != lease.end() && spec->is_object() ? *spec : json::object();
+}
+
+}  // namespace
+
+absl::Status ValidateLeaderElectionSettings(const LeaderElectionSettings& s) {
+  auto invalid = [](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat("leader election: ", what));
+  };
+  if (s.lease_namespace.empty()) {
+    return invalid("lease_namespace is empty");
+  }
+  if (s.lease_name.empty()) {
+    return invalid("lease_name is empty");
+  }
+  if (s.identity.empty()) {
+    return invalid("identity is empty");
+  }
+  if (s.retry_period.count() <= 0) {
+    return invalid("retry_period must be > 0");
+  }
+  if (s.lease_duration <= s.renew_deadline) {
+    return invalid(absl::StrCat("lease_duration (", s.lease_duration.count(),
+                                "ms) must be greater than renew_deadline (",
+                                s.renew_deadline.count(), "ms)"));
+  }
+  if (s.renew_deadline.count() * 10 <= s.retry_period.count() * 12) {
+    return invalid(absl::StrCat("renew_deadline (", s.renew_deadline.count(),
+                                "ms) must be greater than 1.2 x retry_period (",
+                                s.retry_period.count(), "ms)"));
+  }
+  return absl::OkStatus();
+}
+
+LeaderElector::LeaderElector(KubeClient& client, const Clock& clock,
+                             LeaderElectionSettings settings, LeaderCallbacks callbacks)
+    : client_(client),
+      clock_(clock),
+      settings_(std::move(settings)),
+      callbacks_(std::move(callbacks)) {}
+
+LeaderElector::~LeaderElector() { Stop(); }
+
+ResourceRef LeaderElector::LeaseRef() const {
+  return ResourceRef{"coordination.k8s.io", "v1", "leases", settings_.lease_namespace};
+}
+
+std::string LeaderElector::NowMicroTime() const {
+  // metav1.MicroTime: RFC 3339 with microseconds, UTC.
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::FromChrono(clock_.Now()),
+                          absl::UTCTimeZone());
+}
+
+std::string LeaderElector::ObservedHolder() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return observed_holder_;
+}
+
+void LeaderElector::ObserveLocked(const json& lease, bool written) {
+  const bool changed = !observed_lease_.has_value() || SpecOf(*observed_lease_) != SpecOf(lease);
+  if (changed || written) {
+    observed_time_ = clock_.MonotonicNow();
+  }
+  observed_lease_ = lease;
+  const std::string holder = HolderOf(lease);
+  if (holder != observed_holder_) {
+    observed_holder_ = holder;
+    Logger().Info("lease holder changed", {{"lease", settings_.lease_name}, {"holder", holder}});
+    if (callbacks_.on_new_leader) {
+      callbacks_.on_new_leader(holder);
+    }
+  }
+}
+
+bool LeaderElector::TryAcquireOrRenew() {
+  const ResourceRef ref = LeaseRef();
+  const auto now = clock_.MonotonicNow();
+  const std::string now_text = NowMicroTime();
+  const int64_t duration_s = CeilSeconds(settings_.lease_duration);
+
+  // Fast path: the leader renews from its cached copy without a GET.
+  std::optional<json> cached;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (leading_.load() && observed_lease_.has_value() &&
+        HolderOf(*observed_lease_) == settings_.identity &&
+        now < observed_time_ + std::chrono::seconds(DurationSecondsOf(*observed_lease_))) {
+      cached = observed_lease_;
+    }
+  }
+  if (cached.has_value()) {
+    (*cached)["spec"]["renewTime"] = now_text;
+    (*cached)["spec"]["leaseDurationSeconds"] = duration_s;
+    absl::StatusOr<json> renewed = client_.Update(ref, *cached, {});
+    if (renewed.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ObserveLocked(*renewed, true);
+      return true;
+    }
+    Logger().Debug(
+        "renew from cache failed; re-reading the lease",
+        {{"lease", settings_.lease_name}, {"error", std::string(renewed.status().message())}});
+  }
+
+  absl::StatusOr<json> current = client_.Get(ref, settings_.lease_name);
+  if (absl::IsNotFound(current.status())) {
+    const json lease = {
+        {"apiVersion", "coordination.k8s.io/v1"},
+        {"kind", "Lease"},
+        {"metadata", {{"name", settings_.lease_name}, {"namespace", settings_.lease_namespace}}},
+        {"spec",
+         {{"holderIdentity", settings_.identity},
+          {"leaseDurationSeconds", duration_s},
+          {"acquireTime", now_text},
+          {"renewTime", now_text},
+          {"leaseTransitions", 0}}}};
+    absl::StatusOr<json> created = client_.Create(ref, lease, {});
+    if (!created.ok()) {
+      Logger().Debug(
+          "cannot create the lease",
+          {{"lease", settings_.lease_name}, {"error", std::string(created.status().message())}});
+      return false;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ObserveLocked(*created, true);
+    return true;
+  }
+  if (!current.ok()) {
+    Logger().Warn("cannot read the lease", {{"lease", settings_.lease_name},
+                                            {"error", std::string(current.status().message())}});
+    return false;
+  }
+  json desired = *current;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ObserveLocked(*current, false);
+    const std::string holder = HolderOf(*current);
+    const bool valid = now < observed_time_ + std::chrono::seconds(DurationSecondsOf(*current));
+    if (!holder.empty() && holder != settings_.identity && valid) {
+      return false;  // someone else leads
+    }
+    json spec = SpecOf(*current);
+    const int64_t transitions =
+        spec.contains("leaseTransitions") && spec["leaseTransitions"].is_number_integer()
+            ? spec["leaseTransitions"].get<int64_t>()
+            : 0;
+    if (holder != settings_.identity) {
+      spec["acquireTime"] = now_text;
+      spec["leaseTransitions"] = transitions + 1;
+    }
+    spec["holderIdentity"] = settings_.identity;
+    spec["leaseDurationSeconds"] = duration_s;
+    spec["renewTime"] = now_text;
+    desired["spec"] = std::move(spec);
+  }
+  // The PUT carries the observed resourceVersion: a concurrent writer makes it fail with 409.
+  absl::StatusOr<json> written = client_.Update(ref, desired, {});
+  if (!written.ok()) {
+    Logger().Debug(
+        "cannot take or renew the lease",
+        {{"lease", settings_.lease_name}, {"error", std::string(written.status().message())}});
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ObserveLocked(*written, true);
+  return true;
+}
+
+absl::Status LeaderElector::Release() {
+  std::optional<json> lease;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!observed_lease_.has_value() || HolderOf(*observed_lease_) != settings_.identity) {
+      return absl::OkStatus();
+    }
+    lease = observed_lease_;
+  }
+  const std::string now_text = NowMicroTime();
+  json& spec = (*lease)["spec"];
+  spec["holderIdentity"] = "";
+  spec["leaseDurationSeconds"] = 1;
+  spec["acquireTime"] = now_text;
+  spec["renewTime"] = now_text;
+  absl::StatusOr<json> written = client_.Update(LeaseRef(), *lease, {});
+  if (!written.ok()) {
+    return written.status();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ObserveLocked(*written, true);
+  return absl::OkStatus();
+}
+
+absl::Status LeaderElector::Start() {
+  if (absl::Status s = ValidateLeaderElectionSettings(settings_); !s.ok()) {
+    return s;
+  }
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  if (thread_.joinable()) {
+    return absl::FailedPreconditionError("leader election: already started");
+  }
+  Logger().Info("campaigning for leadership", {{"lease", settings_.lease_name},
+                                               {"namespace", settings_.lease_namespace},
+                                               {"identity", settings_.identity}});
+  thread_ = std::jthread([this](const std::stop_token& stop) { Run(stop); });
+  return absl::OkStatus();
+}
+
+void LeaderElector::Stop() {
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  if (!thread_.joinable()) {
+    return;
+  }
+  thread_.request_stop();
+  {
+    std::lock_guard<std::mutex> sleep_lock(sleep_mu_);
+    sleep_cv_.notify_all();
+  }
+  thread_.join();
+}
+
+bool LeaderElector::SleepFor(std::chrono::nanoseconds duration, const std::stop_token& stop) {
+  std::unique_lock<std::mutex> lock(sleep_mu_);
+  sleep_cv_.wait_for(lock, stop, duration, [] { return false; });
+  return !stop.stop_requested();
+}
+
+void LeaderElector::Run(const std::stop_token& stop) {
+  std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_real_distribution<double> jitter(0.0, 1.2);
+  while (!stop.stop_requested()) {
+    // Candidate.
+    while (!stop.stop_requested() && !TryAcquireOrRenew()) {
+      const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(
+          settings_.retry_period * (1.0 + jitter(rng)));
+      SleepFor(wait, stop);
+    }
+    if (stop.stop_requested()) {
+      break;
+    }
+    leading_.store(true);
+    Logger().Info("started leading",
+                  {{"lease", settings_.lease_name}, {"identity", settings_.identity}});
+    if (callbacks_.on_started_leading) {
+      callbacks_.on_started_leading();
+    }
+    // Leader.
+    auto last_renew = clock_.MonotonicNow();
+    bool lost = false;
+    while (SleepFor(settings_.retry_period, stop)) {
+      if (TryAcquireOrRenew()) {
+        last_renew = clock_.MonotonicNow();
+        continue;
+      }
+      const std::string holder = ObservedHolder();
+      if ((!holder.empty() && holder != settings_.identity) ||
+          clock_.MonotonicNow() - last_renew >= settings_.renew_deadline) {
+        lost = true;
+        break;
+      }
+    }
+    leading_.store(false);
+    if (lost) {
+      Logger().Warn("lost leadership", {{"lease", settings_.lease_name},
+                                        {"identity", settings_.identity},
+                                        {"holder", ObservedHolder()}});
+    } else if (settings_.release_on_stop) {
+      if (absl::Status s = Release(); !s.ok()) {
+        Logger().Warn("cannot release the lease; others take over after it expires",
+                      {{"lease", settings_.lease_name}, {"error", std::string(s.message())}});
+      } else {
+        Logger().Info("released the lease", {{"lease", settings_.lease_name}});
+      }
+    }
+    if (callbacks_.on_stopped_leading) {
+      callbacks_.on_stopped_leading();
+    }
+  }
+}
+
+}  // namespace mmi::kube
