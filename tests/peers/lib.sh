@@ -110,7 +110,8 @@ fail_with_logs() {
 # timed <label> <cmd...>: runs cmd and reports how long it took.
 timed() {
   local label="$1"; shift
-  local t0; t0=$(date +%s)
-  "$@"
-  log "$label took $(( $(date +%s) - t0 ))s"
+  local t0 rc=0; t0=$(date +%s)
+  "$@" || rc=$?
+  log "$label took $(( $(date +%s) - t0 ))s$([ "$rc" = 0 ] || echo " and FAILED (exit $rc)")"
+  return "$rc"
 }
