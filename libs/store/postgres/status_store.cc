@@ -1,0 +1,259 @@
+#include "libs/store/postgres/status_store.h"
+
+#include <algorithm>
+#include <map>
+#include <pqxx/pqxx>
+#include <tuple>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace mmi::store::postgres {
+namespace {
+
+constexpr size_t kRowsPerStatement = 500;
+constexpr int kPageSize = 5000;
+
+// The 8-4-4-4-12 hex form: anything else would make the uuid cast fail the whole statement.
+bool IsUuid(const std::string& text) {
+  if (text.size() != 36) {
+    return false;
+  }
+  for (size_t i = 0; i < text.size(); ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? text[i] != '-' : !absl::ascii_isxdigit(static_cast<unsigned char>(text[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<std::string> OptionalText(const pqxx::field& f) {
+  if (f.is_null()) {
+    return std::nullopt;
+  }
+  return f.as<std::string>();
+}
+
+std::string Optional(pqxx::transaction_base& tx, const std::optional<std::string>& v) {
+  return v ? tx.quote(*v) : "NULL";
+}
+
+std::string Timestamp(std::chrono::system_clock::time_point t) {
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+  // Exact microseconds: to_timestamp() goes through a double.
+  return absl::StrCat("(timestamptz 'epoch' + ", micros, " * interval '1 microsecond')");
+}
+
+constexpr char kAppliedColumns[] =
+    "resource_id::text, last_sequence_id, status_hash, material_hash, sync_status, health_status, "
+    "appset_namespace, appset_name, (extract(epoch from volatile_written_at) * 1000000)::bigint";
+
+AppliedStatus AppliedFromRow(const pqxx::row& r) {
+  AppliedStatus s;
+  s.resource_id = r[0].as<std::string>();
+  s.last_sequence_id = r[1].as<int64_t>();
+  s.status_hash = r[2].as<std::string>();
+  s.material_hash = r[3].as<std::string>();
+  s.sync_status = OptionalText(r[4]);
+  s.health_status = OptionalText(r[5]);
+  s.appset_namespace = OptionalText(r[6]);
+  s.appset_name = OptionalText(r[7]);
+  if (!r[8].is_null()) {
+    s.volatile_written_at = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::microseconds(r[8].as<int64_t>())));
+  }
+  return s;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<HubAppRef>> PostgresStatusStore::LookupHubApps(
+    const std::vector<std::string>& resource_ids) {
+  std::vector<std::string> ids;
+  for (const auto& id : resource_ids) {
+    if (IsUuid(id)) {
+      ids.push_back(absl::AsciiStrToLower(id));
+    }
+  }
+  std::vector<HubAppRef> out;
+  if (ids.empty()) {
+    return out;
+  }
+  absl::Status status = pool_.Run("look up hub applications", [&](pqxx::connection& conn) {
+    out.clear();
+    pqxx::nontransaction tx(conn);
+    for (size_t start = 0; start < ids.size(); start += kRowsPerStatement) {
+      const size_t end = std::min(ids.size(), start + kRowsPerStatement);
+      std::vector<std::string> quoted;
+      for (size_t i = start; i < end; ++i) {
+        quoted.push_back(tx.quote(ids[i]));
+      }
+      const auto rows = tx.exec(absl::StrCat(
+          "SELECT resource_id::text, cluster, hub_namespace, hub_name, appset_namespace, "
+          "appset_name, deletion_state FROM dispatched_resources WHERE resource_id IN (",
+          absl::StrJoin(quoted, ","), ")"));
+      for (const auto& r : rows) {
+        HubAppRef ref;
+        ref.resource_id = r[0].as<std::string>();
+        ref.cluster = r[1].as<std::string>();
+        ref.hub_namespace = r[2].as<std::string>();
+        ref.hub_name = r[3].as<std::string>();
+        ref.appset_namespace = OptionalText(r[4]);
+        ref.appset_name = OptionalText(r[5]);
+        ref.deletion_state = static_cast<DeletionState>(r[6].as<int>());
+        out.push_back(std::move(ref));
+      }
+    }
+  });
+  if (!status.ok()) {
+    return status;
+  }
+  return out;
+}
+
+absl::Status PostgresStatusStore::ForEachAppliedStatus(
+    const std::function<void(const AppliedStatus&)>& fn) {
+  return pool_.Run("load applied statuses", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    // Keyset pagination keeps memory bounded at 300K rows.
+    std::string after = "00000000-0000-0000-0000-000000000000";
+    while (true) {
+      const auto rows = tx.exec_params(
+          absl::StrCat("SELECT ", kAppliedColumns,
+                       " FROM resource_status WHERE resource_id > $1::uuid ORDER BY resource_id"
+                       " LIMIT ",
+                       kPageSize),
+          after);
+      for (const auto& r : rows) {
+        fn(AppliedFromRow(r));
+      }
+      if (rows.size() < static_cast<size_t>(kPageSize)) {
+        break;
+      }
+      after = rows[rows.size() - 1][0].as<std::string>();
+    }
+    tx.commit();
+  });
+}
+
+absl::Status PostgresStatusStore::SaveAppliedStatuses(const std::vector<AppliedStatus>& statuses) {
+  if (statuses.empty()) {
+    return absl::OkStatus();
+  }
+  // ON CONFLICT cannot touch a row twice in one statement: the last entry of a resource wins.
+  std::map<std::string, const AppliedStatus*> latest;
+  for (const auto& s : statuses) {
+    if (!IsUuid(s.resource_id)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("save applied status: resource id ", s.resource_id, " is not a UUID"));
+    }
+    latest[absl::AsciiStrToLower(s.resource_id)] = &s;
+  }
+  std::vector<const AppliedStatus*> rows;
+  rows.reserve(latest.size());
+  for (const auto& [id, s] : latest) {
+    rows.push_back(s);
+  }
+  return pool_.Run("save applied statuses", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    for (size_t start = 0; start < rows.size(); start += kRowsPerStatement) {
+      std::string sql =
+          "INSERT INTO resource_status (resource_id, last_sequence_id, status_hash, material_hash, "
+          "sync_status, health_status, appset_namespace, appset_name, volatile_written_at, "
+          "applied_at) VALUES ";
+      const size_t end = std::min(rows.size(), start + kRowsPerStatement);
+      for (size_t i = start; i < end; ++i) {
+        const AppliedStatus& s = *rows[i];
+        absl::StrAppend(
+            &sql, i == start ? "" : ",", "(", tx.quote(s.resource_id), "::uuid,",
+            s.last_sequence_id, ",", tx.quote(s.status_hash), ",", tx.quote(s.material_hash), ",",
+            Optional(tx, s.sync_status), ",", Optional(tx, s.health_status), ",",
+            Optional(tx, s.appset_namespace), ",", Optional(tx, s.appset_name), ",",
+            s.volatile_written_at ? Timestamp(*s.volatile_written_at) : "NULL", ", now())");
+      }
+      absl::StrAppend(
+          &sql,
+          " ON CONFLICT (resource_id) DO UPDATE SET last_sequence_id = EXCLUDED.last_sequence_id, "
+          "status_hash = EXCLUDED.status_hash, material_hash = EXCLUDED.material_hash, "
+          "sync_status = EXCLUDED.sync_status, health_status = EXCLUDED.health_status, "
+          "appset_namespace = EXCLUDED.appset_namespace, appset_name = EXCLUDED.appset_name, "
+          "volatile_written_at = EXCLUDED.volatile_written_at, applied_at = now()");
+      tx.exec0(sql);
+    }
+    tx.commit();
+  });
+}
+
+absl::Status PostgresStatusStore::ForEachResyncEntry(
+    const std::function<void(const ResyncEntry&)>& fn) {
+  return pool_.Run("list resync entries", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    std::string after = "00000000-0000-0000-0000-000000000000";
+    while (true) {
+      const auto rows = tx.exec_params(
+          absl::StrCat("SELECT d.resource_id::text, d.cluster, coalesce(s.status_hash, '')"
+                       " FROM dispatched_resources d LEFT JOIN resource_status s"
+                       " ON s.resource_id = d.resource_id WHERE d.resource_id > $1::uuid"
+                       " ORDER BY d.resource_id LIMIT ",
+                       kPageSize),
+          after);
+      for (const auto& r : rows) {
+        fn(ResyncEntry{r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>()});
+      }
+      if (rows.size() < static_cast<size_t>(kPageSize)) {
+        break;
+      }
+      after = rows[rows.size() - 1][0].as<std::string>();
+    }
+    tx.commit();
+  });
+}
+
+absl::Status PostgresStatusStore::MarkDeletionConfirmed(const std::string& resource_id) {
+  if (!IsUuid(resource_id)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("confirm a deletion: resource id ", resource_id, " is not a UUID"));
+  }
+  const std::string id = absl::AsciiStrToLower(resource_id);
+  return pool_.Run("confirm a deletion", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    tx.exec_params0(
+        "UPDATE dispatched_resources SET deletion_state = 2, updated_at = now() "
+        "WHERE resource_id = $1::uuid",
+        id);
+    tx.exec_params0("DELETE FROM resource_status WHERE resource_id = $1::uuid", id);
+    // Delivered to listeners only when the transaction commits.
+    tx.exec_params("SELECT pg_notify($1, $2)", std::string(kDeletionConfirmedChannel), id);
+    tx.commit();
+  });
+}
+
+absl::StatusOr<std::vector<AppSetCount>> PostgresStatusStore::AppSetCounts() {
+  std::vector<AppSetCount> out;
+  absl::Status status = pool_.Run("count applications per appset", [&](pqxx::connection& conn) {
+    out.clear();
+    pqxx::nontransaction tx(conn);
+    for (const auto& r :
+         tx.exec("SELECT coalesce(appset_namespace, ''), appset_name, coalesce(sync_status, ''), "
+                 "coalesce(health_status, ''), count(*) FROM resource_status "
+                 "WHERE appset_name IS NOT NULL GROUP BY 1, 2, 3, 4")) {
+      out.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>(),
+                     r[3].as<std::string>(), r[4].as<int64_t>()});
+    }
+  });
+  if (!status.ok()) {
+    return status;
+  }
+  // Byte order, whatever the database collation.
+  std::sort(out.begin(), out.end(), [](const AppSetCount& a, const AppSetCount& b) {
+    return std::tie(a.appset_namespace, a.appset_name, a.sync_status, a.health_status) <
+           std::tie(b.appset_namespace, b.appset_name, b.sync_status, b.health_status);
+  });
+  return out;
+}
+
+}  // namespace mmi::store::postgres

@@ -1,0 +1,103 @@
+// The status sink's durable state: which hub Application a Maestro resource belongs to (read from
+// the dispatcher's `dispatched_resources`), the last status applied per resource
+// (`resource_status`, migrations/0002) so a restart resumes without rewriting unchanged statuses,
+// the hand-off of completed deletions to the dispatcher, and per-ApplicationSet counts.
+//
+// Thread safety: implementations are thread-safe, but calls block on I/O: call them from a worker
+// pool, never from a loop thread. Errors: kUnavailable / kAborted are retryable; kInternal is a
+// bug in our SQL; kInvalidArgument for a malformed row or argument.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "libs/store/dispatch_store.h"
+
+namespace mmi::store {
+
+// The hub Application a dispatched resource reports for.
+struct HubAppRef {
+  std::string resource_id;  // UUID, lower case
+  std::string cluster;
+  std::string hub_namespace;
+  std::string hub_name;
+  std::optional<std::string> appset_namespace;
+  std::optional<std::string> appset_name;
+  DeletionState deletion_state = DeletionState::kLive;
+  friend bool operator==(const HubAppRef&, const HubAppRef&) = default;
+};
+
+// The last status the sink applied to the hub for one resource (one `resource_status` row).
+struct AppliedStatus {
+  std::string resource_id;
+  int64_t last_sequence_id = 0;  // snowflake value; 0 = unknown
+  std::string status_hash;       // the event's statushash
+  std::string material_hash;     // hash of the material fields written to the hub
+  std::optional<std::string> sync_status;
+  std::optional<std::string> health_status;
+  std::optional<std::string> appset_namespace;
+  std::optional<std::string> appset_name;
+  // When reconciledAt/observedAt were last written (every hub write carries them).
+  std::optional<std::chrono::system_clock::time_point> volatile_written_at;
+  friend bool operator==(const AppliedStatus&, const AppliedStatus&) = default;
+};
+
+// What a status resync request should carry for one resource: every dispatched resource with the
+// last status hash applied ("" when none, which differs from any hash so the agent resends it).
+struct ResyncEntry {
+  std::string resource_id;
+  std::string cluster;
+  std::string status_hash;
+  friend bool operator==(const ResyncEntry&, const ResyncEntry&) = default;
+};
+
+// Applications of one ApplicationSet with one (sync, health) pair; "" for an absent value.
+struct AppSetCount {
+  std::string appset_namespace;
+  std::string appset_name;
+  std::string sync_status;
+  std::string health_status;
+  int64_t count = 0;
+  friend bool operator==(const AppSetCount&, const AppSetCount&) = default;
+};
+
+class StatusStore {
+ public:
+  virtual ~StatusStore() = default;
+
+  // The hub Applications of the given resource ids, in no particular order; ids without a
+  // dispatched resource (or not UUIDs) are simply absent from the answer.
+  virtual absl::StatusOr<std::vector<HubAppRef>> LookupHubApps(
+      const std::vector<std::string>& resource_ids) = 0;
+
+  // Calls `fn` for every stored applied status, in no particular order (start-up resume).
+  virtual absl::Status ForEachAppliedStatus(
+      const std::function<void(const AppliedStatus&)>& fn) = 0;
+
+  // Upserts every row atomically (the last entry of a resource in the batch wins).
+  virtual absl::Status SaveAppliedStatuses(const std::vector<AppliedStatus>& statuses) = 0;
+
+  // Every dispatched resource (live or deleting) with its last applied status hash.
+  virtual absl::Status ForEachResyncEntry(const std::function<void(const ResyncEntry&)>& fn) = 0;
+
+  // The agent confirmed the deletion (Deleted=True): in one transaction, sets the dispatched
+  // resource's deletion_state to 2 (as DispatchStore::MarkDeletionConfirmed), removes its
+  // resource_status row and sends `NOTIFY mmi_deletion_confirmed, '<resource_id>'` so the
+  // dispatcher reacts. Idempotent; OK when the resource is unknown.
+  virtual absl::Status MarkDeletionConfirmed(const std::string& resource_id) = 0;
+
+  // Per-ApplicationSet counts by sync and health over resource_status (Applications without an
+  // ApplicationSet are not counted). Sorted by (namespace, name, sync, health).
+  virtual absl::StatusOr<std::vector<AppSetCount>> AppSetCounts() = 0;
+};
+
+// The channel MarkDeletionConfirmed notifies (payload: the resource id).
+inline constexpr char kDeletionConfirmedChannel[] = "mmi_deletion_confirmed";
+
+}  // namespace mmi::store

@@ -1,0 +1,160 @@
+#include "libs/store/testing/fake_status_store.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace mmi::store::testing {
+
+absl::StatusOr<std::vector<HubAppRef>> FakeStatusStore::LookupHubApps(
+    const std::vector<std::string>& resource_ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++lookup_calls_;
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  std::vector<HubAppRef> out;
+  for (const auto& id : resource_ids) {
+    auto it = resources_.find(id);
+    if (it != resources_.end() && std::none_of(out.begin(), out.end(), [&](const HubAppRef& r) {
+          return r.resource_id == id;
+        })) {
+      out.push_back(it->second);
+    }
+  }
+  return out;
+}
+
+absl::Status FakeStatusStore::ForEachAppliedStatus(
+    const std::function<void(const AppliedStatus&)>& fn) {
+  std::vector<AppliedStatus> copy;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!fault_.ok()) {
+      return fault_;
+    }
+    for (const auto& [id, s] : applied_) {
+      copy.push_back(s);
+    }
+  }
+  for (const auto& s : copy) {
+    fn(s);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FakeStatusStore::SaveAppliedStatuses(const std::vector<AppliedStatus>& statuses) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++save_calls_;
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  for (const auto& s : statuses) {
+    AppliedStatus stored = s;
+    // timestamptz keeps microseconds.
+    if (stored.volatile_written_at) {
+      stored.volatile_written_at =
+          std::chrono::time_point_cast<std::chrono::microseconds>(*stored.volatile_written_at);
+    }
+    applied_[s.resource_id] = std::move(stored);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FakeStatusStore::ForEachResyncEntry(
+    const std::function<void(const ResyncEntry&)>& fn) {
+  std::vector<ResyncEntry> copy;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!fault_.ok()) {
+      return fault_;
+    }
+    for (const auto& [id, r] : resources_) {
+      auto it = applied_.find(id);
+      copy.push_back({id, r.cluster, it == applied_.end() ? "" : it->second.status_hash});
+    }
+  }
+  for (const auto& e : copy) {
+    fn(e);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FakeStatusStore::MarkDeletionConfirmed(const std::string& resource_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  auto it = resources_.find(resource_id);
+  if (it != resources_.end()) {
+    it->second.deletion_state = DeletionState::kDeleteConfirmed;
+  }
+  applied_.erase(resource_id);
+  notifications_.push_back(resource_id);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<AppSetCount>> FakeStatusStore::AppSetCounts() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, int64_t> counts;
+  for (const auto& [id, s] : applied_) {
+    if (!s.appset_name) {
+      continue;
+    }
+    ++counts[{s.appset_namespace.value_or(""), *s.appset_name, s.sync_status.value_or(""),
+              s.health_status.value_or("")}];
+  }
+  std::vector<AppSetCount> out;
+  for (const auto& [key, n] : counts) {
+    out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), n});
+  }
+  return out;
+}
+
+void FakeStatusStore::AddResourceForTest(const HubAppRef& ref) {
+  std::lock_guard<std::mutex> lock(mu_);
+  resources_[ref.resource_id] = ref;
+}
+
+std::optional<AppliedStatus> FakeStatusStore::AppliedForTest(const std::string& resource_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = applied_.find(resource_id);
+  if (it == applied_.end()) {
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+std::optional<DeletionState> FakeStatusStore::DeletionStateForTest(
+    const std::string& resource_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = resources_.find(resource_id);
+  if (it == resources_.end()) {
+    return std::nullopt;
+  }
+  return it->second.deletion_state;
+}
+
+std::vector<std::string> FakeStatusStore::notifications() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return notifications_;
+}
+
+void FakeStatusStore::FailWithForTest(absl::Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fault_ = std::move(status);
+}
+
+int FakeStatusStore::save_calls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return save_calls_;
+}
+
+int FakeStatusStore::lookup_calls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lookup_calls_;
+}
+
+}  // namespace mmi::store::testing

@@ -1,0 +1,48 @@
+// In-memory StatusStore for unit tests: same contract as PostgresStatusStore (both pass
+// libs/store/testing/status_store_contract.h), plus seeding of dispatched resources, call
+// counters and fault injection.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "libs/store/status_store.h"
+
+namespace mmi::store::testing {
+
+// Thread-safe.
+class FakeStatusStore final : public StatusStore {
+ public:
+  absl::StatusOr<std::vector<HubAppRef>> LookupHubApps(
+      const std::vector<std::string>& resource_ids) override;
+  absl::Status ForEachAppliedStatus(const std::function<void(const AppliedStatus&)>& fn) override;
+  absl::Status SaveAppliedStatuses(const std::vector<AppliedStatus>& statuses) override;
+  absl::Status ForEachResyncEntry(const std::function<void(const ResyncEntry&)>& fn) override;
+  absl::Status MarkDeletionConfirmed(const std::string& resource_id) override;
+  absl::StatusOr<std::vector<AppSetCount>> AppSetCounts() override;
+
+  // A dispatched resource, as the dispatcher would have recorded it.
+  void AddResourceForTest(const HubAppRef& ref);
+  // The stored applied status of one resource, if any.
+  std::optional<AppliedStatus> AppliedForTest(const std::string& resource_id) const;
+  std::optional<DeletionState> DeletionStateForTest(const std::string& resource_id) const;
+  // Payloads of the mmi_deletion_confirmed notifications sent, in order.
+  std::vector<std::string> notifications() const;
+  // Every following call fails with `status` until cleared with OkStatus().
+  void FailWithForTest(absl::Status status);
+  int save_calls() const;
+  int lookup_calls() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, HubAppRef> resources_;
+  std::map<std::string, AppliedStatus> applied_;
+  std::vector<std::string> notifications_;
+  absl::Status fault_;
+  int save_calls_ = 0;
+  int lookup_calls_ = 0;
+};
+
+}  // namespace mmi::store::testing

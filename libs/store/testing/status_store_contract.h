@@ -1,0 +1,163 @@
+// The contract every StatusStore passes: instantiate with a factory that returns a fresh, empty
+// store plus a way to seed dispatched resources (what the dispatcher would have recorded). See
+// fake_status_store_test.cc for the fake, tests/integration/store/ for Postgres.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "libs/store/status_store.h"
+
+namespace mmi::store::testing {
+
+struct StatusStoreUnderTest {
+  std::unique_ptr<StatusStore> store;
+  // Records a dispatched resource (a dispatched_resources row).
+  std::function<void(const HubAppRef&)> seed;
+};
+
+struct StatusStoreFactory {
+  std::string name;
+  std::function<StatusStoreUnderTest()> make;
+};
+
+inline std::string PrintToString(const StatusStoreFactory& f) { return f.name; }
+
+class StatusStoreContract : public ::testing::TestWithParam<StatusStoreFactory> {
+ protected:
+  void SetUp() override {
+    auto made = GetParam().make();
+    store_ = std::move(made.store);
+    seed_ = std::move(made.seed);
+  }
+
+  static std::string Id(int n) {
+    char id[40];
+    std::snprintf(id, sizeof id, "00000000-0000-5000-8000-%012d", n);
+    return id;
+  }
+
+  static HubAppRef Ref(int n, const std::string& cluster, bool with_appset = true) {
+    HubAppRef r;
+    r.resource_id = Id(n);
+    r.cluster = cluster;
+    r.hub_namespace = "argocd";
+    r.hub_name = "app-" + std::to_string(n) + "-" + cluster;
+    if (with_appset) {
+      r.appset_namespace = "argocd";
+      r.appset_name = "appset-" + std::to_string(n % 2);
+    }
+    return r;
+  }
+
+  static AppliedStatus Applied(int n, const std::string& sync, const std::string& health) {
+    AppliedStatus s;
+    s.resource_id = Id(n);
+    s.last_sequence_id = 2000808179721572352 + n;
+    s.status_hash = "status-" + std::to_string(n);
+    s.material_hash = "material-" + std::to_string(n);
+    s.sync_status = sync;
+    s.health_status = health;
+    s.appset_namespace = "argocd";
+    s.appset_name = "appset-" + std::to_string(n % 2);
+    s.volatile_written_at =
+        std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000)) +
+        std::chrono::microseconds(250);
+    return s;
+  }
+
+  std::unique_ptr<StatusStore> store_;
+  std::function<void(const HubAppRef&)> seed_;
+};
+
+TEST_P(StatusStoreContract, LooksUpHubAppsInBatchesAndSkipsUnknownIds) {
+  seed_(Ref(1, "c1"));
+  seed_(Ref(2, "c2", /*with_appset=*/false));
+  auto got = store_->LookupHubApps({Id(1), Id(2), Id(3), "not-a-uuid", Id(1)});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 2U);
+  std::sort(got->begin(), got->end(),
+            [](const HubAppRef& a, const HubAppRef& b) { return a.resource_id < b.resource_id; });
+  EXPECT_EQ((*got)[0], Ref(1, "c1"));
+  EXPECT_EQ((*got)[1], Ref(2, "c2", false));
+  auto none = store_->LookupHubApps({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_P(StatusStoreContract, SavesAndReloadsAppliedStatuses) {
+  ASSERT_TRUE(store_
+                  ->SaveAppliedStatuses(
+                      {Applied(1, "Synced", "Healthy"), Applied(2, "OutOfSync", "Degraded")})
+                  .ok());
+  AppliedStatus newer = Applied(1, "Synced", "Progressing");
+  newer.last_sequence_id += 10;
+  newer.volatile_written_at.reset();
+  newer.appset_name.reset();
+  newer.appset_namespace.reset();
+  ASSERT_TRUE(store_->SaveAppliedStatuses({newer}).ok());
+
+  std::vector<AppliedStatus> all;
+  ASSERT_TRUE(store_->ForEachAppliedStatus([&](const AppliedStatus& s) { all.push_back(s); }).ok());
+  std::sort(all.begin(), all.end(), [](const AppliedStatus& a, const AppliedStatus& b) {
+    return a.resource_id < b.resource_id;
+  });
+  ASSERT_EQ(all.size(), 2U);
+  EXPECT_EQ(all[0], newer);
+  EXPECT_EQ(all[1], Applied(2, "OutOfSync", "Degraded"));
+}
+
+TEST_P(StatusStoreContract, CountsApplicationsPerAppSetBySyncAndHealth) {
+  ASSERT_TRUE(store_
+                  ->SaveAppliedStatuses(
+                      {Applied(1, "Synced", "Healthy"), Applied(3, "Synced", "Healthy"),
+                       Applied(5, "OutOfSync", "Healthy"), Applied(2, "Synced", "Degraded")})
+                  .ok());
+  AppliedStatus standalone = Applied(7, "Synced", "Healthy");
+  standalone.appset_name.reset();
+  standalone.appset_namespace.reset();
+  ASSERT_TRUE(store_->SaveAppliedStatuses({standalone}).ok());
+  auto counts = store_->AppSetCounts();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  const std::vector<AppSetCount> expected = {
+      {"argocd", "appset-0", "Synced", "Degraded", 1},
+      {"argocd", "appset-1", "OutOfSync", "Healthy", 1},
+      {"argocd", "appset-1", "Synced", "Healthy", 2},
+  };
+  EXPECT_EQ(*counts, expected);
+}
+
+TEST_P(StatusStoreContract, ResyncEntriesCoverEveryDispatchedResource) {
+  seed_(Ref(1, "c1"));
+  seed_(Ref(2, "c2"));
+  ASSERT_TRUE(store_->SaveAppliedStatuses({Applied(1, "Synced", "Healthy")}).ok());
+  std::vector<ResyncEntry> entries;
+  ASSERT_TRUE(store_->ForEachResyncEntry([&](const ResyncEntry& e) { entries.push_back(e); }).ok());
+  std::sort(entries.begin(), entries.end(), [](const ResyncEntry& a, const ResyncEntry& b) {
+    return a.resource_id < b.resource_id;
+  });
+  const std::vector<ResyncEntry> expected = {{Id(1), "c1", "status-1"}, {Id(2), "c2", ""}};
+  EXPECT_EQ(entries, expected);
+}
+
+TEST_P(StatusStoreContract, DeletionConfirmationUpdatesTheDispatchedResourceAndForgetsStatus) {
+  seed_(Ref(1, "c1"));
+  ASSERT_TRUE(store_->SaveAppliedStatuses({Applied(1, "Synced", "Healthy")}).ok());
+  ASSERT_TRUE(store_->MarkDeletionConfirmed(Id(1)).ok());
+  ASSERT_TRUE(store_->MarkDeletionConfirmed(Id(1)).ok());  // idempotent
+  ASSERT_TRUE(store_->MarkDeletionConfirmed(Id(9)).ok());  // unknown: fine
+  auto got = store_->LookupHubApps({Id(1)});
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 1U);
+  EXPECT_EQ((*got)[0].deletion_state, DeletionState::kDeleteConfirmed);
+  int rows = 0;
+  ASSERT_TRUE(store_->ForEachAppliedStatus([&](const AppliedStatus&) { ++rows; }).ok());
+  EXPECT_EQ(rows, 0);
+}
+
+}  // namespace mmi::store::testing

@@ -1,0 +1,149 @@
+// The StatusStore contract against a real PostgreSQL with the embedded migrations applied, plus
+// the NOTIFY hand-off to the dispatcher. One server for the suite; every test gets its own
+// database.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <pqxx/pqxx>
+
+#include "libs/store/postgres/migrator.h"
+#include "libs/store/postgres/status_store.h"
+#include "libs/store/testing/status_store_contract.h"
+#include "tests/support/peer.h"
+
+namespace mmi::store::testing {
+namespace {
+
+std::unique_ptr<mmi::testing::PeerProcess>& Server() {
+  static std::unique_ptr<mmi::testing::PeerProcess> server;
+  return server;
+}
+
+// Owns its pool; the store borrows it.
+class OwningPostgresStatusStore final : public StatusStore {
+ public:
+  explicit OwningPostgresStatusStore(const std::string& dsn)
+      : pool_({.dsn = dsn, .size = 2}), store_(pool_) {}
+  absl::StatusOr<std::vector<HubAppRef>> LookupHubApps(
+      const std::vector<std::string>& ids) override {
+    return store_.LookupHubApps(ids);
+  }
+  absl::Status ForEachAppliedStatus(const std::function<void(const AppliedStatus&)>& fn) override {
+    return store_.ForEachAppliedStatus(fn);
+  }
+  absl::Status SaveAppliedStatuses(const std::vector<AppliedStatus>& s) override {
+    return store_.SaveAppliedStatuses(s);
+  }
+  absl::Status ForEachResyncEntry(const std::function<void(const ResyncEntry&)>& fn) override {
+    return store_.ForEachResyncEntry(fn);
+  }
+  absl::Status MarkDeletionConfirmed(const std::string& id) override {
+    return store_.MarkDeletionConfirmed(id);
+  }
+  absl::StatusOr<std::vector<AppSetCount>> AppSetCounts() override { return store_.AppSetCounts(); }
+
+ private:
+  postgres::ConnectionPool pool_;
+  postgres::PostgresStatusStore store_;
+};
+
+std::string FreshDatabase() {
+  static std::atomic<int> n{0};
+  auto& server = Server();
+  if (!server) {
+    auto started = mmi::testing::PeerProcess::Start("postgres");
+    if (!started.ok()) {
+      ADD_FAILURE() << started.status();
+      std::abort();  // a peer that cannot start fails loudly
+    }
+    server = std::move(*started);
+  }
+  const std::string db = "status_contract_" + std::to_string(n++);
+  {
+    pqxx::connection admin(server->Get("PG_DSN"));
+    pqxx::nontransaction tx(admin);
+    tx.exec0("CREATE DATABASE " + db);
+  }
+  const std::string dsn = "postgresql://mmi@127.0.0.1:" + server->Get("PG_PORT") + "/" + db;
+  auto migrated = postgres::ApplyMigrations({.dsn = dsn}, migrations::All());
+  EXPECT_TRUE(migrated.ok()) << migrated.status();
+  return dsn;
+}
+
+void SeedRow(const std::string& dsn, const HubAppRef& ref) {
+  pqxx::connection conn(dsn);
+  pqxx::work tx(conn);
+  const auto opt = [&](const std::optional<std::string>& v) {
+    return v ? tx.quote(*v) : std::string("NULL");
+  };
+  tx.exec0(
+      "INSERT INTO dispatched_resources (resource_id, cluster, hub_namespace, hub_name, hub_uid, "
+      "work_name, appset_namespace, appset_name, payload_hash, payload, deletion_state) VALUES (" +
+      tx.quote(ref.resource_id) + "::uuid, " + tx.quote(ref.cluster) + ", " +
+      tx.quote(ref.hub_namespace) + ", " + tx.quote(ref.hub_name) + ", 'uid', " +
+      tx.quote(ref.hub_namespace + "-" + ref.hub_name) + ", " + opt(ref.appset_namespace) + ", " +
+      opt(ref.appset_name) + ", 'h', '{}', " +
+      std::to_string(static_cast<int>(ref.deletion_state)) + ")");
+  tx.commit();
+}
+
+StatusStoreUnderTest MakeFreshStore() {
+  const std::string dsn = FreshDatabase();
+  return {std::make_unique<OwningPostgresStatusStore>(dsn),
+          [dsn](const HubAppRef& ref) { SeedRow(dsn, ref); }};
+}
+
+INSTANTIATE_TEST_SUITE_P(Postgres, StatusStoreContract,
+                         ::testing::Values(StatusStoreFactory{"Postgres", MakeFreshStore}),
+                         [](const auto& info) { return info.param.name; });
+
+class StopServer : public ::testing::Environment {
+ public:
+  void TearDown() override { Server().reset(); }
+};
+const auto* const kStopServer = ::testing::AddGlobalTestEnvironment(new StopServer);
+
+// Receives notifications on the channel the dispatcher listens to.
+class Listener final : public pqxx::notification_receiver {
+ public:
+  explicit Listener(pqxx::connection& conn)
+      : pqxx::notification_receiver(conn, kDeletionConfirmedChannel) {}
+  void operator()(const std::string& payload, int /*backend_pid*/) override {
+    payloads.push_back(payload);
+  }
+  std::vector<std::string> payloads;
+};
+
+TEST(PostgresStatusStoreTest, NotifiesTheDispatcherWhenADeletionIsConfirmed) {
+  const std::string dsn = FreshDatabase();
+  const std::string id = "278f3a61-efe5-56de-abba-6aedbfcce272";
+  SeedRow(dsn, HubAppRef{id, "cluster1", "argocd", "guestbook-cluster1", std::nullopt, std::nullopt,
+                         DeletionState::kDeleteRequested});
+  pqxx::connection listen_conn(dsn);
+  Listener listener(listen_conn);
+  listen_conn.await_notification(0, 1);  // make sure LISTEN is active
+
+  postgres::ConnectionPool pool({.dsn = dsn, .size = 1});
+  postgres::PostgresStatusStore store(pool);
+  ASSERT_TRUE(store.MarkDeletionConfirmed(id).ok());
+
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (listener.payloads.empty() && std::chrono::steady_clock::now() < deadline) {
+    listen_conn.await_notification(1, 0);
+  }
+  ASSERT_EQ(listener.payloads, std::vector<std::string>{id});
+  pqxx::connection check(dsn);
+  pqxx::nontransaction tx(check);
+  EXPECT_EQ(tx.exec1("SELECT deletion_state FROM dispatched_resources")[0].as<int>(), 2);
+}
+
+TEST(PostgresStatusStoreTest, ReportsALostDatabaseAsUnavailable) {
+  postgres::ConnectionPool pool(
+      {.dsn = "postgresql://mmi@127.0.0.1:1/x?connect_timeout=2", .size = 1});
+  postgres::PostgresStatusStore store(pool);
+  EXPECT_EQ(store.AppSetCounts().status().code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace mmi::store::testing
