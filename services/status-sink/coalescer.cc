@@ -1,0 +1,360 @@
+#include "services/status-sink/coalescer.h"
+
+#include <compare>
+#include <utility>
+
+#include "libs/cloudevents/sequence_id.h"
+#include "libs/cloudevents/status_hash.h"
+
+namespace mmi::status_sink {
+namespace {
+
+cloudevents::SequenceId Split(int64_t value) {
+  return cloudevents::SequenceId{value >> 22, (value >> 12) & 0x3ff, value & 0xfff};
+}
+
+// Maestro's rule (§6.2): newer when nothing is stored or strictly later. IDs of different agent
+// nodes are not comparable; such a report is accepted rather than lost.
+bool IsNewer(int64_t candidate, int64_t stored) {
+  if (stored == 0) {
+    return true;
+  }
+  auto order = cloudevents::CompareSequenceIds(Split(candidate), Split(stored));
+  if (!order.ok()) {
+    return true;
+  }
+  return *order == std::strong_ordering::greater;
+}
+
+std::optional<std::string> StringAt(const nlohmann::json& status, const char* object,
+                                    const char* key) {
+  if (!status.is_object()) {
+    return std::nullopt;
+  }
+  auto it = status.find(object);
+  if (it == status.end() || !it->is_object()) {
+    return std::nullopt;
+  }
+  auto value = it->find(key);
+  if (value == it->end() || !value->is_string()) {
+    return std::nullopt;
+  }
+  return value->get<std::string>();
+}
+
+void MoveAcks(std::vector<transport::AckFn>& from, std::vector<transport::AckFn>& to) {
+  for (auto& ack : from) {
+    to.push_back(std::move(ack));
+  }
+  from.clear();
+}
+
+}  // namespace
+
+std::string MaterialHash(const nlohmann::json& status, bool ignore_resource_health_messages) {
+  nlohmann::json material = status;
+  if (material.is_object()) {
+    material.erase("reconciledAt");
+    material.erase("observedAt");
+    material.erase("controllerNamespace");
+    if (ignore_resource_health_messages) {
+      auto resources = material.find("resources");
+      if (resources != material.end() && resources->is_array()) {
+        for (auto& item : *resources) {
+          if (item.is_object() && item.contains("health") && item["health"].is_object()) {
+            item["health"].erase("message");
+          }
+        }
+      }
+    }
+  }
+  // Object keys are sorted (std::map), so equal statuses serialize equally.
+  return cloudevents::Sha256Hex(
+      material.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+std::string_view OfferResultName(OfferResult result) {
+  switch (result) {
+    case OfferResult::kQueued:
+      return "queued";
+    case OfferResult::kCoalesced:
+      return "coalesced";
+    case OfferResult::kStale:
+      return "stale";
+    case OfferResult::kDuplicate:
+      return "duplicate";
+    case OfferResult::kUnchanged:
+      return "unchanged";
+    case OfferResult::kOverflow:
+      return "overflow";
+  }
+  return "unknown";
+}
+
+Coalescer::Coalescer(CoalescerSettings settings, const Clock& clock)
+    : settings_(settings), clock_(clock) {}
+
+void Coalescer::Restore(const store::AppliedStatus& applied) {
+  State& st = states_[applied.resource_id];
+  st.applied_seq = applied.last_sequence_id;
+  st.applied_hash = applied.status_hash;
+  st.applied_material = applied.material_hash;
+  st.volatile_written_at = applied.volatile_written_at;
+  st.latest_seq = applied.last_sequence_id;
+  st.latest_hash = applied.status_hash;
+}
+
+bool Coalescer::VolatileDue(const State& state) const {
+  return !state.volatile_written_at ||
+         clock_.Now() - *state.volatile_written_at >= settings_.volatile_interval;
+}
+
+void Coalescer::Enqueue(const std::string& id, State& state) {
+  if (state.queued || state.in_flight || !state.pending) {
+    return;
+  }
+  state.queued = true;
+  if (state.not_before > clock_.MonotonicNow()) {
+    delayed_.emplace(state.not_before, id);
+  } else {
+    ready_.push_back(id);
+  }
+}
+
+void Coalescer::SetPending(const std::string& id, State& state, WriteTask task) {
+  if (state.pending) {
+    // The superseded report is acknowledged together with the one that replaces it.
+    std::vector<transport::AckFn> acks = std::move(state.pending->acks);
+    MoveAcks(task.acks, acks);
+    task.acks = std::move(acks);
+  } else {
+    ++pending_count_;
+  }
+  state.pending = std::move(task);
+  Enqueue(id, state);
+}
+
+Coalescer::OfferOutcome Coalescer::Offer(StatusUpdate update, transport::AckFn ack) {
+  OfferOutcome out;
+  const std::string id = update.resource_id;
+  auto it = states_.find(id);
+  if (it == states_.end()) {
+    if (pending_count_ >= settings_.max_pending) {
+      out.result = OfferResult::kOverflow;
+      out.release.push_back(std::move(ack));
+      return out;
+    }
+    it = states_.emplace(id, State{}).first;
+  }
+  State& st = it->second;
+
+  if (update.sequence_id && st.latest_seq != 0 && !IsNewer(*update.sequence_id, st.latest_seq)) {
+    out.result = OfferResult::kStale;
+    out.release.push_back(std::move(ack));
+    return out;
+  }
+  if (!update.status_hash.empty() && update.status_hash == st.latest_hash) {
+    if (update.sequence_id) {
+      st.latest_seq = *update.sequence_id;
+    }
+    out.result = OfferResult::kDuplicate;
+    out.release.push_back(std::move(ack));
+    return out;
+  }
+  if (!st.pending && pending_count_ >= settings_.max_pending) {
+    out.result = OfferResult::kOverflow;
+    out.release.push_back(std::move(ack));
+    return out;
+  }
+
+  if (update.sequence_id) {
+    st.latest_seq = *update.sequence_id;
+  }
+  st.latest_hash = update.status_hash;
+  const bool had_pending = st.pending.has_value();
+
+  WriteTask task;
+  task.acks.push_back(std::move(ack));
+  if (update.deleted) {
+    task.kind = TaskKind::kConfirmDeletion;
+    task.update = std::move(update);
+    SetPending(id, st, std::move(task));
+    out.result = had_pending ? OfferResult::kCoalesced : OfferResult::kQueued;
+    return out;
+  }
+
+  task.material_hash = MaterialHash(update.status, settings_.ignore_resource_health_messages);
+  task.update = std::move(update);
+  const std::string& hub_material = st.in_flight ? st.in_flight_material : st.applied_material;
+  if (task.material_hash != hub_material) {
+    SetPending(id, st, std::move(task));
+    out.result = had_pending ? OfferResult::kCoalesced : OfferResult::kQueued;
+    return out;
+  }
+
+  // The hub has (or is about to have) these material fields: a pending report with other
+  // material is superseded and needs no write any more.
+  if (had_pending) {
+    MoveAcks(st.pending->acks, out.release);
+    st.pending.reset();
+    --pending_count_;
+  }
+  if (VolatileDue(st)) {
+    task.volatile_only = true;
+    SetPending(id, st, std::move(task));
+    out.result = had_pending ? OfferResult::kCoalesced : OfferResult::kQueued;
+    return out;
+  }
+  MoveAcks(task.acks, out.release);
+  if (!st.in_flight) {
+    st.applied_seq = st.latest_seq;
+    st.applied_hash = st.latest_hash;
+  }
+  out.result = OfferResult::kUnchanged;
+  return out;
+}
+
+Coalescer::Ready Coalescer::TakeReady(std::size_t max) {
+  Ready out;
+  const auto now = clock_.MonotonicNow();
+  while (!delayed_.empty() && delayed_.begin()->first <= now) {
+    ready_.push_back(delayed_.begin()->second);
+    delayed_.erase(delayed_.begin());
+  }
+  while (!ready_.empty() && out.tasks.size() < max) {
+    const std::string id = std::move(ready_.front());
+    ready_.pop_front();
+    auto it = states_.find(id);
+    if (it == states_.end()) {
+      continue;
+    }
+    State& st = it->second;
+    st.queued = false;
+    if (!st.pending || st.in_flight) {
+      continue;
+    }
+    if (st.not_before > now) {
+      st.queued = true;
+      delayed_.emplace(st.not_before, id);
+      continue;
+    }
+    WriteTask task = std::move(*st.pending);
+    st.pending.reset();
+    --pending_count_;
+    if (task.kind == TaskKind::kWrite && task.material_hash == st.applied_material) {
+      // A write that landed meanwhile already carries these material fields.
+      if (!VolatileDue(st)) {
+        MoveAcks(task.acks, out.release);
+        ++out.unchanged;
+        st.applied_seq = st.latest_seq;
+        st.applied_hash = st.latest_hash;
+        continue;
+      }
+      task.volatile_only = true;
+    }
+    st.in_flight = true;
+    st.in_flight_material = task.material_hash;
+    ++in_flight_count_;
+    out.tasks.push_back(std::move(task));
+  }
+  return out;
+}
+
+store::AppliedStatus Coalescer::Written(const WriteTask& task) {
+  store::AppliedStatus row;
+  row.resource_id = task.update.resource_id;
+  auto it = states_.find(task.update.resource_id);
+  if (it == states_.end()) {
+    return row;
+  }
+  State& st = it->second;
+  if (st.in_flight) {
+    st.in_flight = false;
+    --in_flight_count_;
+  }
+  st.not_before = {};
+  if (task.update.sequence_id) {
+    st.applied_seq = *task.update.sequence_id;
+  }
+  st.applied_hash = task.update.status_hash;
+  st.applied_material = task.material_hash;
+  st.volatile_written_at = clock_.Now();
+  Enqueue(task.update.resource_id, st);
+
+  row.last_sequence_id = st.applied_seq;
+  row.status_hash = st.applied_hash;
+  row.material_hash = st.applied_material;
+  row.sync_status = StringAt(task.update.status, "sync", "status");
+  row.health_status = StringAt(task.update.status, "health", "status");
+  row.volatile_written_at = st.volatile_written_at;
+  return row;
+}
+
+void Coalescer::Dropped(const WriteTask& task) {
+  auto it = states_.find(task.update.resource_id);
+  if (it == states_.end()) {
+    return;
+  }
+  State& st = it->second;
+  if (st.in_flight) {
+    st.in_flight = false;
+    --in_flight_count_;
+  }
+  Enqueue(task.update.resource_id, st);
+}
+
+void Coalescer::Requeue(WriteTask task, std::chrono::milliseconds delay) {
+  const std::string id = task.update.resource_id;
+  auto it = states_.find(id);
+  if (it == states_.end()) {
+    return;
+  }
+  State& st = it->second;
+  if (st.in_flight) {
+    st.in_flight = false;
+    --in_flight_count_;
+  }
+  st.not_before = clock_.MonotonicNow() + delay;
+  if (st.pending) {
+    std::vector<transport::AckFn> acks = std::move(task.acks);
+    MoveAcks(st.pending->acks, acks);
+    st.pending->acks = std::move(acks);
+    st.pending->attempts = task.attempts + 1;
+  } else {
+    ++task.attempts;
+    st.pending = std::move(task);
+    ++pending_count_;
+  }
+  Enqueue(id, st);
+}
+
+std::vector<transport::AckFn> Coalescer::Forget(const std::string& resource_id) {
+  std::vector<transport::AckFn> release;
+  auto it = states_.find(resource_id);
+  if (it == states_.end()) {
+    return release;
+  }
+  if (it->second.pending) {
+    --pending_count_;
+    MoveAcks(it->second.pending->acks, release);
+  }
+  if (it->second.in_flight) {
+    --in_flight_count_;
+  }
+  states_.erase(it);
+  return release;
+}
+
+std::string Coalescer::LatestHash(const std::string& resource_id) const {
+  auto it = states_.find(resource_id);
+  return it == states_.end() ? std::string() : it->second.latest_hash;
+}
+
+std::optional<std::chrono::steady_clock::time_point> Coalescer::NextRetry() const {
+  if (delayed_.empty()) {
+    return std::nullopt;
+  }
+  return delayed_.begin()->first;
+}
+
+}  // namespace mmi::status_sink

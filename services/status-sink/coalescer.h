@@ -1,0 +1,160 @@
+// Per-resource coalescing of status reports (pure logic, no I/O): decides which reports become a
+// hub write, which are dropped, and in what order writes are handed out.
+//
+//  * Latest wins: a resource has at most one pending report; a newer one replaces it (its acks
+//    move along, so nothing is acknowledged before the report that superseded it is durable).
+//  * Order: reports whose `sequenceid` is not newer than the last accepted one are dropped
+//    (maestro-protocol.md §6.2); IDs from different agent nodes are not comparable and accepted.
+//  * Dedupe: a report whose `statushash` equals the last accepted one is dropped.
+//  * Material-change test: a write happens only when the material fields differ from what the
+//    hub has (or will have once the write in flight lands). Material = the whole `.status`
+//    except reconciledAt, observedAt, controllerNamespace (hub-apis.md §1.4) and, optionally,
+//    resources[].health.message. operationState.finishedAt is material: it only changes when an
+//    operation ends, together with its phase.
+//  * Volatile fields (reconciledAt, observedAt) alone cause a write at most once per
+//    `volatile_interval` per resource; in between such reports are dropped (the next report
+//    after the interval carries fresh values).
+//  * Bounded: at most `max_pending` resources wait; beyond that Offer() answers kOverflow and the
+//    caller drops the report and asks for a status resync later.
+//  * At most one write per resource is in flight; failed writes come back with a delay.
+//
+// Not thread-safe: owned by the sink's loop thread. The clock is borrowed.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "libs/common/clock.h"
+#include "libs/store/status_store.h"
+#include "libs/transport/subscriber.h"
+#include "nlohmann/json.hpp"
+
+namespace mmi::status_sink {
+
+struct CoalescerSettings {
+  // Resources with a report waiting to be written, at most.
+  std::size_t max_pending = 50'000;
+  // reconciledAt/observedAt-only changes are written at most this often per Application.
+  std::chrono::milliseconds volatile_interval{300'000};
+  // Treat resources[].health.message as volatile too (it can change often during a rollout).
+  bool ignore_resource_health_messages = false;
+};
+
+// One decoded status report for one resource.
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json moves do not throw.
+struct StatusUpdate {
+  std::string resource_id;
+  std::optional<int64_t> sequence_id;  // snowflake value; nullopt = absent
+  std::string status_hash;
+  bool deleted = false;   // work-level Deleted=True: the deletion is complete
+  nlohmann::json status;  // the spoke Application's `.status` (an object; null when deleted)
+  std::optional<std::chrono::system_clock::time_point> event_time;  // the agent's `time`
+};
+
+// Hash over the material fields of an Application `.status` (see the file comment).
+std::string MaterialHash(const nlohmann::json& status, bool ignore_resource_health_messages);
+
+enum class OfferResult {
+  kQueued,     // a write (or deletion hand-off) is now pending
+  kCoalesced,  // replaced a pending report
+  kStale,      // older than (or as old as) the last accepted sequence id: dropped
+  kDuplicate,  // same statushash as the last accepted report: dropped
+  kUnchanged,  // nothing material changed and volatile fields are throttled: dropped
+  kOverflow,   // too many pending resources: dropped, ask for a resync
+};
+std::string_view OfferResultName(OfferResult result);
+
+enum class TaskKind { kWrite, kConfirmDeletion };
+
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json moves do not throw.
+struct WriteTask {
+  TaskKind kind = TaskKind::kWrite;
+  StatusUpdate update;
+  std::string material_hash;
+  bool volatile_only = false;  // only reconciledAt/observedAt differ from the hub
+  int attempts = 0;            // failed attempts so far
+  std::vector<transport::AckFn> acks;
+};
+
+class Coalescer {
+ public:
+  Coalescer(CoalescerSettings settings, const Clock& clock);
+
+  // Seeds what the hub already has (start-up resume from the store).
+  void Restore(const store::AppliedStatus& applied);
+
+  struct OfferOutcome {
+    OfferResult result = OfferResult::kQueued;
+    // Acks whose reports need nothing more (dropped or superseded without a write): call them.
+    std::vector<transport::AckFn> release;
+  };
+  OfferOutcome Offer(StatusUpdate update, transport::AckFn ack);
+
+  struct Ready {
+    std::vector<WriteTask> tasks;
+    std::vector<transport::AckFn> release;  // reports that turned out to need no write
+    int unchanged = 0;                      // how many pending reports were dropped that way
+  };
+  // Up to `max` tasks whose resources have no write in flight and whose retry delay passed;
+  // they count as in flight until Written / Dropped / Requeue.
+  Ready TakeReady(std::size_t max);
+
+  // The write landed: returns the row to persist (appset fields left empty) - the task's acks
+  // stay with the caller.
+  store::AppliedStatus Written(const WriteTask& task);
+  // The task is abandoned (hub app gone, invalid): no state change besides ending the flight.
+  void Dropped(const WriteTask& task);
+  // The task failed transiently: retried after `delay` unless a newer report replaced it
+  // meanwhile (then the task's acks join the newer report).
+  void Requeue(WriteTask task, std::chrono::milliseconds delay);
+  // Forgets a resource (deletion confirmed); returns the acks of a report still pending for it.
+  std::vector<transport::AckFn> Forget(const std::string& resource_id);
+
+  // The last accepted statushash of a resource ("" when unknown): what a status resync request
+  // should echo.
+  std::string LatestHash(const std::string& resource_id) const;
+  bool Knows(const std::string& resource_id) const { return states_.count(resource_id) > 0; }
+
+  std::size_t pending() const { return pending_count_; }
+  std::size_t in_flight() const { return in_flight_count_; }
+  std::size_t known() const { return states_.size(); }
+  // The earliest retry time of a delayed report (to time a wake-up), if any.
+  std::optional<std::chrono::steady_clock::time_point> NextRetry() const;
+
+ private:
+  struct State {
+    // What the hub has after the last successful write (persisted in resource_status).
+    int64_t applied_seq = 0;
+    std::string applied_hash;
+    std::string applied_material;
+    std::optional<std::chrono::system_clock::time_point> volatile_written_at;
+    // The last accepted report (ordering and dedupe).
+    int64_t latest_seq = 0;
+    std::string latest_hash;
+    std::optional<WriteTask> pending;
+    std::chrono::steady_clock::time_point not_before{};
+    bool queued = false;  // present in ready_
+    bool in_flight = false;
+    std::string in_flight_material;
+  };
+
+  bool VolatileDue(const State& state) const;
+  void SetPending(const std::string& id, State& state, WriteTask task);
+  void Enqueue(const std::string& id, State& state);
+
+  const CoalescerSettings settings_;
+  const Clock& clock_;
+  std::unordered_map<std::string, State> states_;
+  std::deque<std::string> ready_;
+  std::multimap<std::chrono::steady_clock::time_point, std::string> delayed_;
+  std::size_t pending_count_ = 0;
+  std::size_t in_flight_count_ = 0;
+};
+
+}  // namespace mmi::status_sink

@@ -1,0 +1,160 @@
+#include "services/status-sink/metrics.h"
+
+namespace mmi::status_sink {
+namespace {
+
+prometheus::Histogram::BucketBoundaries LatencyBuckets() {
+  return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+}
+
+std::string_view QueueName(Queue queue) {
+  switch (queue) {
+    case Queue::kIntake:
+      return "intake";
+    case Queue::kLookup:
+      return "lookup";
+    case Queue::kPending:
+      return "pending";
+    case Queue::kInFlight:
+      return "in_flight";
+    case Queue::kPersist:
+      return "persist";
+  }
+  return "other";
+}
+
+}  // namespace
+
+std::string_view DropReasonName(DropReason reason) {
+  switch (reason) {
+    case DropReason::kStale:
+      return "stale";
+    case DropReason::kDuplicate:
+      return "duplicate";
+    case DropReason::kMalformed:
+      return "malformed";
+    case DropReason::kNotStatus:
+      return "not_status";
+    case DropReason::kNoFeedback:
+      return "no_feedback";
+    case DropReason::kUnknownResource:
+      return "unknown_resource";
+    case DropReason::kClusterMismatch:
+      return "cluster_mismatch";
+    case DropReason::kQueueFull:
+      return "queue_full";
+    case DropReason::kOverflow:
+      return "overflow";
+    case DropReason::kUnchanged:
+      return "unchanged";
+  }
+  return "other";
+}
+
+std::string_view WriteResultName(WriteResult result) {
+  switch (result) {
+    case WriteResult::kOk:
+      return "ok";
+    case WriteResult::kNotFound:
+      return "not_found";
+    case WriteResult::kInvalid:
+      return "invalid";
+    case WriteResult::kRetry:
+      return "retry";
+  }
+  return "other";
+}
+
+SinkMetrics::SinkMetrics(prometheus::Registry& registry)
+    : received_(prometheus::BuildCounter()
+                    .Name("mmi_status_events_received_total")
+                    .Help("Status events taken from the transport")
+                    .Register(registry)
+                    .Add({})),
+      dropped_(prometheus::BuildCounter()
+                   .Name("mmi_status_events_dropped_total")
+                   .Help("Status events that caused no hub write, by reason")
+                   .Register(registry)),
+      coalesced_(prometheus::BuildCounter()
+                     .Name("mmi_status_events_coalesced_total")
+                     .Help("Pending status reports replaced by a newer one before their write")
+                     .Register(registry)
+                     .Add({})),
+      writes_(prometheus::BuildCounter()
+                  .Name("mmi_status_updates_total")
+                  .Help("Hub Application status writes, by result")
+                  .Register(registry)),
+      writes_ok_(&writes_.Add({{"result", "ok"}})),
+      write_duration_(prometheus::BuildHistogram()
+                          .Name("mmi_status_write_duration_seconds")
+                          .Help("Duration of one hub status PATCH")
+                          .Register(registry)
+                          .Add({}, LatencyBuckets())),
+      lag_(prometheus::BuildHistogram()
+               .Name("mmi_status_lag_seconds")
+               .Help("From the agent's status event time to the hub write")
+               .Register(registry)
+               .Add({}, LatencyBuckets())),
+      queue_depth_(prometheus::BuildGauge()
+                       .Name("mmi_status_queue_depth")
+                       .Help("Items waiting in the status sink, by queue")
+                       .Register(registry)),
+      deletions_(prometheus::BuildCounter()
+                     .Name("mmi_status_deletions_confirmed_total")
+                     .Help("Completed deletions handed to the dispatcher")
+                     .Register(registry)
+                     .Add({})),
+      resyncs_(prometheus::BuildCounter()
+                   .Name("mmi_status_resync_requests_total")
+                   .Help("Status resync requests published, by result")
+                   .Register(registry)),
+      store_errors_(prometheus::BuildCounter()
+                        .Name("mmi_status_store_errors_total")
+                        .Help("Failed store operations of the status sink, by operation")
+                        .Register(registry)),
+      appsets_(prometheus::BuildGauge()
+                   .Name("mmi_appset_applications")
+                   .Help("Applications per ApplicationSet by sync and health status")
+                   .Register(registry)) {
+  for (auto reason : {DropReason::kStale, DropReason::kDuplicate, DropReason::kMalformed,
+                      DropReason::kUnknownResource, DropReason::kUnchanged}) {
+    dropped_.Add({{"reason", std::string(DropReasonName(reason))}});
+  }
+  for (auto result : {WriteResult::kNotFound, WriteResult::kInvalid, WriteResult::kRetry}) {
+    writes_.Add({{"result", std::string(WriteResultName(result))}});
+  }
+}
+
+void SinkMetrics::Write(WriteResult result, std::chrono::steady_clock::duration elapsed) {
+  writes_.Add({{"result", std::string(WriteResultName(result))}}).Increment();
+  write_duration_.Observe(std::chrono::duration<double>(elapsed).count());
+}
+
+void SinkMetrics::Lag(std::chrono::system_clock::duration lag) {
+  lag_.Observe(std::max(0.0, std::chrono::duration<double>(lag).count()));
+}
+
+void SinkMetrics::QueueDepth(Queue queue, double depth) {
+  queue_depth_.Add({{"queue", std::string(QueueName(queue))}}).Set(depth);
+}
+
+void SinkMetrics::SetAppSetCounts(const std::vector<store::AppSetCount>& counts) {
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, prometheus::Gauge*> next;
+  for (const auto& c : counts) {
+    auto key = std::make_tuple(c.appset_namespace, c.appset_name, c.sync_status, c.health_status);
+    auto& gauge = appsets_.Add({{"appset_namespace", c.appset_namespace},
+                                {"appset_name", c.appset_name},
+                                {"sync", c.sync_status},
+                                {"health", c.health_status}});
+    gauge.Set(static_cast<double>(c.count));
+    next[key] = &gauge;
+  }
+  for (const auto& [key, gauge] : appset_series_) {
+    if (next.count(key) == 0) {
+      appsets_.Remove(gauge);
+    }
+  }
+  appset_series_ = std::move(next);
+}
+
+}  // namespace mmi::status_sink

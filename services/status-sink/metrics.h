@@ -1,0 +1,94 @@
+// The status sink's metrics, declared in one struct built from an injected registry (STYLE.md §8).
+//
+//   mmi_status_events_received_total                      status events taken from the transport
+//   mmi_status_events_dropped_total{reason}               stale, duplicate, malformed, not_status,
+//       no_feedback, unknown_resource, cluster_mismatch, queue_full, overflow, unchanged
+//   mmi_status_events_coalesced_total                     a pending report replaced by a newer one
+//   mmi_status_updates_total{result}                      hub writes: ok, not_found, invalid, retry
+//   mmi_status_write_duration_seconds                     one hub PATCH
+//   mmi_status_queue_depth{queue}                         intake, lookup, pending, in_flight,
+//   persist mmi_status_lag_seconds                                agent event time -> hub write
+//   done mmi_status_deletions_confirmed_total                  Deleted=True handed to the
+//   dispatcher mmi_status_resync_requests_total{result}              ok, error
+//   mmi_status_store_errors_total{operation}              lookup, save, resume, resync, counts,
+//                                                         deletion
+//   mmi_appset_applications{appset_namespace,appset_name,sync,health}   the fleet report
+// Thread-safe (prometheus-cpp metrics are atomic; SetAppSetCounts from one thread at a time).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "libs/store/status_store.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace mmi::status_sink {
+
+enum class DropReason {
+  kStale,
+  kDuplicate,
+  kMalformed,
+  kNotStatus,
+  kNoFeedback,
+  kUnknownResource,
+  kClusterMismatch,
+  kQueueFull,
+  kOverflow,
+  kUnchanged,
+};
+std::string_view DropReasonName(DropReason reason);
+
+enum class WriteResult { kOk, kNotFound, kInvalid, kRetry };
+std::string_view WriteResultName(WriteResult result);
+
+enum class Queue { kIntake, kLookup, kPending, kInFlight, kPersist };
+
+class SinkMetrics {
+ public:
+  explicit SinkMetrics(prometheus::Registry& registry);
+
+  void Received() { received_.Increment(); }
+  void Dropped(DropReason reason) {
+    dropped_.Add({{"reason", std::string(DropReasonName(reason))}}).Increment();
+  }
+  void Coalesced() { coalesced_.Increment(); }
+  void Write(WriteResult result, std::chrono::steady_clock::duration elapsed);
+  void Lag(std::chrono::system_clock::duration lag);
+  void QueueDepth(Queue queue, double depth);
+  void DeletionConfirmed() { deletions_.Increment(); }
+  void Resync(bool ok) { resyncs_.Add({{"result", ok ? "ok" : "error"}}).Increment(); }
+  void StoreError(std::string_view operation) {
+    store_errors_.Add({{"operation", std::string(operation)}}).Increment();
+  }
+  // Replaces the fleet report; series of (appset, sync, health) no longer present are removed.
+  void SetAppSetCounts(const std::vector<store::AppSetCount>& counts);
+
+  // Hub writes with result ok so far (tests, and the integration test through /metrics).
+  double writes_ok() const { return writes_ok_->Value(); }
+
+ private:
+  prometheus::Counter& received_;
+  prometheus::Family<prometheus::Counter>& dropped_;
+  prometheus::Counter& coalesced_;
+  prometheus::Family<prometheus::Counter>& writes_;
+  prometheus::Counter* writes_ok_;
+  prometheus::Histogram& write_duration_;
+  prometheus::Histogram& lag_;
+  prometheus::Family<prometheus::Gauge>& queue_depth_;
+  prometheus::Counter& deletions_;
+  prometheus::Family<prometheus::Counter>& resyncs_;
+  prometheus::Family<prometheus::Counter>& store_errors_;
+  prometheus::Family<prometheus::Gauge>& appsets_;
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, prometheus::Gauge*>
+      appset_series_;
+};
+
+}  // namespace mmi::status_sink

@@ -1,0 +1,73 @@
+#include "services/status-sink/settings.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace mmi::status_sink {
+namespace {
+
+EnvLookup Env(std::map<std::string, std::string> values) {
+  return [values = std::move(values)](const char* name) -> std::optional<std::string> {
+    auto it = values.find(name);
+    if (it == values.end()) {
+      return std::nullopt;
+    }
+    return it->second;
+  };
+}
+
+TEST(SettingsTest, ReadsTheYamlFileOverTheDefaults) {
+  auto s = ParseSettingsYaml(R"(
+logLevel: debug
+kube: {kubeconfig: /tmp/kc, qps: 50}
+store: {dsn: "postgresql://x/y", poolSize: 2}
+leaderElection: {namespace: mmi, leaseDuration: 20s}
+transport:
+  type: mqtt
+  mqtt: {brokerHost: "broker:1883", sourceId: mmi-dispatcher}
+status: {maxInFlight: 8, volatileInterval: 10m, ignoreResourceHealthMessages: true}
+shutdownTimeout: 5s
+)");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->log_level, "debug");
+  EXPECT_EQ(s->kube.qps, 50);
+  EXPECT_EQ(s->store.pool_size, 2);
+  EXPECT_EQ(s->leader.lease_duration, std::chrono::seconds(20));
+  EXPECT_EQ(s->sink.max_in_flight, 8U);
+  EXPECT_EQ(s->sink.coalescer.volatile_interval, std::chrono::minutes(10));
+  EXPECT_TRUE(s->sink.coalescer.ignore_resource_health_messages);
+  EXPECT_EQ(s->shutdown_timeout, std::chrono::seconds(5));
+  ASSERT_TRUE(std::holds_alternative<transport::MqttSettings>(s->transport));
+  EXPECT_EQ(std::get<transport::MqttSettings>(s->transport).broker_host, "broker:1883");
+  ASSERT_TRUE(FinalizeSettings(*s).ok());
+  EXPECT_EQ(s->sink.source_id, "mmi-dispatcher");
+  EXPECT_FALSE(s->leader.identity.empty());
+}
+
+TEST(SettingsTest, ReportsEveryBadFieldByItsPath) {
+  auto s = ParseSettingsYaml("status: {maxInFlight: many, volatileInterval: soon}\n");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("status.maxInFlight"), std::string::npos);
+  EXPECT_NE(s.status().message().find("status.volatileInterval"), std::string::npos);
+  StatusSinkSettings defaults;
+  const absl::Status finalized = FinalizeSettings(defaults);
+  EXPECT_NE(finalized.message().find("store.dsn"), std::string::npos);
+  EXPECT_NE(finalized.message().find("transport.mqtt.brokerHost"), std::string::npos);
+}
+
+TEST(SettingsTest, EnvironmentAndFlagsOverrideTheFile) {
+  const char* argv[] = {"status-sink", "--kubeconfig", "/flag/kc", "--leader-elect", "false"};
+  auto s = LoadSettings(5, argv,
+                        Env({{"MMI_STORE_DSN", "postgresql://env/db"},
+                             {"POD_NAMESPACE", "mmi"},
+                             {"KUBECONFIG", "/env/kc"}}));
+  // The default transport has no broker: validation names it, nothing else.
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message().find("store.dsn"), std::string::npos);
+  EXPECT_EQ(s.status().message().find("kube.kubeconfig"), std::string::npos);
+  EXPECT_NE(s.status().message().find("transport.mqtt"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mmi::status_sink

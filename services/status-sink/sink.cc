@@ -1,0 +1,701 @@
+#include "services/status-sink/sink.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "libs/cloudevents/manifest_bundle.h"
+#include "libs/cloudevents/object_meta.h"
+#include "libs/cloudevents/resource_id.h"
+#include "libs/cloudevents/resync.h"
+#include "libs/cloudevents/sequence_id.h"
+#include "libs/cloudevents/status_hash.h"
+#include "libs/transport/metrics.h"
+#include "libs/transport/status_resync.h"
+
+namespace mmi::status_sink {
+namespace {
+
+// ManifestWork annotations the dispatcher sets (hub-apis.md §5.1).
+constexpr std::string_view kHubAppNamespaceAnnotation =
+    "apps.open-cluster-management.io/hub-application-namespace";
+constexpr std::string_view kHubAppNameAnnotation =
+    "apps.open-cluster-management.io/hub-application-name";
+
+}  // namespace
+
+Sink::Sink(SinkSettings settings, transport::Subscriber& subscriber,
+           transport::Publisher& publisher, store::StatusStore& store, Writer& writer,
+           Executor& store_executor, const Clock& clock, SinkMetrics& metrics)
+    : settings_(std::move(settings)),
+      subscriber_(subscriber),
+      publisher_(publisher),
+      store_(store),
+      writer_(writer),
+      store_executor_(store_executor),
+      clock_(clock),
+      metrics_(metrics),
+      coalescer_(settings_.coalescer, clock) {}
+
+Sink::~Sink() { Stop(std::chrono::milliseconds(0)); }
+
+absl::Status Sink::Resume() {
+  int rows = 0;
+  absl::Status status = store_.ForEachAppliedStatus([&](const store::AppliedStatus& applied) {
+    coalescer_.Restore(applied);
+    ++rows;
+  });
+  if (!status.ok()) {
+    metrics_.StoreError("resume");
+    return status;
+  }
+  logger_.Info("resumed applied statuses from the store", {{"resources", rows}});
+  resumed_.store(true);
+  return absl::OkStatus();
+}
+
+absl::Status Sink::Subscribe() {
+  return subscriber_.Start(
+      [this](cloudevents::Event event, transport::AckFn ack) {
+        if (intake_closed_.load()) {
+          // Stopping: left unacknowledged, so Kafka redelivers it and MQTT/gRPC recover it
+          // through the status resync of the next start.
+          return;
+        }
+        if (intake_depth_.load() >= settings_.intake_capacity) {
+          // Back-pressure: drop now, recover through a status resync once the loop caught up.
+          metrics_.Dropped(DropReason::kQueueFull);
+          resync_wanted_.store(true);
+          std::move(ack)();
+          return;
+        }
+        ++intake_depth_;
+        Post([this, event = std::move(event), ack = std::move(ack)]() mutable {
+          --intake_depth_;
+          HandleEvent(std::move(event), std::move(ack));
+        });
+      },
+      [this](bool resubscribed) {
+        // Events may have been missed while we were away (or down): ask for what changed.
+        resync_wanted_.store(true);
+        Post([this, resubscribed] {
+          logger_.Info("status subscription active", {{"resubscribed", resubscribed}});
+        });
+      });
+}
+
+absl::Status Sink::Start() {
+  if (started_.exchange(true)) {
+    return absl::FailedPreconditionError("status sink already started");
+  }
+  thread_ = std::thread([this] { RunLoop(); });
+  return Subscribe();
+}
+
+absl::Status Sink::StartWithoutThreadForTest() {
+  started_.store(true);
+  return Subscribe();
+}
+
+void Sink::Stop(std::chrono::milliseconds drain) {
+  if (!started_.load() || stopped_.exchange(true)) {
+    return;
+  }
+  intake_closed_.store(true);
+  if (!thread_.joinable()) {
+    subscriber_.Stop();
+    return;
+  }
+  Post([this] {
+    draining_ = true;
+    FlushPersist(/*force=*/true);
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, drain, [&] { return drained_; })) {
+      logger_.Warn("stopping before every pending status was written",
+                   {{"drain_ms", static_cast<int64_t>(drain.count())}});
+    }
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  // Only now: acknowledgements of what was drained must still reach the transport.
+  subscriber_.Stop();
+}
+
+void Sink::Post(Work work) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(work));
+  }
+  cv_.notify_all();
+}
+
+bool Sink::RunQueued() {
+  std::deque<Work> batch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    batch.swap(tasks_);
+  }
+  for (auto& work : batch) {
+    std::move(work)();
+  }
+  return !batch.empty();
+}
+
+void Sink::RunLoop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, settings_.tick, [&] { return stop_ || !tasks_.empty(); });
+      if (stop_) {
+        return;
+      }
+    }
+    RunQueued();
+    if (clock_.MonotonicNow() - last_tick_ >= settings_.tick) {
+      Tick();
+    }
+    if (draining_ && Idle()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        drained_ = true;
+      }
+      cv_.notify_all();
+    }
+  }
+}
+
+void Sink::RunUntilIdleForTest() {
+  for (int round = 0; round < 1000; ++round) {
+    const bool ran = RunQueued();
+    Tick();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!ran && tasks_.empty()) {
+      return;
+    }
+  }
+}
+
+bool Sink::Idle() const {
+  return intake_depth_.load() == 0 && awaiting_.empty() && coalescer_.pending() == 0 &&
+         coalescer_.in_flight() == 0 && to_persist_.empty() && !persist_in_flight_;
+}
+
+void Sink::Tick() {
+  const auto now = clock_.MonotonicNow();
+  last_tick_ = now;
+  if (resync_wanted_.load() && !resync_in_flight_ && now >= resync_retry_at_ &&
+      intake_depth_.load() <= settings_.intake_capacity / 2 && !draining_) {
+    RequestResync();
+  }
+  StartLookup();
+  Pump();
+  FlushPersist(draining_);
+  if (!counts_in_flight_ && now >= next_counts_at_ && !draining_) {
+    RefreshCounts();
+  }
+  UpdateQueueGauges();
+}
+
+void Sink::UpdateQueueGauges() {
+  metrics_.QueueDepth(Queue::kIntake, static_cast<double>(intake_depth_.load()));
+  metrics_.QueueDepth(Queue::kLookup, static_cast<double>(awaiting_count_));
+  metrics_.QueueDepth(Queue::kPending, static_cast<double>(coalescer_.pending()));
+  metrics_.QueueDepth(Queue::kInFlight, static_cast<double>(coalescer_.in_flight()));
+  metrics_.QueueDepth(Queue::kPersist, static_cast<double>(to_persist_.size()));
+}
+
+std::chrono::milliseconds Sink::RetryDelay(int attempts) const {
+  const auto& b = settings_.retry_backoff;
+  const double factor = std::pow(std::max(1.0, b.multiplier), std::min(attempts, 30));
+  const double ms =
+      std::min(static_cast<double>(b.max.count()), static_cast<double>(b.initial.count()) * factor);
+  return std::chrono::milliseconds(static_cast<int64_t>(ms));
+}
+
+void Sink::Release(std::vector<transport::AckFn>& acks) {
+  for (auto& ack : acks) {
+    std::move(ack)();
+  }
+  acks.clear();
+}
+
+// --- intake ---------------------------------------------------------------------------------
+
+void Sink::HandleEvent(cloudevents::Event event, transport::AckFn ack) {
+  metrics_.Received();
+  const auto drop = [&](DropReason reason, std::string_view why) {
+    metrics_.Dropped(reason);
+    if (reason == DropReason::kMalformed) {
+      logger_.Warn("dropping a malformed status event",
+                   {{"event_id", event.id}, {"source", event.source}, {"error", why}});
+    } else {
+      logger_.Debug("dropping a status event",
+                    {{"event_id", event.id}, {"reason", DropReasonName(reason)}, {"detail", why}});
+    }
+    std::move(ack)();
+  };
+  if (transport::ClassifyReceived(event) != transport::ReceivedKind::kStatus) {
+    drop(DropReason::kNotStatus, event.type);
+    return;
+  }
+  Awaiting item;
+  item.event_id = event.id;
+  auto id = event.ResourceId();
+  if (!id.ok()) {
+    drop(DropReason::kMalformed, std::string(id.status().message()));
+    return;
+  }
+  item.update.resource_id = absl::AsciiStrToLower(*id);
+  if (event.HasExtension(cloudevents::kExtSequenceId)) {
+    auto text = event.SequenceId();
+    absl::StatusOr<cloudevents::SequenceId> seq =
+        text.ok() ? cloudevents::SequenceId::Parse(*text) : text.status();
+    if (!seq.ok()) {
+      drop(DropReason::kMalformed, std::string(seq.status().message()));
+      return;
+    }
+    item.update.sequence_id = seq->Value();
+  }
+  auto payload = cloudevents::ManifestBundleStatusOf(event);
+  if (!payload.ok()) {
+    drop(DropReason::kMalformed, std::string(payload.status().message()));
+    return;
+  }
+  auto hash = event.StatusHash();
+  if (hash.ok() && !hash->empty()) {
+    item.update.status_hash = *hash;
+  } else {
+    auto computed = cloudevents::StatusHash(*payload);
+    if (!computed.ok()) {
+      drop(DropReason::kMalformed, std::string(computed.status().message()));
+      return;
+    }
+    item.update.status_hash = *computed;
+  }
+  item.update.deleted = cloudevents::IsDeleted(*payload);
+  if (!item.update.deleted) {
+    auto feedback = FeedbackStatus(*payload);
+    if (!feedback.ok()) {
+      drop(DropReason::kMalformed, std::string(feedback.status().message()));
+      return;
+    }
+    if (!feedback->has_value()) {
+      drop(DropReason::kNoFeedback, "no status feedback yet");
+      return;
+    }
+    item.update.status = std::move(**feedback);
+  }
+  if (event.time) {
+    item.update.event_time = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            event.time->time_since_epoch()));
+  }
+  auto cluster = event.ClusterName();
+  if (cluster.ok()) {
+    item.cluster = *cluster;
+  }
+  if (event.HasExtension(cloudevents::kExtMetadata)) {
+    auto meta = cloudevents::ObjectMetaOf(event);
+    if (meta.ok()) {
+      auto ns = meta->annotations.find(std::string(kHubAppNamespaceAnnotation));
+      auto name = meta->annotations.find(std::string(kHubAppNameAnnotation));
+      if (ns != meta->annotations.end() && name != meta->annotations.end()) {
+        item.metadata_app = ns->second + "/" + name->second;
+      }
+    }
+  }
+  item.ack = std::move(ack);
+
+  auto ref = refs_.find(item.update.resource_id);
+  if (ref != refs_.end()) {
+    Admit(ref->second, std::move(item));
+    return;
+  }
+  if (awaiting_count_ >= settings_.max_awaiting_lookup) {
+    metrics_.Dropped(DropReason::kOverflow);
+    resync_wanted_.store(true);
+    std::move(item.ack)();
+    return;
+  }
+  const std::string key = item.update.resource_id;
+  awaiting_[key].push_back(std::move(item));
+  ++awaiting_count_;
+  StartLookup();
+}
+
+void Sink::Admit(const store::HubAppRef& ref, Awaiting item) {
+  if (!item.cluster.empty() && item.cluster != ref.cluster) {
+    // A cluster may only report the resources dispatched to it.
+    metrics_.Dropped(DropReason::kClusterMismatch);
+    logger_.Warn("status event from a cluster the resource was not dispatched to",
+                 {{"resource", ref.resource_id},
+                  {"cluster", item.cluster},
+                  {"expected_cluster", ref.cluster},
+                  {"event_id", item.event_id}});
+    std::move(item.ack)();
+    return;
+  }
+  if (!item.metadata_app.empty() && item.metadata_app != ref.hub_namespace + "/" + ref.hub_name) {
+    logger_.Warn(
+        "the event's ManifestWork metadata names another hub application; using the "
+        "dispatcher's record",
+        {{"resource", ref.resource_id},
+         {"metadata_application", item.metadata_app},
+         {"application", ref.hub_namespace + "/" + ref.hub_name}});
+  }
+  auto outcome = coalescer_.Offer(std::move(item.update), std::move(item.ack));
+  Release(outcome.release);
+  switch (outcome.result) {
+    case OfferResult::kQueued:
+      break;
+    case OfferResult::kCoalesced:
+      metrics_.Coalesced();
+      break;
+    case OfferResult::kStale:
+      metrics_.Dropped(DropReason::kStale);
+      break;
+    case OfferResult::kDuplicate:
+      metrics_.Dropped(DropReason::kDuplicate);
+      break;
+    case OfferResult::kUnchanged:
+      metrics_.Dropped(DropReason::kUnchanged);
+      break;
+    case OfferResult::kOverflow:
+      metrics_.Dropped(DropReason::kOverflow);
+      resync_wanted_.store(true);
+      break;
+  }
+  Pump();
+}
+
+void Sink::StartLookup() {
+  if (lookup_in_flight_ || awaiting_.empty() || clock_.MonotonicNow() < lookup_retry_at_) {
+    return;
+  }
+  std::vector<std::string> ids;
+  for (const auto& [id, items] : awaiting_) {
+    if (ids.size() >= settings_.lookup_batch) {
+      break;
+    }
+    ids.push_back(id);
+  }
+  lookup_in_flight_ = true;
+  store_executor_.Submit([this, ids = std::move(ids)]() mutable {
+    auto refs = store_.LookupHubApps(ids);
+    Post([this, ids = std::move(ids), refs = std::move(refs)]() mutable {
+      OnLookupDone(std::move(ids), std::move(refs));
+    });
+  });
+}
+
+void Sink::OnLookupDone(std::vector<std::string> ids,
+                        absl::StatusOr<std::vector<store::HubAppRef>> refs) {
+  lookup_in_flight_ = false;
+  if (!refs.ok()) {
+    metrics_.StoreError("lookup");
+    lookup_retry_at_ = clock_.MonotonicNow() + RetryDelay(lookup_failures_++);
+    logger_.Warn("cannot look up hub applications; retrying",
+                 {{"error", refs.status().ToString()}, {"ids", static_cast<int64_t>(ids.size())}});
+    return;
+  }
+  lookup_failures_ = 0;
+  for (auto& ref : *refs) {
+    std::string id = ref.resource_id;
+    refs_.insert_or_assign(std::move(id), std::move(ref));
+  }
+  for (const auto& id : ids) {
+    auto node = awaiting_.extract(id);
+    if (node.empty()) {
+      continue;
+    }
+    awaiting_count_ -= node.mapped().size();
+    auto ref = refs_.find(id);
+    for (auto& item : node.mapped()) {
+      if (ref == refs_.end()) {
+        metrics_.Dropped(DropReason::kUnknownResource);
+        logger_.Warn("status event for a resource the dispatcher does not know; dropped",
+                     {{"resource", id}, {"cluster", item.cluster}, {"event_id", item.event_id}});
+        std::move(item.ack)();
+        continue;
+      }
+      Admit(ref->second, std::move(item));
+    }
+  }
+  StartLookup();
+}
+
+// --- writes ---------------------------------------------------------------------------------
+
+void Sink::Pump() {
+  const std::size_t in_flight = coalescer_.in_flight();
+  if (in_flight >= settings_.max_in_flight) {
+    return;
+  }
+  auto ready = coalescer_.TakeReady(settings_.max_in_flight - in_flight);
+  Release(ready.release);
+  for (int i = 0; i < ready.unchanged; ++i) {
+    metrics_.Dropped(DropReason::kUnchanged);
+  }
+  for (auto& task : ready.tasks) {
+    Dispatch(std::move(task));
+  }
+}
+
+void Sink::Dispatch(WriteTask task) {
+  auto ref = refs_.find(task.update.resource_id);
+  if (ref == refs_.end()) {
+    coalescer_.Dropped(task);
+    Release(task.acks);
+    return;
+  }
+  if (task.kind == TaskKind::kConfirmDeletion) {
+    store_executor_.Submit([this, task = std::move(task)]() mutable {
+      absl::Status status = store_.MarkDeletionConfirmed(task.update.resource_id);
+      Post([this, task = std::move(task), status = std::move(status)]() mutable {
+        OnDeletionDone(std::move(task), std::move(status));
+      });
+    });
+    return;
+  }
+  auto patch = BuildStatusPatch(task.update.status, settings_.patch, clock_.Now());
+  if (!patch.ok()) {
+    metrics_.Write(WriteResult::kInvalid, {});
+    logger_.Warn("cannot build the hub status patch; dropped",
+                 {{"resource", task.update.resource_id},
+                  {"application", ref->second.hub_namespace + "/" + ref->second.hub_name},
+                  {"error", patch.status().ToString()}});
+    coalescer_.Dropped(task);
+    Release(task.acks);
+    return;
+  }
+  writer_.Write(ref->second.hub_namespace, ref->second.hub_name, *std::move(patch),
+                [this, task = std::move(task)](WriteOutcome outcome) mutable {
+                  Post([this, task = std::move(task), outcome = std::move(outcome)]() mutable {
+                    OnWriteDone(std::move(task), std::move(outcome));
+                  });
+                });
+}
+
+void Sink::OnWriteDone(WriteTask task, WriteOutcome outcome) {
+  const auto ref = refs_.find(task.update.resource_id);
+  const std::string app =
+      ref == refs_.end() ? "" : ref->second.hub_namespace + "/" + ref->second.hub_name;
+  switch (outcome.result) {
+    case WriteResult::kOk: {
+      store::AppliedStatus row = coalescer_.Written(task);
+      if (ref != refs_.end()) {
+        row.appset_namespace = ref->second.appset_namespace;
+        row.appset_name = ref->second.appset_name;
+      }
+      if (task.update.event_time) {
+        metrics_.Lag(clock_.Now() - *task.update.event_time);
+      }
+      logger_.Debug("hub status written", {{"resource", task.update.resource_id},
+                                           {"application", app},
+                                           {"volatile_only", task.volatile_only}});
+      if (to_persist_.empty()) {
+        persist_first_at_ = clock_.MonotonicNow();
+      }
+      to_persist_.push_back(Persist{std::move(row), std::move(task.acks)});
+      break;
+    }
+    case WriteResult::kNotFound:
+      logger_.Warn("hub application not found; status dropped",
+                   {{"resource", task.update.resource_id}, {"application", app}});
+      coalescer_.Dropped(task);
+      Release(task.acks);
+      break;
+    case WriteResult::kInvalid:
+      logger_.Warn("hub refused the status patch; dropped", {{"resource", task.update.resource_id},
+                                                             {"application", app},
+                                                             {"error", outcome.status.ToString()}});
+      coalescer_.Dropped(task);
+      Release(task.acks);
+      break;
+    case WriteResult::kRetry: {
+      const auto delay = RetryDelay(task.attempts);
+      logger_.Debug("hub status write failed; retrying",
+                    {{"resource", task.update.resource_id},
+                     {"error", outcome.status.ToString()},
+                     {"delay_ms", static_cast<int64_t>(delay.count())}});
+      coalescer_.Requeue(std::move(task), delay);
+      break;
+    }
+  }
+  FlushPersist(draining_);
+  Pump();
+}
+
+void Sink::OnDeletionDone(WriteTask task, absl::Status status) {
+  if (!status.ok()) {
+    metrics_.StoreError("deletion");
+    const auto delay = RetryDelay(task.attempts);
+    logger_.Warn("cannot record a confirmed deletion; retrying",
+                 {{"resource", task.update.resource_id}, {"error", status.ToString()}});
+    coalescer_.Requeue(std::move(task), delay);
+    return;
+  }
+  metrics_.DeletionConfirmed();
+  logger_.Info("deletion confirmed by the agent; handed to the dispatcher",
+               {{"resource", task.update.resource_id}});
+  auto later = coalescer_.Forget(task.update.resource_id);
+  refs_.erase(task.update.resource_id);
+  Release(task.acks);
+  Release(later);
+  Pump();
+}
+
+// --- persistence ----------------------------------------------------------------------------
+
+void Sink::FlushPersist(bool force) {
+  if (persist_in_flight_ || to_persist_.empty()) {
+    return;
+  }
+  const auto now = clock_.MonotonicNow();
+  if (now < persist_retry_at_ && !force) {
+    return;
+  }
+  if (!force && to_persist_.size() < settings_.persist_batch &&
+      now - persist_first_at_ < settings_.persist_interval) {
+    return;
+  }
+  std::vector<Persist> batch;
+  while (!to_persist_.empty() && batch.size() < settings_.persist_batch) {
+    batch.push_back(std::move(to_persist_.front()));
+    to_persist_.pop_front();
+  }
+  persist_first_at_ = now;
+  persist_in_flight_ = true;
+  store_executor_.Submit([this, batch = std::move(batch)]() mutable {
+    std::vector<store::AppliedStatus> rows;
+    rows.reserve(batch.size());
+    for (const auto& p : batch) {
+      rows.push_back(p.row);
+    }
+    absl::Status status = store_.SaveAppliedStatuses(rows);
+    if (status.ok()) {
+      for (auto& p : batch) {
+        for (auto& ack : p.acks) {
+          std::move(ack)();  // acks may run on any thread
+        }
+        p.acks.clear();
+      }
+    }
+    Post([this, batch = std::move(batch), status = std::move(status)]() mutable {
+      OnPersistDone(std::move(batch), std::move(status));
+    });
+  });
+}
+
+void Sink::OnPersistDone(std::vector<Persist> batch, absl::Status status) {
+  persist_in_flight_ = false;
+  if (!status.ok()) {
+    metrics_.StoreError("save");
+    logger_.Warn("cannot save applied statuses; retrying",
+                 {{"error", status.ToString()}, {"rows", static_cast<int64_t>(batch.size())}});
+    persist_retry_at_ = clock_.MonotonicNow() + RetryDelay(persist_failures_++);
+    for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
+      to_persist_.push_front(std::move(*it));
+    }
+    return;
+  }
+  persist_failures_ = 0;
+  FlushPersist(draining_);
+}
+
+// --- resync and fleet report ----------------------------------------------------------------
+
+void Sink::RequestResync() {
+  resync_wanted_.store(false);
+  resync_in_flight_ = true;
+  store_executor_.Submit([this] {
+    std::vector<store::ResyncEntry> entries;
+    absl::Status status =
+        store_.ForEachResyncEntry([&](const store::ResyncEntry& e) { entries.push_back(e); });
+    absl::StatusOr<std::vector<store::ResyncEntry>> result =
+        status.ok() ? absl::StatusOr<std::vector<store::ResyncEntry>>(std::move(entries))
+                    : absl::StatusOr<std::vector<store::ResyncEntry>>(status);
+    Post([this, result = std::move(result)]() mutable { OnResyncEntries(std::move(result)); });
+  });
+}
+
+void Sink::OnResyncEntries(absl::StatusOr<std::vector<store::ResyncEntry>> entries) {
+  resync_in_flight_ = false;
+  const auto retry = [&](const absl::Status& status) {
+    metrics_.Resync(false);
+    resync_wanted_.store(true);
+    resync_retry_at_ = clock_.MonotonicNow() + RetryDelay(resync_failures_++);
+    logger_.Warn("status resync request failed; retrying", {{"error", status.ToString()}});
+  };
+  if (!entries.ok()) {
+    metrics_.StoreError("resync");
+    retry(entries.status());
+    return;
+  }
+  // Per cluster (MQTT routes a request to the cluster's topic), in chunks that fit a message.
+  std::map<std::string, cloudevents::ResourceStatusHashList> per_cluster;
+  for (const auto& e : *entries) {
+    std::string hash = coalescer_.LatestHash(e.resource_id);
+    if (hash.empty()) {
+      hash = e.status_hash;
+    }
+    per_cluster[e.cluster].status_hashes.push_back({e.resource_id, std::move(hash)});
+  }
+  int requests = 0;
+  for (auto& [cluster, list] : per_cluster) {
+    const auto& all = list.status_hashes;
+    for (std::size_t start = 0; start < all.size(); start += settings_.resync_chunk) {
+      cloudevents::ResourceStatusHashList chunk;
+      const std::size_t end = std::min(all.size(), start + settings_.resync_chunk);
+      chunk.status_hashes.assign(all.begin() + static_cast<std::ptrdiff_t>(start),
+                                 all.begin() + static_cast<std::ptrdiff_t>(end));
+      auto event = transport::MakeStatusResyncRequest(
+          settings_.source_id, cluster, chunk, cloudevents::NewUuidV4(),
+          std::chrono::time_point_cast<std::chrono::nanoseconds>(clock_.Now()));
+      if (!event.ok()) {
+        retry(event.status());
+        return;
+      }
+      ++requests;
+      publisher_.Publish(*std::move(event), [this, cluster = cluster](absl::Status status) {
+        metrics_.Resync(status.ok());
+        if (!status.ok()) {
+          Post([this, cluster, status = std::move(status)] {
+            resync_wanted_.store(true);
+            resync_retry_at_ = clock_.MonotonicNow() + RetryDelay(resync_failures_++);
+            logger_.Warn("cannot publish a status resync request; retrying",
+                         {{"cluster", cluster}, {"error", status.ToString()}});
+          });
+        }
+      });
+    }
+  }
+  resync_failures_ = 0;
+  logger_.Info("status resync requested", {{"clusters", static_cast<int64_t>(per_cluster.size())},
+                                           {"requests", requests},
+                                           {"resources", static_cast<int64_t>(entries->size())}});
+}
+
+void Sink::RefreshCounts() {
+  counts_in_flight_ = true;
+  next_counts_at_ = clock_.MonotonicNow() + settings_.counts_interval;
+  store_executor_.Submit([this] {
+    auto counts = store_.AppSetCounts();
+    Post([this, counts = std::move(counts)]() mutable {
+      counts_in_flight_ = false;
+      if (!counts.ok()) {
+        metrics_.StoreError("counts");
+        logger_.Warn("cannot read the fleet report counts",
+                     {{"error", counts.status().ToString()}});
+        return;
+      }
+      metrics_.SetAppSetCounts(*counts);
+    });
+  });
+}
+
+}  // namespace mmi::status_sink

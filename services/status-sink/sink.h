@@ -1,0 +1,177 @@
+// The status sink's loop: takes status events from the transport, maps each resource id to its
+// hub Application, coalesces per resource and writes the hub status, persists what was applied,
+// hands completed deletions to the dispatcher, requests status resyncs and refreshes the fleet
+// report.
+//
+// Threads: transport callbacks only enqueue (a bounded intake: beyond `intake_capacity` events
+// are acknowledged, dropped, counted and recovered by a later status resync). One loop thread
+// owns all state (Coalescer, resource-id cache, persist queue). Hub PATCHes run on the Writer's
+// pool and database calls on `store_executor`; their results are posted back to the loop.
+//
+// Acknowledgement: an event is acknowledged once its effect is durable (hub written and the
+// applied status saved, or the deletion recorded) or once it was deliberately dropped.
+//
+// Lifecycle: Resume() (blocking, before Start), Start(), Stop(drain) (idempotent). Collaborators
+// are borrowed and must outlive the sink; stop the executors only after Stop().
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "libs/common/backoff.h"
+#include "libs/common/clock.h"
+#include "libs/common/log.h"
+#include "libs/store/status_store.h"
+#include "libs/transport/publisher.h"
+#include "libs/transport/subscriber.h"
+#include "services/status-sink/coalescer.h"
+#include "services/status-sink/executor.h"
+#include "services/status-sink/metrics.h"
+#include "services/status-sink/status_patch.h"
+#include "services/status-sink/writer.h"
+
+namespace mmi::status_sink {
+
+struct SinkSettings {
+  std::string source_id;                     // our CloudEvents source id (status resync requests)
+  std::size_t intake_capacity = 10'000;      // events taken from the transport, not yet processed
+  std::size_t max_in_flight = 64;            // concurrent hub writes and deletion hand-offs
+  std::size_t lookup_batch = 500;            // resource ids per store lookup
+  std::size_t max_awaiting_lookup = 20'000;  // events waiting for their resource lookup
+  std::size_t persist_batch = 500;           // applied statuses per store write
+  std::chrono::milliseconds persist_interval{200};    // longest wait before a partial batch
+  std::chrono::milliseconds counts_interval{30'000};  // fleet report refresh
+  std::size_t resync_chunk = 5'000;                   // resource hashes per status resync request
+  std::chrono::milliseconds tick{50};                 // loop wake-up for timers
+  // Delay before retrying a failed hub write or store call (grows per attempt, no jitter).
+  BackoffSettings retry_backoff{std::chrono::milliseconds(500), std::chrono::milliseconds(60'000),
+                                2.0, 0.0};
+  CoalescerSettings coalescer;
+  StatusPatchSettings patch;
+};
+
+class Sink {
+ public:
+  Sink(SinkSettings settings, transport::Subscriber& subscriber, transport::Publisher& publisher,
+       store::StatusStore& store, Writer& writer, Executor& store_executor, const Clock& clock,
+       SinkMetrics& metrics);
+  ~Sink();
+  Sink(const Sink&) = delete;
+  Sink& operator=(const Sink&) = delete;
+
+  // Loads the last applied status of every resource from the store. Blocking; call before
+  // Start() on the app thread. Store errors are returned (retryable ones: call again).
+  absl::Status Resume();
+  // Starts the loop thread and subscribes; every (re)subscription requests a status resync.
+  absl::Status Start();
+  // Stops intake (later events stay unacknowledged), lets pending writes finish and their acks
+  // reach the transport for up to `drain`, then stops the loop and the subscriber. Idempotent.
+  void Stop(std::chrono::milliseconds drain);
+
+  // Thread-safe readiness: resumed and subscribed.
+  bool ready() const { return resumed_.load() && subscriber_.connected(); }
+
+  // Tests drive the loop on their own thread: subscribe without a loop thread, then run posted
+  // work and timers until nothing is left.
+  absl::Status StartWithoutThreadForTest();
+  void RunUntilIdleForTest();
+  std::size_t pending_for_test() const { return coalescer_.pending(); }
+
+ private:
+  struct Awaiting {
+    StatusUpdate update;
+    transport::AckFn ack;
+    std::string cluster;
+    std::string event_id;
+    // The hub Application named by the event's `metadata` extension (ManifestWork annotations),
+    // when present: cross-checked against the dispatcher's table, which stays authoritative.
+    std::string metadata_app;
+  };
+  struct Persist {
+    store::AppliedStatus row;
+    std::vector<transport::AckFn> acks;
+  };
+
+  absl::Status Subscribe();
+  void Post(Work work);
+  bool RunQueued();
+  void RunLoop();
+  void Tick();
+  bool Idle() const;
+
+  void HandleEvent(cloudevents::Event event, transport::AckFn ack);
+  void Admit(const store::HubAppRef& ref, Awaiting item);
+  void StartLookup();
+  void OnLookupDone(std::vector<std::string> ids,
+                    absl::StatusOr<std::vector<store::HubAppRef>> refs);
+  void Pump();
+  void Dispatch(WriteTask task);
+  void OnWriteDone(WriteTask task, WriteOutcome outcome);
+  void OnDeletionDone(WriteTask task, absl::Status status);
+  void FlushPersist(bool force);
+  void OnPersistDone(std::vector<Persist> batch, absl::Status status);
+  void RequestResync();
+  void OnResyncEntries(absl::StatusOr<std::vector<store::ResyncEntry>> entries);
+  void RefreshCounts();
+  void UpdateQueueGauges();
+  std::chrono::milliseconds RetryDelay(int attempts) const;
+  void Release(std::vector<transport::AckFn>& acks);
+
+  const SinkSettings settings_;
+  transport::Subscriber& subscriber_;
+  transport::Publisher& publisher_;
+  store::StatusStore& store_;
+  Writer& writer_;
+  Executor& store_executor_;
+  const Clock& clock_;
+  SinkMetrics& metrics_;
+  const log::Logger logger_{"status_sink"};
+
+  // Shared with transport threads.
+  std::atomic<bool> resumed_{false};
+  std::atomic<bool> intake_closed_{false};
+  std::atomic<std::size_t> intake_depth_{0};
+  std::atomic<bool> resync_wanted_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Work> tasks_;  // guarded by mu_
+  bool stop_ = false;       // guarded by mu_
+  bool drained_ = false;    // guarded by mu_
+  std::thread thread_;
+  std::atomic<bool> started_{false};
+  std::atomic<bool> stopped_{false};
+
+  // Loop-owned state.
+  Coalescer coalescer_;
+  std::unordered_map<std::string, store::HubAppRef> refs_;
+  std::map<std::string, std::vector<Awaiting>> awaiting_;
+  std::size_t awaiting_count_ = 0;
+  bool lookup_in_flight_ = false;
+  int lookup_failures_ = 0;
+  std::chrono::steady_clock::time_point lookup_retry_at_{};
+  std::deque<Persist> to_persist_;
+  std::chrono::steady_clock::time_point persist_first_at_{};
+  bool persist_in_flight_ = false;
+  int persist_failures_ = 0;
+  std::chrono::steady_clock::time_point persist_retry_at_{};
+  bool counts_in_flight_ = false;
+  std::chrono::steady_clock::time_point next_counts_at_{};
+  bool resync_in_flight_ = false;
+  int resync_failures_ = 0;
+  std::chrono::steady_clock::time_point resync_retry_at_{};
+  bool draining_ = false;
+  std::chrono::steady_clock::time_point last_tick_{};
+};
+
+}  // namespace mmi::status_sink

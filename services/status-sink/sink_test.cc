@@ -1,0 +1,402 @@
+// The acceptance criteria as unit tests: the whole sink on fakes (FakeSubscriber,
+// FakePublisher, FakeKubeClient, FakeStatusStore, FakeClock), driven on the test thread.
+#include "services/status-sink/sink.h"
+
+#include <gtest/gtest.h>
+
+#include "libs/cloudevents/resync.h"
+#include "libs/cloudevents/sequence_id.h"
+#include "libs/cloudevents/status_hash.h"
+#include "libs/common/testing/fake_clock.h"
+#include "libs/kube/testing/fake_kube_client.h"
+#include "libs/store/testing/fake_status_store.h"
+#include "libs/transport/testing/fake_publisher.h"
+#include "libs/transport/testing/fake_subscriber.h"
+#include "libs/transport/testing/metric_value.h"
+
+namespace mmi::status_sink {
+namespace {
+
+using nlohmann::json;
+using transport::testing::MetricValue;
+
+constexpr char kResource[] = "278f3a61-efe5-56de-abba-6aedbfcce272";
+constexpr char kCluster[] = "cluster1";
+constexpr char kAppName[] = "guestbook-cluster1";
+
+json Status(const std::string& health, const std::string& reconciled_at = "2026-06-01T10:00:04Z") {
+  return json{{"controllerNamespace", "openshift-gitops"},
+              {"health", {{"status", health}}},
+              {"reconciledAt", reconciled_at},
+              {"sourceType", "Directory"},
+              {"sync", {{"revision", "53e28ff2"}, {"status", "Synced"}}}};
+}
+
+// A status event as Maestro relays it (maestro-protocol.md §2.7), with the agent's statushash.
+cloudevents::Event StatusEvent(int seq, const std::string& data,
+                               const std::string& resource = kResource,
+                               const std::string& cluster = kCluster) {
+  cloudevents::Event event;
+  event.id = "status-" + std::to_string(seq);
+  event.source = std::string(cluster) + "-work-agent";
+  event.type = std::string(cloudevents::kStatusUpdateRequestType);
+  event.data_content_type = std::string(cloudevents::kJsonContentType);
+  event.time = cloudevents::Timestamp(std::chrono::seconds(1'780'308'000));
+  event.SetString(cloudevents::kExtClusterName, cluster);
+  event.SetString(cloudevents::kExtOriginalSource, "maestro");
+  event.SetString(cloudevents::kExtResourceId, resource);
+  event.SetString(cloudevents::kExtResourceVersion, "1");
+  auto id = cloudevents::SequenceId::FromParts(int64_t{500'000'000'000} + seq, 1, 0);
+  event.SetString(cloudevents::kExtSequenceId, id->ToString());
+  auto hash = cloudevents::StatusHashOfData(json::parse(data));
+  event.SetString(cloudevents::kExtStatusHash, hash.ok() ? *hash : "");
+  event.data = data;
+  return event;
+}
+
+std::string FeedbackData(const std::string& json_raw) {
+  json data = {
+      {"conditions", json::array({{{"type", "Applied"},
+                                   {"status", "True"},
+                                   {"lastTransitionTime", "2026-06-01T10:00:04Z"},
+                                   {"reason", "AppliedManifestWorkComplete"},
+                                   {"message", ""}}})},
+      {"resourceStatus",
+       json::array(
+           {{{"resourceMeta",
+              {{"ordinal", 0},
+               {"group", "argoproj.io"},
+               {"version", "v1alpha1"},
+               {"kind", "Application"},
+               {"resource", "applications"},
+               {"name", kAppName},
+               {"namespace", "openshift-gitops"}}},
+             {"statusFeedback",
+              {{"values",
+                json::array({{{"name", "status"},
+                              {"fieldValue", {{"type", "JsonRaw"}, {"jsonRaw", json_raw}}}}})}}},
+             {"conditions", json::array()}}})}};
+  return data.dump();
+}
+
+cloudevents::Event StatusEventOf(int seq, const json& status) {
+  return StatusEvent(seq, FeedbackData(status.dump()));
+}
+
+class SinkTest : public ::testing::Test {
+ protected:
+  SinkTest() {
+    store::HubAppRef ref;
+    ref.resource_id = kResource;
+    ref.cluster = kCluster;
+    ref.hub_namespace = "argocd";
+    ref.hub_name = kAppName;
+    ref.appset_namespace = "argocd";
+    ref.appset_name = "guestbook";
+    store_.AddResourceForTest(ref);
+    json app = {{"apiVersion", "argoproj.io/v1alpha1"},
+                {"kind", "Application"},
+                {"metadata", {{"name", kAppName}, {"namespace", "argocd"}}},
+                {"spec",
+                 {{"project", "default"},
+                  {"destination", {{"server", "https://cluster1"}, {"namespace", "guestbook"}}}}}};
+    EXPECT_TRUE(kube_.Create(ApplicationsRef("argocd"), app, {}).ok());
+    EXPECT_TRUE(publisher_.Start().ok());
+    settings_.source_id = "mmi-status-sink";
+    settings_.persist_interval = std::chrono::milliseconds(0);
+  }
+
+  ~SinkTest() override {
+    if (sink_) {
+      sink_->Stop(std::chrono::milliseconds(0));
+    }
+  }
+
+  void StartSink() {
+    sink_ = std::make_unique<Sink>(settings_, subscriber_, publisher_, store_, writer_, executor_,
+                                   clock_, metrics_);
+    ASSERT_TRUE(sink_->Resume().ok());
+    ASSERT_TRUE(sink_->StartWithoutThreadForTest().ok());
+    sink_->RunUntilIdleForTest();
+  }
+
+  void Deliver(cloudevents::Event event) {
+    auto id = subscriber_.Deliver(std::move(event));
+    ASSERT_TRUE(id.ok()) << id.status();
+    sink_->RunUntilIdleForTest();
+    EXPECT_TRUE(subscriber_.acked(*id)) << "every handled event is acknowledged";
+  }
+
+  size_t Patches() const { return kube_.CountCalls("PATCH"); }
+  json HubStatus() {
+    auto app = kube_.Get(ApplicationsRef("argocd"), kAppName);
+    EXPECT_TRUE(app.ok()) << app.status();
+    return app.ok() ? app->value("status", json()) : json();
+  }
+  double Dropped(const std::string& reason) {
+    return MetricValue(registry_, "mmi_status_events_dropped_total", {{"reason", reason}});
+  }
+
+  testing::FakeClock clock_;
+  prometheus::Registry registry_;
+  SinkMetrics metrics_{registry_};
+  transport::testing::FakeSubscriber subscriber_;
+  transport::testing::FakePublisher publisher_;
+  store::testing::FakeStatusStore store_;
+  kube::testing::FakeKubeClient kube_;
+  InlineExecutor executor_;
+  Writer writer_{WriterSettings{}, kube_, executor_, clock_, metrics_};
+  SinkSettings settings_;
+  std::unique_ptr<Sink> sink_;
+};
+
+TEST_F(SinkTest, WritesTheSpokeStatusOntoTheHubApplicationAndRemembersIt) {
+  StartSink();
+  Deliver(StatusEventOf(1, Status("Healthy")));
+  ASSERT_EQ(Patches(), 1U);
+  const json status = HubStatus();
+  EXPECT_EQ(status["sync"]["status"], "Synced");
+  EXPECT_EQ(status["health"]["status"], "Healthy");
+  EXPECT_EQ(status["reconciledAt"], "2026-06-01T10:00:04Z");
+  EXPECT_EQ(kube_.CountCalls("GET"), 1U) << "only the test's own GET: no GET on the hot path";
+
+  auto applied = store_.AppliedForTest(kResource);
+  ASSERT_TRUE(applied.has_value());
+  EXPECT_EQ(applied->health_status, "Healthy");
+  EXPECT_EQ(applied->appset_name, "guestbook");
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_updates_total", {{"result", "ok"}}), 1);
+  EXPECT_EQ(metrics_.writes_ok(), 1);
+}
+
+TEST_F(SinkTest, TheSameStatusResentCausesNoWrite) {
+  StartSink();
+  Deliver(StatusEventOf(1, Status("Healthy")));
+  Deliver(StatusEventOf(2, Status("Healthy")));
+  EXPECT_EQ(Patches(), 1U);
+  EXPECT_EQ(Dropped("duplicate"), 1);
+}
+
+TEST_F(SinkTest, AReconciledAtOnlyChangeWithinTheIntervalCausesNoWrite) {
+  StartSink();
+  Deliver(StatusEventOf(1, Status("Healthy", "2026-06-01T10:00:04Z")));
+  clock_.Advance(std::chrono::minutes(3));
+  Deliver(StatusEventOf(2, Status("Healthy", "2026-06-01T10:03:04Z")));
+  EXPECT_EQ(Patches(), 1U);
+  EXPECT_EQ(Dropped("unchanged"), 1);
+  clock_.Advance(std::chrono::minutes(3));
+  Deliver(StatusEventOf(3, Status("Healthy", "2026-06-01T10:06:04Z")));
+  EXPECT_EQ(Patches(), 2U) << "once the interval passed, the volatile fields are written";
+  EXPECT_EQ(HubStatus()["reconciledAt"], "2026-06-01T10:06:04Z");
+}
+
+TEST_F(SinkTest, AHealthChangeCausesExactlyOneWrite) {
+  StartSink();
+  Deliver(StatusEventOf(1, Status("Healthy")));
+  Deliver(StatusEventOf(2, Status("Degraded", "2026-06-01T10:00:05Z")));
+  EXPECT_EQ(Patches(), 2U);
+  EXPECT_EQ(HubStatus()["health"]["status"], "Degraded");
+  EXPECT_EQ(store_.AppliedForTest(kResource)->health_status, "Degraded");
+}
+
+TEST_F(SinkTest, AnOlderSequenceIdIsDropped) {
+  StartSink();
+  Deliver(StatusEventOf(10, Status("Healthy")));
+  Deliver(StatusEventOf(5, Status("Degraded")));
+  EXPECT_EQ(Patches(), 1U);
+  EXPECT_EQ(HubStatus()["health"]["status"], "Healthy");
+  EXPECT_EQ(Dropped("stale"), 1);
+}
+
+TEST_F(SinkTest, ARestartResumesFromTheStoreWithoutRewriting) {
+  StartSink();
+  Deliver(StatusEventOf(1, Status("Healthy")));
+  ASSERT_EQ(Patches(), 1U);
+  sink_->Stop(std::chrono::milliseconds(0));
+  sink_.reset();
+
+  // A new process: same store, fresh subscriber (the old one is stopped).
+  transport::testing::FakeSubscriber subscriber2;
+  Sink restarted(settings_, subscriber2, publisher_, store_, writer_, executor_, clock_, metrics_);
+  ASSERT_TRUE(restarted.Resume().ok());
+  ASSERT_TRUE(restarted.StartWithoutThreadForTest().ok());
+  restarted.RunUntilIdleForTest();
+
+  // The resync request echoes the stored hash, so the agent only resends what changed.
+  const auto published = publisher_.published();
+  ASSERT_FALSE(published.empty());
+  const auto& request = published.back();
+  EXPECT_EQ(request.type, cloudevents::kStatusResyncRequestType);
+  EXPECT_EQ(request.ClusterName().value(), kCluster);
+  auto hashes = cloudevents::DecodeResourceStatusHashList(*request.data);
+  ASSERT_TRUE(hashes.ok()) << hashes.status();
+  ASSERT_EQ(hashes->status_hashes.size(), 1U);
+  EXPECT_EQ(hashes->status_hashes[0].resource_id, kResource);
+  EXPECT_EQ(hashes->status_hashes[0].status_hash, store_.AppliedForTest(kResource)->status_hash);
+
+  // The agent answers anyway (e.g. a broadcast resync): nothing is rewritten.
+  auto id = subscriber2.Deliver(StatusEventOf(2, Status("Healthy")));
+  ASSERT_TRUE(id.ok());
+  restarted.RunUntilIdleForTest();
+  EXPECT_EQ(Patches(), 1U);
+  restarted.Stop(std::chrono::milliseconds(0));
+}
+
+TEST_F(SinkTest, AnUnknownResourceIdIsCountedAndLoggedNotACrash) {
+  StartSink();
+  Deliver(StatusEvent(1, FeedbackData(Status("Healthy").dump()),
+                      "00000000-0000-5000-8000-000000000099"));
+  Deliver(StatusEvent(2, FeedbackData(Status("Healthy").dump()), "not-a-uuid"));
+  EXPECT_EQ(Patches(), 0U);
+  EXPECT_EQ(Dropped("unknown_resource"), 2);
+}
+
+TEST_F(SinkTest, MalformedFeedbackJsonIsCounted) {
+  StartSink();
+  Deliver(StatusEvent(1, FeedbackData("{not json")));
+  cloudevents::Event no_data = StatusEventOf(2, Status("Healthy"));
+  no_data.data = "[]";
+  Deliver(std::move(no_data));
+  EXPECT_EQ(Patches(), 0U);
+  EXPECT_EQ(Dropped("malformed"), 2);
+}
+
+TEST_F(SinkTest, AStatusFromAnotherClusterIsRefused) {
+  StartSink();
+  Deliver(StatusEvent(1, FeedbackData(Status("Healthy").dump()), kResource, "cluster2"));
+  EXPECT_EQ(Patches(), 0U);
+  EXPECT_EQ(Dropped("cluster_mismatch"), 1);
+}
+
+TEST_F(SinkTest, AMissingHubApplicationIsCountedAndDropped) {
+  StartSink();
+  ASSERT_TRUE(kube_.Delete(ApplicationsRef("argocd"), kAppName, {}).ok());
+  Deliver(StatusEventOf(1, Status("Healthy")));
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_updates_total", {{"result", "not_found"}}), 1);
+  EXPECT_EQ(sink_->pending_for_test(), 0U);
+  EXPECT_FALSE(store_.AppliedForTest(kResource).has_value());
+}
+
+TEST_F(SinkTest, AThrottledWriteIsRetriedWithBackoff) {
+  StartSink();
+  kube_.FailNext("PATCH", absl::ResourceExhaustedError("HTTP 429 TooManyRequests"));
+  auto id = subscriber_.Deliver(StatusEventOf(1, Status("Healthy")));
+  ASSERT_TRUE(id.ok());
+  sink_->RunUntilIdleForTest();
+  EXPECT_FALSE(subscriber_.acked(*id));
+  EXPECT_EQ(Patches(), 1U);
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_updates_total", {{"result", "retry"}}), 1);
+  EXPECT_EQ(sink_->pending_for_test(), 1U);
+  clock_.Advance(settings_.retry_backoff.initial);
+  sink_->RunUntilIdleForTest();
+  EXPECT_EQ(Patches(), 2U);
+  EXPECT_EQ(HubStatus()["health"]["status"], "Healthy");
+  EXPECT_EQ(sink_->pending_for_test(), 0U);
+  EXPECT_TRUE(subscriber_.acked(*id));
+}
+
+TEST_F(SinkTest, AnUnavailableStoreDelaysTheAckButLosesNothing) {
+  StartSink();
+  store_.FailWithForTest(absl::UnavailableError("db down"));
+  auto id = subscriber_.Deliver(StatusEventOf(1, Status("Healthy")));
+  ASSERT_TRUE(id.ok());
+  sink_->RunUntilIdleForTest();
+  EXPECT_FALSE(subscriber_.acked(*id)) << "not acknowledged before it is durable";
+  store_.FailWithForTest(absl::OkStatus());
+  clock_.Advance(std::chrono::seconds(1));
+  sink_->RunUntilIdleForTest();
+  EXPECT_TRUE(subscriber_.acked(*id));
+  EXPECT_EQ(Patches(), 1U);
+  EXPECT_TRUE(store_.AppliedForTest(kResource).has_value());
+}
+
+TEST_F(SinkTest, ADeletionCompleteStatusIsHandedToTheDispatcher) {
+  StartSink();
+  json data = {
+      {"conditions",
+       json::array({{{"type", "Deleted"},
+                     {"status", "True"},
+                     {"lastTransitionTime", "2026-06-01T10:00:04Z"},
+                     {"reason", "ManifestsDeleted"},
+                     {"message", "The manifests are deleted from the cluster cluster1"}}})}};
+  Deliver(StatusEvent(1, data.dump()));
+  EXPECT_EQ(Patches(), 0U);
+  EXPECT_EQ(store_.DeletionStateForTest(kResource), store::DeletionState::kDeleteConfirmed);
+  EXPECT_EQ(store_.notifications(), std::vector<std::string>{kResource});
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_deletions_confirmed_total", {}), 1);
+}
+
+TEST_F(SinkTest, RequestsAStatusResyncWhenSubscribedAndAfterAReconnect) {
+  StartSink();
+  ASSERT_EQ(publisher_.published().size(), 1U);
+  EXPECT_EQ(publisher_.published()[0].type, cloudevents::kStatusResyncRequestType);
+  EXPECT_EQ(publisher_.published()[0].source, "mmi-status-sink");
+  subscriber_.SimulateDisconnect();
+  subscriber_.SimulateReconnect();
+  sink_->RunUntilIdleForTest();
+  EXPECT_EQ(publisher_.published().size(), 2U);
+}
+
+TEST_F(SinkTest, AFullIntakeDropsAndLaterAsksForAResync) {
+  settings_.intake_capacity = 1;
+  StartSink();
+  const size_t resyncs = publisher_.published().size();
+  auto first = subscriber_.Deliver(StatusEventOf(1, Status("Healthy")));
+  auto second = subscriber_.Deliver(StatusEventOf(2, Status("Degraded")));
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_TRUE(subscriber_.acked(*second)) << "dropped at once, recovered by a resync";
+  EXPECT_EQ(Dropped("queue_full"), 1);
+  sink_->RunUntilIdleForTest();
+  EXPECT_EQ(Patches(), 1U);
+  EXPECT_EQ(publisher_.published().size(), resyncs + 1);
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_queue_depth", {{"queue", "intake"}}), 0);
+}
+
+TEST_F(SinkTest, StopDrainsWhatTheLoopThreadHasNotWrittenYet) {
+  sink_ = std::make_unique<Sink>(settings_, subscriber_, publisher_, store_, writer_, executor_,
+                                 clock_, metrics_);
+  ASSERT_TRUE(sink_->Resume().ok());
+  ASSERT_TRUE(sink_->Start().ok());  // with its own loop thread
+  auto id = subscriber_.Deliver(StatusEventOf(1, Status("Healthy")));
+  ASSERT_TRUE(id.ok());
+  sink_->Stop(std::chrono::seconds(30));
+  EXPECT_EQ(Patches(), 1U);
+  EXPECT_TRUE(subscriber_.acked(*id));
+  EXPECT_TRUE(store_.AppliedForTest(kResource).has_value());
+}
+
+TEST(WriterTest, ClassifiesHubAnswers) {
+  EXPECT_EQ(ClassifyWriteError(absl::OkStatus()), WriteResult::kOk);
+  EXPECT_EQ(ClassifyWriteError(absl::NotFoundError("gone")), WriteResult::kNotFound);
+  EXPECT_EQ(ClassifyWriteError(absl::InvalidArgumentError("422")), WriteResult::kInvalid);
+  EXPECT_EQ(ClassifyWriteError(absl::ResourceExhaustedError("429")), WriteResult::kRetry);
+  EXPECT_EQ(ClassifyWriteError(absl::UnavailableError("503")), WriteResult::kRetry);
+  EXPECT_EQ(ClassifyWriteError(absl::PermissionDeniedError("403")), WriteResult::kRetry);
+}
+
+TEST(ThreadPoolTest, RunsEverythingSubmittedBeforeStop) {
+  std::atomic<int> ran{0};
+  ThreadPool pool("test", 3);
+  for (int i = 0; i < 100; ++i) {
+    pool.Submit([&ran] { ++ran; });
+  }
+  pool.Stop();
+  EXPECT_EQ(ran.load(), 100);
+  pool.Submit([&ran] { ++ran; });  // after Stop: runs on the caller
+  EXPECT_EQ(ran.load(), 101);
+}
+
+TEST_F(SinkTest, ExportsTheFleetReportPerAppSet) {
+  StartSink();
+  Deliver(StatusEventOf(1, Status("Healthy")));
+  clock_.Advance(settings_.counts_interval);
+  sink_->RunUntilIdleForTest();
+  EXPECT_EQ(MetricValue(registry_, "mmi_appset_applications",
+                        {{"appset_namespace", "argocd"},
+                         {"appset_name", "guestbook"},
+                         {"sync", "Synced"},
+                         {"health", "Healthy"}}),
+            1);
+}
+
+}  // namespace
+}  // namespace mmi::status_sink

@@ -1,0 +1,41 @@
+// From a status report to the hub write: extracts the spoke Application's `.status` from the
+// `status` feedback value (maestro-protocol.md §2.3: JsonRaw of the whole `.status`) and builds
+// the JSON merge patch `{"status": {...}}` for the hub Application (hub-apis.md §1.1, §6.4).
+//
+// The Application CRD has no status subresource, so the patch goes to the main resource and must
+// pass the schema: `status.sync.status` is required once `sync` is present, `operationState`
+// requires `operation`, `phase` and `startedAt`, conditions need `type` and `message`, history
+// entries `id` and `deployedAt`, `syncResult` needs `revision`. A merge patch replaces lists
+// whole but merges objects, so every known status member the spoke no longer reports is sent as
+// `null` (two levels deep), which makes the hub status equal the spoke's without a GET.
+// Thread-safe (pure functions).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "libs/cloudevents/manifest_bundle.h"
+#include "nlohmann/json.hpp"
+
+namespace mmi::status_sink {
+
+struct StatusPatchSettings {
+  // Largest status written to the hub (etcd objects are limited to about 1.5 MiB). Larger ones
+  // lose `resources` and get one UnknownError condition instead, as Argo CD does on HTTP 413.
+  std::size_t max_status_bytes = std::size_t{1} << 20;
+};
+
+// The feedback value named "status" of the Application manifest in `status`. nullopt when the
+// agent has not reported one yet; kInvalidArgument when it is not JsonRaw holding an object.
+absl::StatusOr<std::optional<nlohmann::json>> FeedbackStatus(
+    const cloudevents::ManifestBundleStatus& status);
+
+// The merge patch body for the hub Application. `now` fills a missing operationState.startedAt.
+// kInvalidArgument when `spoke_status` is not an object or stays too large after trimming.
+absl::StatusOr<nlohmann::json> BuildStatusPatch(const nlohmann::json& spoke_status,
+                                                const StatusPatchSettings& settings,
+                                                std::chrono::system_clock::time_point now);
+
+}  // namespace mmi::status_sink

@@ -1,0 +1,110 @@
+#include "services/status-sink/status_patch.h"
+
+#include <gtest/gtest.h>
+
+namespace mmi::status_sink {
+namespace {
+
+using nlohmann::json;
+
+const auto kNow = std::chrono::system_clock::time_point(std::chrono::seconds(1'780'308'000));
+
+cloudevents::ManifestBundleStatus WithFeedback(cloudevents::FieldValue value) {
+  cloudevents::ManifestCondition manifest;
+  manifest.resource_meta.group = "argoproj.io";
+  manifest.resource_meta.kind = "Application";
+  manifest.resource_meta.name = "guestbook";
+  manifest.resource_meta.namespace_ = "argocd";
+  manifest.status_feedback.push_back({"status", std::move(value)});
+  cloudevents::ManifestBundleStatus status;
+  status.resource_status.push_back(std::move(manifest));
+  return status;
+}
+
+TEST(FeedbackStatusTest, ReturnsTheJsonRawStatusOfTheApplication) {
+  cloudevents::FieldValue value;
+  value.type = cloudevents::FieldValueType::kJsonRaw;
+  value.json_raw = R"({"sync":{"status":"Synced"}})";
+  value.json_raw_value = json::parse(value.json_raw);
+  auto got = FeedbackStatus(WithFeedback(value));
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((**got)["sync"]["status"], "Synced");
+}
+
+TEST(FeedbackStatusTest, NoFeedbackYetIsNotAnError) {
+  auto got = FeedbackStatus(cloudevents::ManifestBundleStatus{});
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(got->has_value());
+}
+
+TEST(FeedbackStatusTest, AFeedbackOfTheWrongTypeIsInvalid) {
+  cloudevents::FieldValue value;
+  value.type = cloudevents::FieldValueType::kString;
+  value.string = "Synced";
+  EXPECT_EQ(FeedbackStatus(WithFeedback(value)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(BuildStatusPatchTest, SendsNullForEveryKnownMemberTheSpokeNoLongerReports) {
+  auto patch = BuildStatusPatch(json{{"sync", {{"status", "Synced"}, {"revision", "abc"}}},
+                                     {"health", {{"status", "Healthy"}}}},
+                                {}, kNow);
+  ASSERT_TRUE(patch.ok()) << patch.status();
+  const json& s = (*patch)["status"];
+  EXPECT_EQ(s["sync"]["status"], "Synced");
+  EXPECT_TRUE(s["sync"].contains("revisions"));
+  EXPECT_TRUE(s["sync"]["revisions"].is_null());
+  EXPECT_TRUE(s["operationState"].is_null());
+  EXPECT_TRUE(s["conditions"].is_null());
+  EXPECT_TRUE(s["resources"].is_null());
+  EXPECT_TRUE(s["health"]["lastTransitionTime"].is_null());
+}
+
+TEST(BuildStatusPatchTest, MeetsTheRequiredStatusFieldsOfTheCrd) {
+  json spoke = {
+      {"sync", {{"revision", "abc"}}},
+      {"operationState", {{"phase", "Running"}, {"syncResult", json::object()}}},
+      {"conditions", json::array({{{"type", "SyncError"}}, {{"message", "no type"}}})},
+      {"history", json::array({{{"id", 1}, {"deployedAt", "2026-06-01T10:00:00Z"}}, {{"id", 2}}})},
+  };
+  auto patch = BuildStatusPatch(spoke, {}, kNow);
+  ASSERT_TRUE(patch.ok()) << patch.status();
+  const json& s = (*patch)["status"];
+  EXPECT_EQ(s["sync"]["status"], "Unknown");
+  EXPECT_EQ(s["operationState"]["operation"], json::object());
+  EXPECT_EQ(s["operationState"]["startedAt"], "2026-06-01T10:00:00Z");
+  EXPECT_EQ(s["operationState"]["syncResult"]["revision"], "");
+  ASSERT_EQ(s["conditions"].size(), 1U);
+  EXPECT_EQ(s["conditions"][0], json({{"type", "SyncError"}, {"message", ""}}));
+  EXPECT_EQ(s["history"].size(), 1U);
+}
+
+TEST(BuildStatusPatchTest, AnOperationStateWithoutPhaseIsLeftOut) {
+  auto patch = BuildStatusPatch(json{{"operationState", {{"message", "x"}}}}, {}, kNow);
+  ASSERT_TRUE(patch.ok());
+  EXPECT_TRUE((*patch)["status"]["operationState"].is_null());
+}
+
+TEST(BuildStatusPatchTest, AnOversizedStatusLosesItsResourcesAndSaysSo) {
+  json resources = json::array();
+  for (int i = 0; i < 200; ++i) {
+    resources.push_back({{"kind", "ConfigMap"}, {"name", "cm-" + std::to_string(i)}});
+  }
+  StatusPatchSettings settings;
+  settings.max_status_bytes = 2000;
+  auto patch = BuildStatusPatch(json{{"resources", resources}, {"health", {{"status", "Healthy"}}}},
+                                settings, kNow);
+  ASSERT_TRUE(patch.ok()) << patch.status();
+  EXPECT_TRUE((*patch)["status"]["resources"].is_null());
+  EXPECT_EQ((*patch)["status"]["conditions"][0]["type"], "UnknownError");
+  EXPECT_EQ((*patch)["status"]["health"]["status"], "Healthy");
+}
+
+TEST(BuildStatusPatchTest, RejectsANonObjectStatus) {
+  EXPECT_EQ(BuildStatusPatch(json::array(), {}, kNow).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace mmi::status_sink
