@@ -136,5 +136,101 @@ TEST(ConditionsTest, ReadyFollowsTheOtherConditions) {
   EXPECT_EQ(ready(), "False");
 }
 
+TEST(GitOpsClusterSpecTest, RejectsAPlacementNameThatIsNoLabelValue) {
+  json g = ExampleGitOpsCluster();
+  g["spec"]["placementRef"]["name"] = "a,b=c";
+  auto spec = ParseGitOpsClusterSpec(g);
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(spec.status().message()).find("spec.placementRef.name"), std::string::npos);
+}
+
+TEST(ConditionsTest, EnsureConditionsAddsTheMissingOnesAsUnknown) {
+  const auto now = std::chrono::system_clock::time_point(seconds(1'800'000'000));
+  json status;
+  SetCondition(status, kCondPlacementResolved, "True", "Success", "", now);
+  EnsureConditions(status, now);
+  EXPECT_EQ(status["conditions"].size(), 6U);
+  EXPECT_EQ(ConditionStatus(status, kCondPlacementResolved), "True");
+  EXPECT_EQ(ConditionStatus(status, kCondClustersRegistered), "Unknown");
+  EXPECT_EQ(ConditionStatus(status, kCondReady), "Unknown");
+  EXPECT_EQ(ConditionStatus(status, "Nope"), "");
+}
+
+TEST(MessagesTest, AddedClustersMessageAndCap) {
+  EXPECT_EQ(AddedClustersMessage({"b", "a"}, "argocd"),
+            "Added managed clusters [a b] to gitops namespace argocd");
+  std::set<std::string> many;
+  for (int i = 0; i < 1000; ++i) {
+    many.insert("cluster-" + std::to_string(i));
+  }
+  EXPECT_LT(AddedClustersMessage(many, "argocd").size(), 4200U);
+  EXPECT_EQ(CapMessage(std::string(100, 'x'), 40).size(), 40U);
+  EXPECT_EQ(CapMessage("short", 40), "short");
+}
+
+TEST(ClusterSecretTest, UpToDateComparesTypeLabelsAndDecodedData) {
+  auto spec = ParseGitOpsClusterSpec(ExampleGitOpsCluster());
+  ASSERT_TRUE(spec.ok());
+  const json mc = json::parse(R"({"metadata": {"name": "edge-7"}})");
+  const json desired = BlankClusterSecret(mc, *spec);
+  json stored = desired;
+  stored.erase("stringData");
+  stored["data"] = {{"name", "ZWRnZS03"}, {"server", "aHR0cHM6Ly9lZGdlLTctY29udHJvbC1wbGFuZQ=="}};
+  EXPECT_TRUE(ClusterSecretUpToDate(stored, desired));
+  EXPECT_EQ(EffectiveSecretData(stored)["server"], "https://edge-7-control-plane");
+  json with_config = stored;
+  with_config["data"]["config"] = "e30=";
+  EXPECT_FALSE(ClusterSecretUpToDate(with_config, desired));
+  json relabelled = stored;
+  relabelled["metadata"]["labels"]["extra"] = "x";
+  EXPECT_FALSE(ClusterSecretUpToDate(relabelled, desired));
+}
+
+TEST(ClusterSecretTest, UpdateKeepsAnnotationsFinalizersAndDropsOldData) {
+  auto spec = ParseGitOpsClusterSpec(ExampleGitOpsCluster());
+  ASSERT_TRUE(spec.ok());
+  const json desired =
+      BlankClusterSecret(json::parse(R"({"metadata": {"name": "edge-7"}})"), *spec);
+  const json existing =
+      json::parse(R"({"metadata": {"name": "edge-7-application-manager-cluster-secret",
+      "namespace": "openshift-gitops", "resourceVersion": "42", "finalizers": ["keep"],
+      "annotations": {"team": "a", "kubectl.kubernetes.io/last-applied-configuration": "{}"},
+      "labels": {"old": "x"}}, "data": {"config": "e30="}})");
+  const json update = ClusterSecretUpdate(existing, desired);
+  EXPECT_EQ(update["metadata"]["resourceVersion"], "42");
+  EXPECT_EQ(update["metadata"]["annotations"], json::parse(R"({"team": "a"})"));
+  EXPECT_EQ(update["metadata"]["finalizers"], json::parse(R"(["keep"])"));
+  EXPECT_EQ(update["metadata"]["labels"], desired["metadata"]["labels"]);
+  EXPECT_FALSE(update.contains("data"));
+  EXPECT_EQ(update["stringData"], desired["stringData"]);
+}
+
+TEST(AppSetRbacTest, RoleBindingNamesTheApplicationSetControllerServiceAccount) {
+  const json role = AppSetPlacementRole("argocd");
+  EXPECT_EQ(role["metadata"]["name"], "argocd-applicationset-controller-placement");
+  EXPECT_EQ(role["rules"][1]["resources"][0], "placementdecisions");
+  EXPECT_EQ(role["rules"][1]["verbs"][0], "list");
+  const std::vector<json> accounts = {
+      json::parse(R"({"metadata": {"name": "argocd-server",
+          "labels": {"app.kubernetes.io/part-of": "argocd"}}})"),
+      json::parse(R"({"metadata": {"name": "argocd-applicationset-controller",
+          "labels": {"app.kubernetes.io/part-of": "argocd"}}})"),
+      json::parse(R"({"metadata": {"name": "x-applicationset-controller",
+          "labels": {"app.kubernetes.io/part-of": "argocd-applicationset"}}})")};
+  EXPECT_EQ(PickAppSetControllerServiceAccount(accounts), "x-applicationset-controller");
+  EXPECT_EQ(PickAppSetControllerServiceAccount({accounts[0], accounts[1]}),
+            "argocd-applicationset-controller");
+  EXPECT_EQ(PickAppSetControllerServiceAccount({}), "openshift-gitops-applicationset-controller");
+  const json binding = AppSetPlacementRoleBinding("argocd", "argocd-applicationset-controller");
+  EXPECT_EQ(binding["subjects"][0]["name"], "argocd-applicationset-controller");
+  EXPECT_EQ(binding["subjects"][0]["namespace"], "argocd");
+  EXPECT_EQ(binding["roleRef"]["name"], "argocd-applicationset-controller-placement");
+  EXPECT_TRUE(IsNonAcmClusterSecret(
+      json::parse(R"({"metadata": {"labels": {"argocd.argoproj.io/secret-type": "cluster"}}})")));
+  EXPECT_FALSE(IsNonAcmClusterSecret(json::parse(R"({"metadata": {"labels": {
+      "argocd.argoproj.io/secret-type": "cluster",
+      "apps.open-cluster-management.io/acm-cluster": "true"}}})")));
+}
+
 }  // namespace
 }  // namespace mmi::dispatcher

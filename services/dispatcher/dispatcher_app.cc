@@ -1,0 +1,472 @@
+#include "services/dispatcher/dispatcher_app.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "libs/common/config.h"
+#include "libs/common/log.h"
+#include "libs/kube/http_kube_client.h"
+#include "libs/kube/informer.h"
+#include "libs/kube/leader_elector.h"
+#include "libs/kube/rest_config.h"
+#include "libs/kube/sleeper.h"
+#include "libs/metrics/admin_server.h"
+#include "libs/metrics/build_info.h"
+#include "libs/store/postgres/connection_pool.h"
+#include "libs/store/postgres/dispatch_store.h"
+#include "libs/store/postgres/migrator.h"
+#include "libs/transport/factory.h"
+#include "migrations/embedded_migrations.h"
+#include "prometheus/registry.h"
+#include "services/dispatcher/deletion.h"
+#include "services/dispatcher/gitops_cluster_controller.h"
+#include "services/dispatcher/internal/executor.h"
+#include "services/dispatcher/managed_clusters.h"
+#include "services/dispatcher/metrics.h"
+#include "services/dispatcher/outbox.h"
+#include "services/dispatcher/reconciler.h"
+#include "services/dispatcher/spec_resync.h"
+#include "services/dispatcher/timed_dispatch_store.h"
+
+namespace mmi::dispatcher {
+namespace {
+
+const log::Logger& Log() {
+  static const log::Logger logger("dispatcher.app");
+  return logger;
+}
+
+absl::StatusOr<kube::RestConfig> HubRestConfig(const KubeSettings& k) {
+  if (!k.kubeconfig.empty()) {
+    return kube::LoadKubeconfigFiles({k.kubeconfig}, k.context);
+  }
+  return kube::LoadInClusterConfig(kube::InClusterPaths{}, k.in_cluster_host, k.in_cluster_port);
+}
+
+}  // namespace
+
+// Declared in construction order: members are destroyed in reverse, after Stop().
+struct DispatcherApp::Components {
+  // Shared with AdminServer, which takes a shared_ptr to the registry it serves.
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  std::unique_ptr<kube::HttpKubeClient> hub;
+  std::unique_ptr<kube::HttpKubeClient> lease_client;
+  std::unique_ptr<store::postgres::ConnectionPool> pool;
+  std::unique_ptr<store::postgres::PostgresDispatchStore> pg_store;
+  std::unique_ptr<DispatcherMetrics> metrics;
+  std::unique_ptr<TimedDispatchStore> store;
+  std::unique_ptr<transport::Publisher> publisher;
+  std::unique_ptr<transport::Subscriber> subscriber;
+  std::unique_ptr<internal::Executor> loop;
+  std::unique_ptr<internal::Executor> workers;
+  std::unique_ptr<Outbox> outbox;
+  std::unique_ptr<ManagedClusterTracker> clusters;
+  std::unique_ptr<kube::Informer> cluster_informer;
+  std::unique_ptr<kube::Informer> app_informer;
+  std::unique_ptr<InformerLister> lister;
+  std::unique_ptr<Reconciler> reconciler;
+  std::unique_ptr<AppEventHandler> app_handler;
+  std::unique_ptr<DeletionListener> deletion;
+  std::unique_ptr<SpecResyncResponder> resync;
+  std::unique_ptr<GitOpsClusterController> gitops;
+  std::unique_ptr<kube::LeaderElector> elector;
+  std::unique_ptr<metrics::AdminServer> admin;
+  std::atomic<int64_t> loop_heartbeat_ns{0};
+  std::atomic<bool> leading_started{false};
+};
+
+DispatcherApp::DispatcherApp(DispatcherSettings settings) : settings_(std::move(settings)) {}
+
+DispatcherApp::~DispatcherApp() { Stop(); }
+
+absl::Status DispatcherApp::Start() {
+  c_ = std::make_unique<Components>();
+  Components& c = *c_;
+  Clock& clock = RealClock::Instance();
+  metrics::RegisterBuildInfo(*c.registry, "dispatcher");
+  Log().Info("starting", {{"version", metrics::Version()}, {"config", SettingsSummary(settings_)}});
+
+  // Hub API: one client for everything, and one with a short timeout for the Lease.
+  auto rest = HubRestConfig(settings_.kube);
+  if (!rest.ok()) {
+    return absl::Status(rest.status().code(),
+                        absl::StrCat("kube config: ", rest.status().message()));
+  }
+  rest->user_agent = absl::StrCat("mmi-dispatcher/", metrics::Version());
+  kube::HttpKubeClientSettings hub_settings;
+  hub_settings.rest = *rest;
+  hub_settings.rate_limit = {settings_.kube.qps, settings_.kube.burst};
+  auto hub = kube::HttpKubeClient::Create(hub_settings, clock, kube::RealSleeper::Instance(),
+                                          c.registry.get());
+  if (!hub.ok()) {
+    return hub.status();
+  }
+  c.hub = *std::move(hub);
+
+  // PostgreSQL: schema first, then the pool.
+  if (settings_.store.migrate) {
+    auto migrated =
+        store::postgres::ApplyMigrations({.dsn = settings_.store.dsn}, migrations::All());
+    if (!migrated.ok()) {
+      return absl::Status(migrated.status().code(),
+                          absl::StrCat("migrations: ", migrated.status().message()));
+    }
+    Log().Info("schema ready", {{"version", migrated->current_version},
+                                {"applied", static_cast<int64_t>(migrated->applied.size())}});
+  }
+  c.pool = std::make_unique<store::postgres::ConnectionPool>(
+      store::postgres::ConnectionPoolSettings{settings_.store.dsn, settings_.store.pool_size});
+  c.pg_store = std::make_unique<store::postgres::PostgresDispatchStore>(*c.pool);
+  const std::string transport_name(transport::TransportName(settings_.transport));
+  c.metrics = std::make_unique<DispatcherMetrics>(*c.registry, transport_name);
+  c.store = std::make_unique<TimedDispatchStore>(*c.pg_store, clock, *c.metrics);
+
+  // Transport.
+  const transport::TransportDeps deps{clock, *c.registry};
+  if (settings_.spec_resync) {
+    auto clients = transport::MakeClients(settings_.transport, deps);
+    if (!clients.ok()) {
+      return clients.status();
+    }
+    c.publisher = std::move(clients->publisher);
+    c.subscriber = std::move(clients->subscriber);
+  } else {
+    auto publisher = transport::MakePublisher(settings_.transport, deps);
+    if (!publisher.ok()) {
+      return publisher.status();
+    }
+    c.publisher = *std::move(publisher);
+  }
+
+  // Reconcile loop, worker pool and the pipeline.
+  c.loop = std::make_unique<internal::Executor>(clock, "dispatch-loop", 1);
+  c.workers = std::make_unique<internal::Executor>(clock, "dispatch-worker", settings_.workers);
+  c.outbox = std::make_unique<Outbox>(*c.loop, *c.workers, *c.store, *c.publisher, clock,
+                                      *c.metrics, settings_.outbox);
+  c.clusters = std::make_unique<ManagedClusterTracker>();
+  kube::InformerSettings cluster_settings;
+  cluster_settings.resource = ManagedClustersRef();
+  cluster_settings.transform = kube::DropFields({"/status", "/spec", "/metadata/managedFields"});
+  c.cluster_informer =
+      std::make_unique<kube::Informer>(*c.hub, clock, cluster_settings, c.registry.get());
+  kube::InformerSettings app_settings;
+  app_settings.resource = ApplicationsRef(settings_.watch_namespace);
+  app_settings.label_selector = kPullLabel;
+  app_settings.transform = ApplicationTransform();
+  app_settings.compact_storage = settings_.compact_informer_storage;
+  c.app_informer = std::make_unique<kube::Informer>(*c.hub, clock, app_settings, c.registry.get());
+  c.lister = std::make_unique<InformerLister>(*c.app_informer);
+  c.reconciler =
+      std::make_unique<Reconciler>(ReconcilerDeps{*c.loop, *c.workers, *c.store, *c.hub, *c.lister,
+                                                  *c.clusters, *c.outbox, *c.metrics, clock},
+                                   settings_.reconciler);
+  c.clusters->SetOnAdded(
+      [r = c.reconciler.get()](const std::string& cluster) { r->OnClusterAdded(cluster); });
+  c.app_handler = std::make_unique<AppEventHandler>(*c.reconciler);
+  c.cluster_informer->AddHandler(*c.clusters);
+  c.app_informer->AddHandler(*c.app_handler);
+  c.deletion = std::make_unique<DeletionListener>(
+      DeletionListenerSettings{.dsn = settings_.store.dsn},
+      [r = c.reconciler.get()](const std::string& id) { r->OnDeletionConfirmed(id); });
+  if (c.subscriber) {
+    c.resync =
+        std::make_unique<SpecResyncResponder>(settings_.reconciler.payload.source_id, *c.workers,
+                                              *c.store, *c.publisher, clock, *c.metrics);
+  }
+  if (settings_.gitops_cluster_enabled) {
+    c.gitops = std::make_unique<GitOpsClusterController>(*c.hub, clock, settings_.gitops_cluster,
+                                                         *c.registry);
+  }
+  if (settings_.leader.enabled) {
+    kube::HttpKubeClientSettings lease_settings = hub_settings;
+    lease_settings.request_timeout = settings_.leader.retry_period;
+    lease_settings.retry.max_retries = 0;
+    auto lease_client =
+        kube::HttpKubeClient::Create(lease_settings, clock, kube::RealSleeper::Instance(), nullptr);
+    if (!lease_client.ok()) {
+      return lease_client.status();
+    }
+    c.lease_client = *std::move(lease_client);
+    c.elector = std::make_unique<kube::LeaderElector>(
+        *c.lease_client, clock,
+        kube::LeaderElectionSettings{settings_.leader.lease_namespace, settings_.leader.lease_name,
+                                     settings_.leader.identity, settings_.leader.lease_duration,
+                                     settings_.leader.renew_deadline, settings_.leader.retry_period,
+                                     true},
+        kube::LeaderCallbacks{.on_started_leading = [this] { StartLeading(); },
+                              .on_stopped_leading = [this] { OnLostLeadership(); },
+                              .on_new_leader =
+                                  [](const std::string& holder) {
+                                    Log().Info("leader observed", {{"holder", holder}});
+                                  }});
+  }
+
+  // Admin endpoint: checks only read atomics or cached state.
+  metrics::AdminServerSettings admin_settings;
+  admin_settings.listen_address = settings_.admin_listen;
+  c.admin = std::make_unique<metrics::AdminServer>(admin_settings, c.registry);
+  c.admin->AddLivenessCheck("reconcile-loop", [&c, &clock] {
+    const int64_t beat = c.loop_heartbeat_ns.load();
+    const int64_t now = clock.MonotonicNow().time_since_epoch().count();
+    if (beat != 0 && now - beat > std::chrono::nanoseconds(std::chrono::seconds(60)).count()) {
+      return absl::UnavailableError("the reconcile loop has not run for over 60s");
+    }
+    return absl::OkStatus();
+  });
+  c.admin->AddReadinessCheck("hub", [&c] {
+    if (!c.app_informer->HasSynced() || !c.cluster_informer->HasSynced()) {
+      return absl::UnavailableError("Application/ManagedCluster caches not synced yet");
+    }
+    return absl::OkStatus();
+  });
+  c.admin->AddReadinessCheck("broker", [&c] {
+    return c.publisher->connected() ? absl::OkStatus()
+                                    : absl::UnavailableError("transport not connected");
+  });
+  c.admin->AddReadinessCheck("store", [this, &c] {
+    if (!leading_.load()) {
+      return absl::OkStatus();  // standby: nothing loaded yet by design
+    }
+    if (!c.reconciler->loaded()) {
+      return absl::UnavailableError("dispatch state not loaded from PostgreSQL yet");
+    }
+    if (!c.deletion->connected()) {
+      return absl::UnavailableError("PostgreSQL LISTEN connection down");
+    }
+    return absl::OkStatus();
+  });
+  if (c.gitops) {
+    c.admin->AddReadinessCheck("gitopscluster", [this, &c] {
+      if (leading_.load() && !c.gitops->synced()) {
+        return absl::UnavailableError("GitOpsCluster caches not synced yet");
+      }
+      return absl::OkStatus();
+    });
+  }
+
+  // Start in dependency order.
+  if (absl::Status s = c.admin->Start(); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = c.publisher->Start(); !s.ok()) {
+    return s;
+  }
+  c.loop->Start();
+  c.workers->Start();
+  // Heartbeat for the liveness check.
+  struct Beat {
+    static void Schedule(Components& comp, const Clock& clk) {
+      comp.loop_heartbeat_ns.store(clk.MonotonicNow().time_since_epoch().count());
+      comp.loop->PostAfter(std::chrono::seconds(5), [&comp, &clk] { Schedule(comp, clk); });
+    }
+  };
+  c.loop->Post([&c, &clock] { Beat::Schedule(c, clock); });
+  c.cluster_informer->Start();
+  c.app_informer->Start();
+  if (c.elector) {
+    if (absl::Status s = c.elector->Start(); !s.ok()) {
+      return s;
+    }
+    Log().Info("campaigning for leadership",
+               {{"lease",
+                 absl::StrCat(settings_.leader.lease_namespace, "/", settings_.leader.lease_name)},
+                {"identity", settings_.leader.identity}});
+  } else {
+    StartLeading();
+  }
+  return absl::OkStatus();
+}
+
+void DispatcherApp::StartLeading() {
+  if (c_ == nullptr || c_->leading_started.exchange(true) || stopping_.load()) {
+    return;
+  }
+  Components& c = *c_;
+  leading_.store(true);
+  Log().Info("leading: dispatching");
+  c.deletion->Start();
+  c.reconciler->Activate();
+  if (c.subscriber) {
+    absl::Status s = c.subscriber->Start(
+        [&c](cloudevents::Event event, transport::AckFn ack) {
+          if (event.type != cloudevents::kSpecResyncRequestType) {
+            std::move(ack)();  // status events belong to the status sink
+            return;
+          }
+          // shared_ptr: std::function needs a copyable callable; the ack is move-only.
+          auto shared_ack = std::make_shared<transport::AckFn>(std::move(ack));
+          c.resync->Handle(std::move(event), [shared_ack] { std::move (*shared_ack)(); });
+        },
+        {});
+    if (!s.ok()) {
+      Log().Error("cannot start the spec resync subscription",
+                  {{"error", std::string(s.message())}});
+    }
+  }
+  if (c.gitops) {
+    if (absl::Status s = c.gitops->Start(); !s.ok()) {
+      Log().Error("cannot start the GitOpsCluster controller",
+                  {{"error", std::string(s.message())}});
+    }
+  }
+}
+
+void DispatcherApp::OnLostLeadership() {
+  if (stopping_.load() || !leading_.load()) {
+    return;
+  }
+  Log().Error("lost leadership; stopping all writes and exiting so that the pod restarts");
+  leading_.store(false);
+  if (c_ && c_->reconciler) {
+    c_->reconciler->Deactivate();
+  }
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    lost_leadership_ = true;
+    stop_requested_ = true;
+  }
+  stop_cv_.notify_all();
+}
+
+void DispatcherApp::RequestStop() {
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    stop_requested_ = true;
+  }
+  stop_cv_.notify_all();
+}
+
+int DispatcherApp::WaitForStopRequest() {
+  std::unique_lock<std::mutex> lock(stop_mu_);
+  stop_cv_.wait(lock, [this] { return stop_requested_; });
+  return lost_leadership_ ? 1 : 0;
+}
+
+bool DispatcherApp::Stop() {
+  if (stopped_ || c_ == nullptr) {
+    return true;
+  }
+  stopped_ = true;
+  stopping_.store(true);
+  Components& c = *c_;
+  const auto deadline = std::chrono::steady_clock::now() + settings_.shutdown_timeout;
+  Log().Info("stopping: intake first, then draining the outbox");
+  // 1. Stop intake.
+  if (c.app_informer) {
+    c.app_informer->Stop();
+  }
+  if (c.cluster_informer) {
+    c.cluster_informer->Stop();
+  }
+  if (c.subscriber) {
+    c.subscriber->Stop();
+  }
+  if (c.gitops) {
+    c.gitops->Stop();
+  }
+  if (c.reconciler) {
+    c.reconciler->Deactivate();
+    // 2. Decisions already handed to the store complete.
+    while (c.reconciler->busy() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  // 3. Drain the outbox.
+  bool drained = true;
+  if (c.outbox) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    drained = c.outbox->WaitDrained(std::max(left, std::chrono::milliseconds(0)));
+    if (drained) {
+      Log().Info("outbox drained");
+    } else {
+      Log().Warn(
+          "outbox not drained before the shutdown timeout; the rest is published on the "
+          "next start",
+          {{"pending", static_cast<int64_t>(c.outbox->pending())}});
+    }
+  }
+  // 4. Everything else, in reverse order of start.
+  if (c.deletion) {
+    c.deletion->Stop();
+  }
+  if (c.publisher) {
+    c.publisher->Stop();
+  }
+  if (c.loop) {
+    c.loop->Stop();
+  }
+  if (c.workers) {
+    c.workers->Stop();
+  }
+  if (c.elector) {
+    c.elector->Stop();
+  }
+  if (c.admin) {
+    c.admin->Stop();
+  }
+  leading_.store(false);
+  Log().Info("stopped");
+  return drained;
+}
+
+int DispatcherApp::admin_port() const { return c_ && c_->admin ? c_->admin->port() : 0; }
+
+size_t DispatcherApp::outbox_pending() const {
+  return c_ && c_->outbox ? c_->outbox->pending() : 0;
+}
+
+bool DispatcherApp::dispatching() const { return c_ && c_->reconciler && c_->reconciler->active(); }
+
+int DispatcherMain(int argc, char** argv) {
+  log::SetServiceName("dispatcher");
+  // Signals are taken by one thread with sigwait(); block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto settings = LoadSettings(argc, argv, [](const char* name) { return config::GetEnv(name); });
+  if (absl::IsCancelled(settings.status())) {
+    std::fputs(std::string(settings.status().message()).c_str(), stdout);
+    return 0;
+  }
+  if (!settings.ok()) {
+    Log().Error("invalid configuration", {{"error", std::string(settings.status().message())}});
+    return 2;
+  }
+  if (auto level = log::ParseLevel(settings->log_level); level.ok()) {
+    log::SetMinLevel(*level);
+  }
+  DispatcherApp app(*std::move(settings));
+  if (absl::Status s = app.Start(); !s.ok()) {
+    Log().Error("start-up failed", {{"error", std::string(s.message())}});
+    app.Stop();
+    return 1;
+  }
+  std::atomic<bool> signalled{false};
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    signalled.store(true);
+    Log().Info("signal received; shutting down", {{"signal", sig}});
+    app.RequestStop();
+  });
+  const int code = app.WaitForStopRequest();
+  app.Stop();
+  if (!signalled.load()) {
+    kill(getpid(), SIGTERM);  // wakes the signal thread (the signal is blocked everywhere)
+  }
+  signal_thread.join();
+  return code;
+}
+
+}  // namespace mmi::dispatcher

@@ -1,0 +1,120 @@
+#include "services/dispatcher/settings.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace mmi::dispatcher {
+namespace {
+
+EnvLookup Env(std::map<std::string, std::string> values) {
+  return [values](const char* name) -> std::optional<std::string> {
+    auto it = values.find(name);
+    if (it == values.end()) {
+      return std::nullopt;
+    }
+    return it->second;
+  };
+}
+
+constexpr char kConfig[] = R"(
+logLevel: debug
+watchNamespace: openshift-gitops
+admin: {listenAddress: "127.0.0.1:0"}
+kube: {kubeconfig: /etc/hub/kubeconfig, qps: 30, burst: 60}
+store: {poolSize: 8}
+leaderElection: {namespace: mmi, name: dispatcher-lease, leaseDuration: 20s}
+transport:
+  type: mqtt
+  mqtt:
+    brokerHost: broker.example.com:8883
+    username: dispatcher
+    sourceId: app-work-client
+    tls: {caFile: /etc/mqtt/ca.pem}
+    topics: {agentBroadcast: "$share/mmi/clusters/+/agentbroadcast"}
+  kafka:
+    bootstrapServer: ignored:9092
+dispatch:
+  skipLocalCluster: false
+  unknownClusterRetry: 2m
+  workers: 6
+outbox: {maxInFlight: 64, retryMax: 10s}
+gitopsCluster: {enabled: false, orphanSecretPolicy: DeleteWhenUndecided}
+)";
+
+TEST(SettingsTest, ParsesTheConfigFileOneSectionPerTransport) {
+  auto s = ParseSettingsYaml(kConfig);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->log_level, "debug");
+  EXPECT_EQ(s->watch_namespace, "openshift-gitops");
+  EXPECT_EQ(s->kube.qps, 30);
+  EXPECT_EQ(s->store.pool_size, 8);
+  EXPECT_EQ(s->leader.lease_duration, std::chrono::seconds(20));
+  const auto* mqtt = std::get_if<transport::MqttSettings>(&s->transport);
+  ASSERT_NE(mqtt, nullptr);
+  EXPECT_EQ(mqtt->broker_host, "broker.example.com:8883");
+  EXPECT_TRUE(mqtt->tls.enabled);
+  EXPECT_EQ(mqtt->topics.agent_broadcast, "$share/mmi/clusters/+/agentbroadcast");
+  EXPECT_FALSE(s->reconciler.skip_local_cluster);
+  EXPECT_EQ(s->reconciler.unknown_cluster_retry, std::chrono::minutes(2));
+  EXPECT_EQ(s->workers, 6);
+  EXPECT_EQ(s->outbox.max_in_flight, 64U);
+  EXPECT_EQ(s->outbox.retry.max, std::chrono::seconds(10));
+  EXPECT_FALSE(s->gitops_cluster_enabled);
+  EXPECT_EQ(s->gitops_cluster.orphan_secret_policy, OrphanSecretPolicy::kDeleteWhenUndecided);
+}
+
+TEST(SettingsTest, ReportsEveryBadFieldByItsPath) {
+  auto s = ParseSettingsYaml(R"(
+kube: {qps: fast}
+transport: {type: carrier-pigeon}
+dispatch: {unknownClusterRetry: soon}
+)");
+  ASSERT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string msg(s.status().message());
+  EXPECT_NE(msg.find("kube.qps"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("transport.type"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("dispatch.unknownClusterRetry"), std::string::npos) << msg;
+}
+
+TEST(SettingsTest, EnvironmentAndFinalizeFillSecretsIdentityAndOwnGroups) {
+  auto s = ParseSettingsYaml(kConfig);
+  ASSERT_TRUE(s.ok());
+  ApplyEnvironment(*s, Env({{"MMI_STORE_DSN", "postgresql://u:p@db/mmi"},
+                            {"MMI_TRANSPORT_PASSWORD", "secret"},
+                            {"POD_NAME", "dispatcher-0"},
+                            {"POD_NAMESPACE", "ignored-because-configured"}}));
+  const absl::Status finalized = FinalizeSettings(*s);
+  ASSERT_TRUE(finalized.ok()) << finalized;
+  EXPECT_EQ(s->store.dsn, "postgresql://u:p@db/mmi");
+  const auto& mqtt = std::get<transport::MqttSettings>(s->transport);
+  EXPECT_EQ(mqtt.password, "secret");
+  EXPECT_EQ(mqtt.shared_group, "mmi-dispatcher");  // never steals the status sink's events
+  EXPECT_EQ(s->leader.lease_namespace, "mmi");
+  EXPECT_EQ(s->leader.identity.rfind("dispatcher-0_", 0), 0U) << s->leader.identity;
+  EXPECT_EQ(s->reconciler.event_instance, "dispatcher-0");
+  EXPECT_EQ(s->reconciler.payload.source_id, "app-work-client");
+  EXPECT_EQ(s->reconciler.version_mode, VersionMode::kCounter);
+  EXPECT_EQ(SettingsSummary(*s).find("secret"), std::string::npos);
+  EXPECT_EQ(SettingsSummary(*s).find("u:p@db"), std::string::npos);
+}
+
+TEST(SettingsTest, FlagsOverrideTheFileAndMissingRequiredFieldsFail) {
+  const char* argv[] = {"dispatcher",     "--store-dsn", "host=db",     "--kubeconfig", "/k",
+                        "--leader-elect", "false",       "--log-level", "warn"};
+  auto s = LoadSettings(9, argv, Env({}));
+  ASSERT_FALSE(s.ok());  // transport.mqtt.brokerHost is required
+  EXPECT_NE(s.status().message().find("brokerHost"), std::string::npos) << s.status();
+
+  auto grpc = ParseSettingsYaml("transport: {type: grpc, grpc: {url: 'maestro:8090'}}");
+  ASSERT_TRUE(grpc.ok()) << grpc.status();
+  grpc->store.dsn = "host=db";
+  grpc->kube.kubeconfig = "/k";
+  ASSERT_TRUE(FinalizeSettings(*grpc).ok());
+  EXPECT_EQ(grpc->reconciler.version_mode, VersionMode::kMaestro);
+  EXPECT_FALSE(grpc->spec_resync);
+  EXPECT_EQ(std::get<transport::GrpcSettings>(grpc->transport).source_id, "app-work-client");
+}
+
+}  // namespace
+}  // namespace mmi::dispatcher

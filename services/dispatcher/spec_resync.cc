@@ -1,0 +1,161 @@
+#include "services/dispatcher/spec_resync.h"
+
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "libs/cloudevents/resource_id.h"
+#include "libs/cloudevents/resync.h"
+#include "libs/common/log.h"
+
+namespace mmi::dispatcher {
+namespace {
+
+const log::Logger& Log() {
+  static const log::Logger logger("dispatcher.spec_resync");
+  return logger;
+}
+
+cloudevents::Event Response(const std::string& source_id, const std::string& cluster,
+                            const std::string& resource_id, int32_t version, std::string id,
+                            cloudevents::Timestamp now) {
+  cloudevents::Event e;
+  e.id = std::move(id);
+  e.source = source_id;
+  e.type = std::string(cloudevents::kSpecResyncResponseType);
+  e.time = now;
+  e.SetString(cloudevents::kExtClusterName, cluster);
+  e.SetString(cloudevents::kExtOriginalSource, "");
+  e.SetString(cloudevents::kExtResourceId, resource_id);
+  e.SetInteger(cloudevents::kExtResourceVersion, version);
+  e.SetString(cloudevents::kExtLogTracing, "{}");
+  return e;
+}
+
+}  // namespace
+
+bool IsSpecResyncRequestFor(const cloudevents::Event& event, const std::string& source_id) {
+  if (event.type != cloudevents::kSpecResyncRequestType) {
+    return false;
+  }
+  auto original = event.OriginalSource();
+  return !original.ok() || original->empty() || *original == source_id;
+}
+
+absl::StatusOr<std::vector<cloudevents::Event>> BuildSpecResyncResponses(
+    const std::string& source_id, const cloudevents::Event& request,
+    const std::vector<store::DispatchedResource>& rows, cloudevents::Timestamp now,
+    const std::function<std::string()>& new_id) {
+  auto cluster = request.ClusterName();
+  if (!cluster.ok() || cluster->empty()) {
+    return absl::InvalidArgumentError("spec resync request without a clustername");
+  }
+  if (!request.data) {
+    return absl::InvalidArgumentError("spec resync request without data");
+  }
+  auto list = cloudevents::DecodeResourceVersionList(*request.data);
+  if (!list.ok()) {
+    return list.status();
+  }
+  absl::flat_hash_map<std::string, int64_t> agent;
+  for (const auto& rv : list->resource_versions) {
+    agent[rv.resource_id] = rv.resource_version;
+  }
+  std::vector<cloudevents::Event> out;
+  absl::flat_hash_set<std::string> ours;
+  for (const auto& row : rows) {
+    if (row.cluster != *cluster) {
+      continue;
+    }
+    ours.insert(row.resource_id);
+    if (row.deletion_state != store::DeletionState::kLive) {
+      cloudevents::Event e =
+          Response(source_id, *cluster, row.resource_id, row.version, new_id(), now);
+      e.SetTimestamp(cloudevents::kExtDeletionTimestamp, now);
+      out.push_back(std::move(e));
+      continue;
+    }
+    auto it = agent.find(row.resource_id);
+    const int64_t agent_version = it == agent.end() ? 0 : it->second;
+    if (row.version != 0 && row.version <= agent_version) {
+      continue;  // the agent is up to date
+    }
+    cloudevents::Event e =
+        Response(source_id, *cluster, row.resource_id, row.version, new_id(), now);
+    e.data_content_type = std::string(cloudevents::kJsonContentType);
+    e.data = row.payload;
+    if (!row.metadata.empty()) {
+      e.SetString(cloudevents::kExtMetadata, row.metadata);
+    }
+    out.push_back(std::move(e));
+  }
+  for (const auto& rv : list->resource_versions) {
+    if (ours.contains(rv.resource_id)) {
+      continue;
+    }
+    // Unknown to us: tell the agent to delete its orphan.
+    cloudevents::Event e = Response(source_id, *cluster, rv.resource_id,
+                                    static_cast<int32_t>(rv.resource_version), new_id(), now);
+    e.SetTimestamp(cloudevents::kExtDeletionTimestamp, now);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+SpecResyncResponder::SpecResyncResponder(std::string source_id, internal::Executor& workers,
+                                         store::DispatchStore& store,
+                                         transport::Publisher& publisher, const Clock& clock,
+                                         DispatcherMetrics& metrics)
+    : source_id_(std::move(source_id)),
+      workers_(workers),
+      store_(store),
+      publisher_(publisher),
+      clock_(clock),
+      metrics_(metrics) {}
+
+void SpecResyncResponder::Handle(cloudevents::Event request, std::function<void()> done) {
+  if (!IsSpecResyncRequestFor(request, source_id_)) {
+    if (request.type == cloudevents::kSpecResyncRequestType) {
+      metrics_.SpecResync("ignored");
+    }
+    done();
+    return;
+  }
+  workers_.Post([this, request = std::move(request), done = std::move(done)] {
+    const std::string cluster = request.ClusterName().value_or("");
+    auto rows = cluster.empty()
+                    ? absl::StatusOr<std::vector<store::DispatchedResource>>(
+                          absl::InvalidArgumentError("spec resync request without a clustername"))
+                    : store_.ResourcesOfCluster(cluster);
+    absl::StatusOr<std::vector<cloudevents::Event>> responses =
+        rows.ok() ? BuildSpecResyncResponses(
+                        source_id_, request, *rows,
+                        std::chrono::time_point_cast<std::chrono::nanoseconds>(clock_.Now()),
+                        [] { return cloudevents::NewUuidV4(); })
+                  : rows.status();
+    if (!responses.ok()) {
+      metrics_.SpecResync("error");
+      Log().Warn("cannot answer a spec resync request",
+                 {{"cluster", cluster}, {"error", std::string(responses.status().message())}});
+      done();
+      return;
+    }
+    metrics_.SpecResync("ok");
+    Log().Info("answering a spec resync request",
+               {{"cluster", cluster}, {"responses", static_cast<int64_t>(responses->size())}});
+    for (auto& e : *responses) {
+      const std::string id = e.ResourceId().value_or("");
+      publisher_.Publish(std::move(e), [id, cluster](absl::Status status) {
+        if (!status.ok()) {
+          Log().Warn(
+              "spec resync response not accepted (the agent resyncs again later)",
+              {{"cluster", cluster}, {"resource", id}, {"error", std::string(status.message())}});
+        }
+      });
+    }
+    done();
+  });
+}
+
+}  // namespace mmi::dispatcher

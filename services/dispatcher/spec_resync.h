@@ -1,0 +1,63 @@
+// Answers agents' spec resync requests from PostgreSQL (maestro-protocol.md §6.5). On the
+// broker transports (MQTT, Kafka) we are the source the agents talk to: whenever an agent
+// (re)subscribes it sends `spec.resync_request` with the versions of every work it holds, and
+// we answer, per resource of its cluster:
+//  * being deleted (or deletion confirmed): `spec.resync_response` with `deletiontimestamp`;
+//  * otherwise: the full spec when our version is 0 or greater than the agent's (0 = unknown);
+//  * IDs the agent holds that we do not know: a data-less delete response with the agent's own
+//    version, so the agent removes the orphan.
+// Requests addressed to another source (`originalsource` neither "" nor our source id) are
+// ignored. The stored payload and `metadata` are sent verbatim, so answers match what was
+// published.
+//
+// Threads: Handle() runs the store read on the worker pool and publishes from there; the
+// Publisher callbacks only count.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "libs/cloudevents/event.h"
+#include "libs/common/clock.h"
+#include "libs/store/dispatch_store.h"
+#include "libs/transport/publisher.h"
+#include "services/dispatcher/internal/executor.h"
+#include "services/dispatcher/metrics.h"
+
+namespace mmi::dispatcher {
+
+// The responses to `request` (a spec resync_request) given the store rows of its cluster.
+// `new_id` makes event ids; `now` is the event time and the deletion time of orphans.
+// kInvalidArgument when the request is malformed (no clustername, bad payload).
+absl::StatusOr<std::vector<cloudevents::Event>> BuildSpecResyncResponses(
+    const std::string& source_id, const cloudevents::Event& request,
+    const std::vector<store::DispatchedResource>& rows, cloudevents::Timestamp now,
+    const std::function<std::string()>& new_id);
+
+// True when `event` is a spec resync request addressed to `source_id` (or to every source).
+bool IsSpecResyncRequestFor(const cloudevents::Event& event, const std::string& source_id);
+
+class SpecResyncResponder {
+ public:
+  // Everything borrowed; must outlive the responder.
+  SpecResyncResponder(std::string source_id, internal::Executor& workers,
+                      store::DispatchStore& store, transport::Publisher& publisher,
+                      const Clock& clock, DispatcherMetrics& metrics);
+
+  // Any thread (a Subscriber handler): answers `request` on the worker pool, then calls `done`
+  // (the transport ack) once every response was handed to the publisher. Events that are not
+  // spec resync requests for us are acknowledged at once.
+  void Handle(cloudevents::Event request, std::function<void()> done);
+
+ private:
+  const std::string source_id_;
+  internal::Executor& workers_;
+  store::DispatchStore& store_;
+  transport::Publisher& publisher_;
+  const Clock& clock_;
+  DispatcherMetrics& metrics_;
+};
+
+}  // namespace mmi::dispatcher
