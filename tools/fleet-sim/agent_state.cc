@@ -1,0 +1,753 @@
+#include "tools/fleet-sim/agent_state.h"
+
+#include <algorithm>
+#include <cctype>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "libs/cloudevents/object_meta.h"
+#include "libs/cloudevents/resource_id.h"
+#include "libs/cloudevents/resync.h"
+#include "libs/cloudevents/status_hash.h"
+#include "libs/common/log.h"
+#include "libs/common/status_macros.h"
+
+namespace mmi::fleet_sim {
+namespace {
+
+using cloudevents::Condition;
+using cloudevents::Event;
+using cloudevents::ManifestBundle;
+using cloudevents::ManifestBundleStatus;
+using cloudevents::ManifestCondition;
+using cloudevents::Timestamp;
+using nlohmann::json;
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+const log::Logger& Logger() {
+  static const log::Logger* const logger = new log::Logger("fleet_sim.agent");
+  return *logger;
+}
+
+// Turns the accessors' kNotFound (absent extension) into kInvalidArgument: for a received event
+// a missing mandatory extension is a malformed event.
+absl::Status Malformed(const absl::Status& status, std::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": ", status.message()));
+}
+
+const json* Child(const json& value, std::string_view key) {
+  if (!value.is_object()) {
+    return nullptr;
+  }
+  auto it = value.find(key);
+  return it == value.end() ? nullptr : &*it;
+}
+
+std::string StringAt(const json& value, std::string_view key) {
+  const json* child = Child(value, key);
+  return child != nullptr && child->is_string() ? child->get<std::string>() : std::string();
+}
+
+const json& MetadataOf(const json& manifest) {
+  static const json kEmpty = json::object();
+  const json* meta = Child(manifest, "metadata");
+  return meta != nullptr ? *meta : kEmpty;
+}
+
+// `argoproj.io/v1alpha1` -> {"argoproj.io", "v1alpha1"}; `v1` -> {"", "v1"}.
+std::pair<std::string, std::string> SplitApiVersion(const std::string& api_version) {
+  const auto slash = api_version.find('/');
+  if (slash == std::string::npos) {
+    return {"", api_version};
+  }
+  return {api_version.substr(0, slash), api_version.substr(slash + 1)};
+}
+
+bool IsApplication(const json& manifest) {
+  return StringAt(manifest, "kind") == "Application" &&
+         SplitApiVersion(StringAt(manifest, "apiVersion")).first == "argoproj.io";
+}
+
+// The agent's own validation (§6.3 step 4): non-empty, bounded, every manifest named, no
+// generateName.
+absl::Status ValidateBundle(const ManifestBundle& bundle, std::size_t max_bytes) {
+  if (bundle.manifests.empty()) {
+    return absl::InvalidArgumentError("data.manifests: must not be empty");
+  }
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < bundle.manifests.size(); ++i) {
+    const json& manifest = bundle.manifests[i];
+    total += manifest.dump().size();
+    const json& meta = MetadataOf(manifest);
+    if (StringAt(meta, "name").empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("data.manifests[", i, "].metadata.name: must be set"));
+    }
+    if (Child(meta, "generateName") != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("data.manifests[", i, "].metadata.generateName: must not be set"));
+    }
+  }
+  if (total > max_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data.manifests: ", total, " bytes exceed the agent limit of ", max_bytes));
+  }
+  return absl::OkStatus();
+}
+
+// The manifestConfig that applies to a manifest, or nullptr.
+const cloudevents::ManifestConfigOption* ConfigFor(const ManifestBundle& bundle,
+                                                   const std::string& group,
+                                                   const std::string& name, const std::string& ns) {
+  for (const auto& config : bundle.manifest_configs) {
+    const auto& id = config.resource_identifier;
+    if (id.group == group && id.name == name && id.namespace_ == ns) {
+      return &config;
+    }
+  }
+  return nullptr;
+}
+
+// Evaluates a simple JSONPath (`.status`, `.status.sync.status`) on `object`. nullopt when the
+// path does not resolve or uses syntax the simulator does not support (filters, indices).
+std::optional<json> Evaluate(const json& object, std::string_view path) {
+  if (path.empty() || path.front() != '.' || path.find_first_of("[]*?@") != std::string::npos) {
+    return std::nullopt;
+  }
+  const json* current = &object;
+  for (absl::string_view part :
+       absl::StrSplit(absl::string_view(path.data() + 1, path.size() - 1), '.')) {
+    if (part.empty()) {
+      return std::nullopt;
+    }
+    current = Child(*current, std::string_view(part.data(), part.size()));
+    if (current == nullptr) {
+      return std::nullopt;
+    }
+  }
+  return *current;
+}
+
+cloudevents::FieldValue ToFieldValue(const json& value) {
+  cloudevents::FieldValue field;
+  if (value.is_string()) {
+    field.type = cloudevents::FieldValueType::kString;
+    field.string = value.get<std::string>();
+  } else if (value.is_number_integer()) {
+    field.type = cloudevents::FieldValueType::kInteger;
+    field.integer = value.get<std::int64_t>();
+  } else if (value.is_boolean()) {
+    field.type = cloudevents::FieldValueType::kBoolean;
+    field.boolean = value.get<bool>();
+  } else {
+    // Objects, arrays and floats: compact JSON text (RawFeedbackJsonString, §2.3).
+    field.type = cloudevents::FieldValueType::kJsonRaw;
+    field.json_raw = value.dump();
+    field.json_raw_value = value;
+  }
+  return field;
+}
+
+Condition MakeCondition(std::string type, std::int64_t generation, Timestamp when,
+                        std::string reason, std::string message) {
+  Condition condition;
+  condition.type = std::move(type);
+  condition.status = std::string(cloudevents::kConditionTrue);
+  condition.observed_generation = generation;
+  condition.last_transition_time = std::chrono::floor<std::chrono::seconds>(when);
+  condition.reason = std::move(reason);
+  condition.message = std::move(message);
+  return condition;
+}
+
+}  // namespace
+
+// --- ClusterAgent --------------------------------------------------------------------------------
+
+ClusterAgent::ClusterAgent(std::string cluster, AgentSettings settings, const Clock& clock,
+                           cloudevents::SequenceIdGenerator& sequence_ids, std::uint64_t seed)
+    : cluster_(std::move(cluster)),
+      agent_id_(absl::StrCat(cluster_, "-work-agent")),
+      settings_(std::move(settings)),
+      clock_(clock),
+      sequence_ids_(sequence_ids),
+      rng_(seed) {}
+
+Timestamp ClusterAgent::Now() const {
+  return std::chrono::time_point_cast<std::chrono::nanoseconds>(clock_.Now());
+}
+
+std::size_t ClusterAgent::application_count() const {
+  std::size_t count = 0;
+  for (const auto& [id, work] : works_) {
+    for (const json& manifest : work.bundle.manifests) {
+      count += IsApplication(manifest) ? 1 : 0;
+    }
+  }
+  return count;
+}
+
+std::optional<std::string> ClusterAgent::LastStatusHashForTest(std::string_view resource_id) const {
+  auto it = works_.find(resource_id);
+  if (it == works_.end()) {
+    return std::nullopt;
+  }
+  return it->second.last_hash;
+}
+
+std::optional<SteadyTime> ClusterAgent::NextRefreshForTest(std::string_view resource_id) const {
+  auto it = works_.find(resource_id);
+  if (it == works_.end()) {
+    return std::nullopt;
+  }
+  return it->second.next_refresh;
+}
+
+SteadyTime ClusterAgent::NextRefreshFrom(SteadyTime t) {
+  const auto min = std::chrono::duration_cast<std::chrono::milliseconds>(settings_.refresh_min);
+  const auto max = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::max(settings_.refresh_max, settings_.refresh_min));
+  std::uniform_int_distribution<std::int64_t> jitter(min.count(), max.count());
+  return t + std::chrono::milliseconds(jitter(rng_));
+}
+
+void ClusterAgent::ScheduleNextTransition(SteadyTime from) {
+  if (settings_.transitions_per_minute <= 0.0) {
+    next_transition_.reset();
+    return;
+  }
+  std::exponential_distribution<double> gap(settings_.transitions_per_minute / 60.0);
+  const double seconds = gap(rng_);
+  next_transition_ = from + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(seconds));
+}
+
+absl::StatusOr<HandleResult> ClusterAgent::Handle(const Event& event) {
+  auto type_or = event.ParsedType();
+  if (!type_or.ok()) {
+    return Malformed(type_or.status(), "type");
+  }
+  const cloudevents::EventType& type = *type_or;
+  if (type.data_type.ToString() != cloudevents::kManifestBundlesDataType) {
+    return HandleResult{Outcome::kIgnored, {}};
+  }
+  auto cluster = event.ClusterName();
+  if (!cluster.ok()) {
+    return Malformed(cluster.status(), "clustername");
+  }
+  const bool for_all = *cluster == "" && type.subresource == cloudevents::Subresource::kStatus;
+  if (*cluster != cluster_ && !for_all) {
+    return HandleResult{Outcome::kOtherCluster, {}};
+  }
+  using cloudevents::Action;
+  if (type.subresource == cloudevents::Subresource::kStatus) {
+    if (type.action == Action::kResyncRequest) {
+      return AnswerStatusResync(event);
+    }
+    return HandleResult{Outcome::kIgnored, {}};
+  }
+  switch (type.action) {
+    case Action::kCreateRequest:
+    case Action::kUpdateRequest:
+      // Presence of `deletiontimestamp` means "delete" whatever the action (§1.4).
+      if (event.HasExtension(cloudevents::kExtDeletionTimestamp)) {
+        return Delete(event, /*from_resync=*/false);
+      }
+      return Apply(event);
+    case Action::kDeleteRequest:
+      return Delete(event, /*from_resync=*/false);
+    case Action::kResyncResponse:
+      if (event.HasExtension(cloudevents::kExtDeletionTimestamp)) {
+        return Delete(event, /*from_resync=*/true);
+      }
+      return Apply(event);
+    default:
+      return HandleResult{Outcome::kIgnored, {}};
+  }
+}
+
+absl::StatusOr<HandleResult> ClusterAgent::Apply(const Event& event) {
+  auto id = event.ResourceId();
+  if (!id.ok()) {
+    return Malformed(id.status(), "resourceid");
+  }
+  auto version = event.ResourceVersion();
+  if (!version.ok()) {
+    return Malformed(version.status(), "resourceversion");
+  }
+  auto bundle = cloudevents::ManifestBundleOf(event, settings_.limits);
+  if (!bundle.ok()) {
+    return bundle.status();
+  }
+  RETURN_IF_ERROR(ValidateBundle(*bundle, settings_.max_bundle_bytes));
+  cloudevents::ObjectMeta meta;
+  if (event.HasExtension(cloudevents::kExtMetadata)) {
+    auto parsed = cloudevents::ObjectMetaOf(event, settings_.limits);
+    if (!parsed.ok()) {
+      return Malformed(parsed.status(), "metadata");
+    }
+    meta = *std::move(parsed);
+  }
+
+  auto existing = works_.find(*id);
+  if (existing != works_.end() && *version != 0 && *version < existing->second.version) {
+    return HandleResult{Outcome::kStale, {}};
+  }
+
+  const Timestamp now = Now();
+  const SteadyTime mono_now = clock_.MonotonicNow();
+  Work fresh;
+  Work& work = existing != works_.end() ? existing->second : fresh;
+  if (existing == works_.end()) {
+    work.id = *id;
+    work.applied_at = now;
+  }
+  work.version = *version;
+  work.original_source = event.source;
+  work.bundle = *std::move(bundle);
+  work.runtimes.resize(work.bundle.manifests.size());
+  for (std::size_t i = 0; i < work.bundle.manifests.size(); ++i) {
+    const json& manifest = work.bundle.manifests[i];
+    ApplicationRuntime& runtime = work.runtimes[i];
+    runtime.reconciled_at = now;  // a new spec makes Argo CD reconcile at once
+    if (const json* operation = Child(manifest, "operation");
+        operation != nullptr && operation->is_object()) {
+      runtime.last_operation = *operation;
+      runtime.operation_started_at = now;
+      // An explicit sync brings the Application back in sync.
+      runtime.sync_status = std::string(kSyncSynced);
+      runtime.health_status = std::string(kHealthHealthy);
+    }
+  }
+  work.next_refresh = NextRefreshFrom(mono_now);
+
+  // The agent-side ManifestWork's metadata (what Go agents put in the `metadata` extension).
+  meta.namespace_ = cluster_;
+  meta.uid = work.id;
+  meta.generation = work.version;
+  if (meta.name.empty()) {
+    meta.name = work.id;
+  }
+  meta.labels[std::string(kOriginalSourceLabel)] = work.original_source;
+  if (!meta.creation_timestamp.has_value()) {
+    meta.creation_timestamp = std::chrono::floor<std::chrono::seconds>(work.applied_at);
+  }
+  meta.deletion_timestamp.reset();
+  ASSIGN_OR_RETURN(work.metadata_json, cloudevents::FormatObjectMeta(meta));
+
+  Work* stored = &work;
+  if (existing == works_.end()) {
+    stored = &works_.emplace(work.id, std::move(fresh)).first->second;
+  }
+  ASSIGN_OR_RETURN(Event reply, StatusEvent(*stored, BuildStatus(*stored),
+                                            cloudevents::kStatusUpdateRequestType));
+  HandleResult result{Outcome::kApplied, {}};
+  result.replies.push_back(std::move(reply));
+  return result;
+}
+
+absl::StatusOr<HandleResult> ClusterAgent::Delete(const Event& event, bool from_resync) {
+  auto id = event.ResourceId();
+  if (!id.ok()) {
+    return Malformed(id.status(), "resourceid");
+  }
+  auto version = event.ResourceVersion();
+  if (!version.ok()) {
+    return Malformed(version.status(), "resourceversion");
+  }
+  auto deletion = event.DeletionTimestamp();
+  if (!deletion.ok() && !absl::IsNotFound(deletion.status())) {
+    return Malformed(deletion.status(), "deletiontimestamp");
+  }
+  Work gone;
+  auto it = works_.find(*id);
+  if (it != works_.end()) {
+    gone = std::move(it->second);
+    works_.erase(it);
+  } else if (from_resync) {
+    // A resync telling us to delete what we do not hold: nothing to do.
+    return HandleResult{Outcome::kIgnored, {}};
+  } else {
+    // Deliberate: a delete for a work this agent never received (e.g. the create was lost
+    // while disconnected) is still confirmed, so the source's deletion completes.
+    gone.id = *id;
+    gone.version = *version;
+    gone.original_source = event.source;
+    auto metadata = event.MetadataJson();
+    gone.metadata_json = metadata.ok() ? *metadata : "{}";
+  }
+  ManifestBundleStatus status;
+  status.conditions.push_back(MakeCondition(
+      std::string(cloudevents::kConditionDeleted), /*generation=*/0, Now(), "ManifestsDeleted",
+      absl::StrCat("The manifests are deleted from the cluster ", cluster_)));
+  ASSIGN_OR_RETURN(Event reply, StatusEvent(gone, status, cloudevents::kStatusUpdateRequestType));
+  HandleResult result{Outcome::kDeleted, {}};
+  result.replies.push_back(std::move(reply));
+  return result;
+}
+
+absl::StatusOr<HandleResult> ClusterAgent::AnswerStatusResync(const Event& event) {
+  auto hashes =
+      cloudevents::DecodeResourceStatusHashList(event.data.value_or(""), settings_.limits);
+  if (!hashes.ok()) {
+    return Malformed(hashes.status(), "data");
+  }
+  HandleResult result{Outcome::kStatusResync, {}};
+  auto answer = [&](Work& work) -> absl::Status {
+    ASSIGN_OR_RETURN(Event reply,
+                     StatusEvent(work, BuildStatus(work), cloudevents::kStatusResyncResponseType));
+    result.replies.push_back(std::move(reply));
+    return absl::OkStatus();
+  };
+  if (hashes->status_hashes.empty()) {
+    for (auto& [id, work] : works_) {
+      if (work.original_source == event.source) {
+        RETURN_IF_ERROR(answer(work));
+      }
+    }
+    return result;
+  }
+  for (const auto& entry : hashes->status_hashes) {
+    auto it = works_.find(entry.resource_id);
+    // Works missing from the list are ignored; unknown IDs wait for the source to delete them.
+    if (it == works_.end() || it->second.original_source != event.source) {
+      continue;
+    }
+    ASSIGN_OR_RETURN(const std::string current, cloudevents::StatusHash(BuildStatus(it->second)));
+    if (current != entry.status_hash) {
+      RETURN_IF_ERROR(answer(it->second));
+    }
+  }
+  return result;
+}
+
+ManifestBundleStatus ClusterAgent::BuildStatus(const Work& work) const {
+  ManifestBundleStatus status;
+  status.conditions.push_back(MakeCondition("Applied", work.version, work.applied_at,
+                                            "AppliedManifestWorkComplete",
+                                            "Apply manifest work complete"));
+  status.conditions.push_back(MakeCondition("Available", work.version, work.applied_at,
+                                            "ResourcesAvailable", "All resources are available"));
+  for (std::size_t i = 0; i < work.bundle.manifests.size(); ++i) {
+    const json& manifest = work.bundle.manifests[i];
+    const json& meta = MetadataOf(manifest);
+    ManifestCondition entry;
+    auto [group, version] = SplitApiVersion(StringAt(manifest, "apiVersion"));
+    entry.resource_meta.ordinal = static_cast<std::int32_t>(i);
+    entry.resource_meta.group = group;
+    entry.resource_meta.version = version;
+    entry.resource_meta.kind = StringAt(manifest, "kind");
+    entry.resource_meta.name = StringAt(meta, "name");
+    entry.resource_meta.namespace_ = StringAt(meta, "namespace");
+    const auto* config =
+        ConfigFor(work.bundle, group, entry.resource_meta.name, entry.resource_meta.namespace_);
+    entry.resource_meta.resource =
+        config != nullptr ? config->resource_identifier.resource
+                          : absl::StrCat(absl::AsciiStrToLower(entry.resource_meta.kind), "s");
+
+    // The live object as the spoke would show it: the Application gets its simulated status.
+    json live = manifest;
+    if (IsApplication(manifest) && i < work.runtimes.size()) {
+      live["status"] = ApplicationStatus(manifest, work.runtimes[i]);
+    }
+    bool has_rules = false;
+    if (config != nullptr) {
+      for (const auto& rule : config->feedback_rules) {
+        if (rule.type != cloudevents::kFeedbackJsonPaths) {
+          continue;  // WellKnownStatus covers Deployments/Jobs/Pods, not Applications
+        }
+        has_rules = true;
+        for (const auto& path : rule.json_paths) {
+          if (auto value = Evaluate(live, path.path); value.has_value() && !value->is_null()) {
+            entry.status_feedback.push_back({path.name, ToFieldValue(*value)});
+          }
+        }
+      }
+    }
+    entry.conditions.push_back(MakeCondition("Applied", 0, work.applied_at,
+                                             "AppliedManifestComplete", "Apply manifest complete"));
+    entry.conditions.push_back(MakeCondition("Available", 0, work.applied_at, "ResourceAvailable",
+                                             "Resource is available"));
+    if (has_rules) {
+      entry.conditions.push_back(
+          MakeCondition("StatusFeedbackSynced", 0, work.applied_at, "StatusFeedbackSynced", ""));
+    }
+    status.resource_status.push_back(std::move(entry));
+  }
+  return status;
+}
+
+absl::StatusOr<Event> ClusterAgent::StatusEvent(Work& work, const ManifestBundleStatus& status,
+                                                std::string_view type) {
+  ASSIGN_OR_RETURN(std::string data, cloudevents::EncodeManifestBundleStatus(status));
+  ASSIGN_OR_RETURN(std::string hash, cloudevents::StatusHash(status));
+  Event event;
+  event.id = cloudevents::NewUuidV4();
+  event.source = agent_id_;
+  event.type = std::string(type);
+  event.data_content_type = std::string(cloudevents::kJsonContentType);
+  event.time = Now();
+  event.SetString(cloudevents::kExtClusterName, cluster_);
+  event.SetString(cloudevents::kExtOriginalSource, work.original_source);
+  event.SetString(cloudevents::kExtResourceId, work.id);
+  event.SetInteger(cloudevents::kExtResourceVersion, work.version);
+  event.SetString(cloudevents::kExtSequenceId, sequence_ids_.Next().ToString());
+  event.SetString(cloudevents::kExtStatusHash, hash);
+  event.SetString(cloudevents::kExtMetadata, work.metadata_json);
+  event.SetString(cloudevents::kExtLogTracing, "{}");
+  event.data = std::move(data);
+  work.last_hash = std::move(hash);
+  return event;
+}
+
+Event ClusterAgent::SpecResyncRequest() const {
+  cloudevents::ResourceVersionList list;
+  for (const auto& [id, work] : works_) {
+    list.resource_versions.push_back({id, work.version});
+  }
+  Event event;
+  event.id = cloudevents::NewUuidV4();
+  event.source = agent_id_;
+  event.type = std::string(cloudevents::kSpecResyncRequestType);
+  event.data_content_type = std::string(cloudevents::kJsonContentType);
+  event.time = Now();
+  event.SetString(cloudevents::kExtClusterName, cluster_);
+  event.SetString(cloudevents::kExtOriginalSource, "");
+  auto data = cloudevents::EncodeResourceVersionList(list);
+  // Resource IDs come from decoded (valid UTF-8) events, so encoding cannot fail.
+  event.data = data.ok() ? *std::move(data) : std::string(R"({"resourceVersions":[]})");
+  return event;
+}
+
+std::vector<Event> ClusterAgent::Tick(int* refreshes, int* transitions) {
+  std::vector<Event> out;
+  const SteadyTime mono_now = clock_.MonotonicNow();
+  const Timestamp now = Now();
+  auto emit = [&](Work& work) {
+    auto event = StatusEvent(work, BuildStatus(work), cloudevents::kStatusUpdateRequestType);
+    if (event.ok()) {
+      out.push_back(*std::move(event));
+    } else {
+      Logger().Warn("cannot build a status event",
+                    {{"cluster", cluster_},
+                     {"resource", work.id},
+                     {"error", std::string(event.status().message())}});
+    }
+  };
+
+  if (settings_.refresh_max.count() > 0) {
+    for (auto& [id, work] : works_) {
+      if (work.next_refresh > mono_now) {
+        continue;
+      }
+      for (auto& runtime : work.runtimes) {
+        runtime.reconciled_at = now;
+      }
+      work.next_refresh = NextRefreshFrom(mono_now);
+      emit(work);
+      if (refreshes != nullptr) {
+        ++*refreshes;
+      }
+    }
+  }
+
+  if (settings_.transitions_per_minute > 0.0) {
+    if (!next_transition_.has_value()) {
+      ScheduleNextTransition(mono_now);
+    }
+    // Bounded catch-up: after a long stall, skip ahead instead of emitting a burst.
+    for (int guard = 0; next_transition_.has_value() && *next_transition_ <= mono_now; ++guard) {
+      if (guard >= 1000) {
+        ScheduleNextTransition(mono_now);
+        break;
+      }
+      ScheduleNextTransition(*next_transition_);
+      // Pick a random Application across this cluster's works.
+      std::vector<std::pair<Work*, std::size_t>> apps;
+      for (auto& [id, work] : works_) {
+        for (std::size_t i = 0; i < work.bundle.manifests.size(); ++i) {
+          if (IsApplication(work.bundle.manifests[i])) {
+            apps.emplace_back(&work, i);
+          }
+        }
+      }
+      if (apps.empty()) {
+        continue;
+      }
+      std::uniform_int_distribution<std::size_t> pick(0, apps.size() - 1);
+      auto [work, index] = apps[pick(rng_)];
+      ApplicationRuntime& runtime = work->runtimes[index];
+      if (runtime.sync_status == kSyncSynced && runtime.health_status == kHealthHealthy) {
+        // Drift: out of sync (someone edited live state), a rollout, or a failing rollout.
+        std::uniform_int_distribution<int> kind(0, 2);
+        switch (kind(rng_)) {
+          case 0:
+            runtime.sync_status = std::string(kSyncOutOfSync);
+            break;
+          case 1:
+            runtime.health_status = std::string(kHealthProgressing);
+            break;
+          default:
+            runtime.health_status = std::string(kHealthDegraded);
+            break;
+        }
+      } else {
+        // Self-heal / rollout finished.
+        runtime.sync_status = std::string(kSyncSynced);
+        runtime.health_status = std::string(kHealthHealthy);
+      }
+      runtime.reconciled_at = now;
+      emit(*work);
+      if (transitions != nullptr) {
+        ++*transitions;
+      }
+    }
+  }
+  return out;
+}
+
+// --- Fleet ---------------------------------------------------------------------------------------
+
+std::string ClusterName(std::string_view prefix, int index) {
+  return absl::StrCat(std::string(prefix), index);
+}
+
+Fleet::Fleet(const FleetSettings& settings, const Clock& clock, FleetMetrics& metrics)
+    : clock_(clock), metrics_(metrics), sequence_ids_(clock) {
+  AgentSettings agent = settings.agent;
+  agent.transitions_per_minute =
+      settings.clusters > 0 ? settings.changes_per_minute / settings.clusters : 0.0;
+  std::mt19937_64 seeds(settings.seed);
+  for (int i = 1; i <= settings.clusters; ++i) {
+    std::string name = ClusterName(settings.cluster_prefix, i);
+    auto agent_state = std::make_unique<ClusterAgent>(name, agent, clock_, sequence_ids_, seeds());
+    agents_.emplace(std::move(name), std::move(agent_state));
+  }
+  UpdateGauges();
+}
+
+std::size_t Fleet::application_count() const { return work_total_; }
+
+ClusterAgent* Fleet::FindForTest(std::string_view cluster) {
+  auto it = agents_.find(cluster);
+  return it == agents_.end() ? nullptr : it->second.get();
+}
+
+void Fleet::UpdateGauges() {
+  metrics_.clusters.Set(static_cast<double>(agents_.size()));
+  metrics_.applications.Set(static_cast<double>(work_total_));
+}
+
+void Fleet::Count(Outcome outcome, const Event& event, std::size_t replies) {
+  std::string action = "unknown";
+  if (auto type = event.ParsedType(); type.ok()) {
+    action = std::string(cloudevents::ActionName(type->action));
+  }
+  switch (outcome) {
+    case Outcome::kApplied:
+      metrics_.SpecsReceived(action).Increment();
+      metrics_.StatusesSent("apply").Increment(static_cast<double>(replies));
+      break;
+    case Outcome::kDeleted:
+      metrics_.SpecsReceived(action).Increment();
+      metrics_.StatusesSent("delete").Increment(static_cast<double>(replies));
+      break;
+    case Outcome::kStale:
+      metrics_.SpecsReceived(action).Increment();
+      metrics_.Rejected("stale").Increment();
+      break;
+    case Outcome::kStatusResync:
+      metrics_.status_resyncs_answered.Increment();
+      metrics_.StatusesSent("resync").Increment(static_cast<double>(replies));
+      break;
+    case Outcome::kOtherCluster:
+      metrics_.Rejected("other_cluster").Increment();
+      break;
+    case Outcome::kIgnored:
+      metrics_.Rejected("unsupported").Increment();
+      break;
+  }
+}
+
+std::vector<Event> Fleet::Handle(std::string_view topic_cluster,
+                                 const absl::StatusOr<Event>& event) {
+  std::vector<Event> out;
+  if (!event.ok()) {
+    metrics_.Rejected("malformed").Increment();
+    Logger().Debug("dropped an undecodable event",
+                   {{"error", std::string(event.status().message())}});
+    return out;
+  }
+  std::string target(topic_cluster);
+  if (target.empty()) {
+    auto cluster = event->ClusterName();
+    if (!cluster.ok()) {
+      metrics_.Rejected("malformed").Increment();
+      return out;
+    }
+    target = *cluster;
+  }
+  std::vector<ClusterAgent*> recipients;
+  if (target.empty()) {
+    // `clustername` "" on a status resync request: every cluster answers (§1.4).
+    for (auto& [name, agent] : agents_) {
+      recipients.push_back(agent.get());
+    }
+  } else if (auto it = agents_.find(target); it != agents_.end()) {
+    recipients.push_back(it->second.get());
+  } else {
+    metrics_.Rejected("unknown_cluster").Increment();
+    return out;
+  }
+  for (ClusterAgent* agent : recipients) {
+    const std::size_t before = agent->work_count();
+    auto result = agent->Handle(*event);
+    work_total_ = work_total_ + agent->work_count() - before;
+    if (!result.ok()) {
+      metrics_.Rejected("malformed").Increment();
+      Logger().Debug("dropped a malformed event",
+                     {{"cluster", agent->cluster()},
+                      {"event_id", event->id},
+                      {"error", std::string(result.status().message())}});
+      continue;
+    }
+    Count(result->outcome, *event, result->replies.size());
+    for (Event& reply : result->replies) {
+      out.push_back(std::move(reply));
+    }
+  }
+  UpdateGauges();
+  return out;
+}
+
+std::vector<Event> Fleet::SpecResyncRequests() {
+  std::vector<Event> out;
+  out.reserve(agents_.size());
+  for (auto& [name, agent] : agents_) {
+    out.push_back(agent->SpecResyncRequest());
+  }
+  metrics_.spec_resyncs_sent.Increment(static_cast<double>(out.size()));
+  return out;
+}
+
+std::vector<Event> Fleet::Tick() {
+  std::vector<Event> out;
+  int refreshes = 0;
+  int transitions = 0;
+  for (auto& [name, agent] : agents_) {
+    for (Event& event : agent->Tick(&refreshes, &transitions)) {
+      out.push_back(std::move(event));
+    }
+  }
+  if (refreshes > 0) {
+    metrics_.StatusesSent("refresh").Increment(refreshes);
+  }
+  if (transitions > 0) {
+    metrics_.StatusesSent("transition").Increment(transitions);
+  }
+  return out;
+}
+
+}  // namespace mmi::fleet_sim

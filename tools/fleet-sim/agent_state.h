@@ -1,0 +1,191 @@
+// The agent side of the Maestro / OCM work protocol for simulated managed clusters
+// (../shared/spec/maestro-protocol.md §1, §2, §6.1-§6.6), as pure state machines: no network, no
+// threads, time from an injected Clock.
+//
+// `ClusterAgent` is one cluster's work agent: it stores the ManifestBundles it receives, answers
+// every applied spec with a `status.update_request` (Applied/Available conditions, per-manifest
+// resource status and the Argo CD Application `.status` as JsonRaw status feedback, `statushash`
+// as the Go agent computes it, a snowflake `sequenceid`), answers deletes with `Deleted=True`,
+// answers status resync requests with the statuses whose hash differs, builds the spec resync
+// request sent on (re)connect, and churns: each Application's `reconciledAt` is bumped every
+// refresh interval (jittered per Application) and sync/health transitions happen at a configured
+// rate, each producing a status update.
+//
+// `Fleet` routes received events to the right ClusterAgent (by the cluster segment of the topic
+// or the `clustername` extension; `""` on a status resync request = every cluster), counts
+// everything in FleetMetrics and never fails: malformed or foreign events are counted and
+// dropped, the way a Go agent logs and drops them.
+//
+// Thread-compatible: one owner thread (the simulator loop) calls everything.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "libs/cloudevents/codec_options.h"
+#include "libs/cloudevents/event.h"
+#include "libs/cloudevents/manifest_bundle.h"
+#include "libs/cloudevents/sequence_id.h"
+#include "libs/common/clock.h"
+#include "tools/fleet-sim/application_status.h"
+#include "tools/fleet-sim/fleet_metrics.h"
+
+namespace mmi::fleet_sim {
+
+// The work label that remembers which source owns a work (§6.7).
+inline constexpr std::string_view kOriginalSourceLabel =
+    "cloudevents.open-cluster-management.io/originalsource";
+
+struct AgentSettings {
+  // Each Application's `reconciledAt` is bumped after a delay drawn uniformly from
+  // [refresh_min, refresh_max] (Argo CD's default 180 s resync with jitter). refresh_max = 0
+  // turns refresh churn off.
+  std::chrono::seconds refresh_min{120};
+  std::chrono::seconds refresh_max{180};
+  // Sync/health transitions per minute for this one cluster (a Poisson process over its
+  // Applications). 0 = none.
+  double transitions_per_minute = 0.0;
+  // The agent's bundle limit (§6.3 step 4): total manifest bytes per work.
+  std::size_t max_bundle_bytes = std::size_t{500} * 1024;
+  cloudevents::CodecLimits limits;
+};
+
+// What handling one received event amounted to (for metrics and tests).
+enum class Outcome {
+  kApplied,       // spec create/update/resync_response applied; a status follows
+  kDeleted,       // spec delete; a Deleted status follows
+  kStale,         // spec with a resourceversion lower than the one held: ignored (§6.1)
+  kStatusResync,  // status resync request answered (possibly with nothing)
+  kOtherCluster,  // `clustername` is not this cluster: ignored
+  kIgnored,       // an event an agent does not act on (e.g. delete of an unknown work)
+};
+
+struct HandleResult {
+  Outcome outcome = Outcome::kIgnored;
+  std::vector<cloudevents::Event> replies;  // events to publish, in order
+};
+
+class ClusterAgent {
+ public:
+  // `clock` and `sequence_ids` are borrowed and must outlive the agent. `seed` makes churn
+  // reproducible.
+  ClusterAgent(std::string cluster, AgentSettings settings, const Clock& clock,
+               cloudevents::SequenceIdGenerator& sequence_ids, std::uint64_t seed);
+
+  const std::string& cluster() const { return cluster_; }
+  // The CloudEvent `source` of this agent's events: `<cluster>-work-agent`.
+  const std::string& agent_id() const { return agent_id_; }
+
+  // Handles one event from a source. kInvalidArgument when it is malformed (missing or bad
+  // extensions, undecodable or invalid bundle, bad resync payload); the agent's state is then
+  // unchanged.
+  absl::StatusOr<HandleResult> Handle(const cloudevents::Event& event);
+
+  // The `spec.resync_request` sent on every (re)connect (§6.5): every held work's ID and
+  // version, `originalsource` "" (all sources).
+  cloudevents::Event SpecResyncRequest() const;
+
+  // Status updates for the churn due at the clock's current time (refreshes, transitions).
+  // `refreshes` / `transitions` count what happened.
+  std::vector<cloudevents::Event> Tick(int* refreshes = nullptr, int* transitions = nullptr);
+
+  std::size_t work_count() const { return works_.size(); }
+  std::size_t application_count() const;
+  // The statushash last sent for `resource_id`, if the work is held.
+  std::optional<std::string> LastStatusHashForTest(std::string_view resource_id) const;
+  // When the next refresh of `resource_id` is due (monotonic), if the work is held.
+  std::optional<std::chrono::steady_clock::time_point> NextRefreshForTest(
+      std::string_view resource_id) const;
+
+ private:
+  struct Work {
+    std::string id;
+    std::int32_t version = 0;
+    std::string original_source;
+    cloudevents::ManifestBundle bundle;
+    std::string metadata_json;  // agent-side ManifestWork ObjectMeta, as sent on status events
+    cloudevents::Timestamp applied_at{};
+    std::vector<ApplicationRuntime> runtimes;  // one per manifest
+    std::string last_hash;
+    std::chrono::steady_clock::time_point next_refresh{};
+  };
+
+  absl::StatusOr<HandleResult> Apply(const cloudevents::Event& event);
+  absl::StatusOr<HandleResult> Delete(const cloudevents::Event& event, bool from_resync);
+  absl::StatusOr<HandleResult> AnswerStatusResync(const cloudevents::Event& event);
+
+  cloudevents::ManifestBundleStatus BuildStatus(const Work& work) const;
+  // A status event for `work` carrying `status`; remembers its hash in the work.
+  absl::StatusOr<cloudevents::Event> StatusEvent(Work& work,
+                                                 const cloudevents::ManifestBundleStatus& status,
+                                                 std::string_view type);
+  cloudevents::Timestamp Now() const;
+  std::chrono::steady_clock::time_point NextRefreshFrom(std::chrono::steady_clock::time_point t);
+  void ScheduleNextTransition(std::chrono::steady_clock::time_point from);
+
+  const std::string cluster_;
+  const std::string agent_id_;
+  const AgentSettings settings_;
+  const Clock& clock_;
+  cloudevents::SequenceIdGenerator& sequence_ids_;
+  std::mt19937_64 rng_;
+  std::map<std::string, Work, std::less<>> works_;  // by resource ID; ordered for determinism
+  std::optional<std::chrono::steady_clock::time_point> next_transition_;
+};
+
+struct FleetSettings {
+  // Clusters are named `<cluster_prefix><i>` for i in [1, clusters].
+  std::string cluster_prefix = "cluster";
+  int clusters = 1;
+  // Sync/health transitions per minute across the whole fleet (spread evenly over clusters).
+  double changes_per_minute = 0.0;
+  AgentSettings agent;  // agent.transitions_per_minute is derived from changes_per_minute
+  std::uint64_t seed = 1;
+};
+
+// The cluster name for index i (1-based): `<prefix><i>`.
+std::string ClusterName(std::string_view prefix, int index);
+
+class Fleet {
+ public:
+  // `clock` and `metrics` are borrowed and must outlive the fleet.
+  Fleet(const FleetSettings& settings, const Clock& clock, FleetMetrics& metrics);
+
+  // Handles one received event. `topic_cluster` is the cluster segment of the topic it arrived
+  // on ("" when the transport has none, e.g. Kafka or a broadcast topic); `event` is the decode
+  // result. Returns the events to publish. Never fails: problems are counted.
+  std::vector<cloudevents::Event> Handle(std::string_view topic_cluster,
+                                         const absl::StatusOr<cloudevents::Event>& event);
+
+  // One spec resync request per cluster (after a (re)connect).
+  std::vector<cloudevents::Event> SpecResyncRequests();
+
+  // Churn due now, across all clusters.
+  std::vector<cloudevents::Event> Tick();
+
+  std::size_t cluster_count() const { return agents_.size(); }
+  // Works held across the fleet. O(1).
+  std::size_t application_count() const;
+  // nullptr when the cluster is not simulated.
+  ClusterAgent* FindForTest(std::string_view cluster);
+
+ private:
+  void Count(Outcome outcome, const cloudevents::Event& event, std::size_t replies);
+  void UpdateGauges();
+
+  const Clock& clock_;
+  FleetMetrics& metrics_;
+  cloudevents::SequenceIdGenerator sequence_ids_;
+  std::map<std::string, std::unique_ptr<ClusterAgent>, std::less<>> agents_;
+  std::size_t work_total_ = 0;  // sum of the agents' work counts, kept incrementally
+};
+
+}  // namespace mmi::fleet_sim

@@ -1,0 +1,155 @@
+#include "tools/fleet-sim/application_status.h"
+
+#include <chrono>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "libs/cloudevents/status_hash.h"
+
+namespace mmi::fleet_sim {
+namespace {
+
+using nlohmann::json;
+
+// The member `key` of `value` when `value` is an object holding it, else nullptr. Never throws.
+const json* Child(const json& value, std::string_view key) {
+  if (!value.is_object()) {
+    return nullptr;
+  }
+  auto it = value.find(key);
+  return it == value.end() ? nullptr : &*it;
+}
+
+std::string StringAt(const json& value, std::string_view key, std::string_view fallback = "") {
+  const json* child = Child(value, key);
+  if (child == nullptr || !child->is_string()) {
+    return std::string(fallback);
+  }
+  return child->get<std::string>();
+}
+
+// Kubernetes times have seconds precision.
+std::string KubeTime(cloudevents::Timestamp time) {
+  return cloudevents::FormatTimestamp(std::chrono::floor<std::chrono::seconds>(time));
+}
+
+// The Application's (first) source: `spec.source`, else `spec.sources[0]`, else {}.
+json SourceOf(const json& spec) {
+  if (const json* source = Child(spec, "source"); source != nullptr && source->is_object()) {
+    return *source;
+  }
+  if (const json* sources = Child(spec, "sources"); sources != nullptr && sources->is_array() &&
+                                                    !sources->empty() &&
+                                                    sources->front().is_object()) {
+    return sources->front();
+  }
+  return json::object();
+}
+
+json ResourceEntry(std::string_view group, std::string_view kind, const std::string& name,
+                   const std::string& ns, const ApplicationRuntime& runtime, bool primary) {
+  json entry = json::object();
+  if (!group.empty()) {
+    entry["group"] = group;
+  }
+  entry["kind"] = kind;
+  entry["name"] = name;
+  entry["namespace"] = ns;
+  entry["version"] = "v1";
+  // The primary workload carries the Application's drift and health; the Service stays fine.
+  entry["status"] = primary ? runtime.sync_status : std::string(kSyncSynced);
+  json health = {{"status", primary ? runtime.health_status : std::string(kHealthHealthy)}};
+  if (primary && runtime.health_status == kHealthProgressing) {
+    health["message"] =
+        absl::StrCat("Waiting for rollout to finish: 1 of 2 updated replicas are available...");
+  } else if (primary && runtime.health_status == kHealthDegraded) {
+    health["message"] = absl::StrCat("Deployment \"", name, "\" exceeded its progress deadline");
+  }
+  entry["health"] = std::move(health);
+  return entry;
+}
+
+}  // namespace
+
+std::string SimulatedRevision(const json& manifest) {
+  const json* spec = Child(manifest, "spec");
+  const json source = SourceOf(spec != nullptr ? *spec : json::object());
+  const std::string seed =
+      absl::StrCat(StringAt(source, "repoURL"), "@", StringAt(source, "targetRevision", "HEAD"),
+                   ":", StringAt(source, "path"), StringAt(source, "chart"));
+  return cloudevents::Sha256Hex(seed).substr(0, 40);
+}
+
+json ApplicationStatus(const json& manifest, const ApplicationRuntime& runtime) {
+  static const json kEmpty = json::object();
+  const json* meta_ptr = Child(manifest, "metadata");
+  const json* spec_ptr = Child(manifest, "spec");
+  const json& meta = meta_ptr != nullptr ? *meta_ptr : kEmpty;
+  const json& spec = spec_ptr != nullptr ? *spec_ptr : kEmpty;
+  const std::string app_name = StringAt(meta, "name", "app");
+  const std::string app_namespace = StringAt(meta, "namespace", "openshift-gitops");
+  const json* destination_ptr = Child(spec, "destination");
+  const json& destination = destination_ptr != nullptr ? *destination_ptr : kEmpty;
+  const std::string dest_namespace = StringAt(destination, "namespace", app_namespace);
+  const std::string dest_server = StringAt(destination, "server", "https://kubernetes.default.svc");
+  const json source = SourceOf(spec);
+  const std::string revision = SimulatedRevision(manifest);
+
+  json status = json::object();
+  status["controllerNamespace"] = app_namespace;
+  json health = {{"status", runtime.health_status}};
+  status["health"] = std::move(health);
+  status["reconciledAt"] = KubeTime(runtime.reconciled_at);
+  status["resources"] = json::array({
+      ResourceEntry("apps", "Deployment", app_name, dest_namespace, runtime, /*primary=*/true),
+      ResourceEntry("", "Service", app_name, dest_namespace, runtime, /*primary=*/false),
+  });
+  status["sourceType"] = Child(source, "chart") != nullptr ? "Helm" : "Directory";
+  status["summary"] = {{"images", json::array({absl::StrCat("quay.io/fleet-sim/", app_name, ":",
+                                                            revision.substr(0, 7))})}};
+  json compared_to = {{"destination", {{"namespace", dest_namespace}, {"server", dest_server}}},
+                      {"source", source}};
+  status["sync"] = {{"comparedTo", std::move(compared_to)},
+                    {"revision", revision},
+                    {"status", runtime.sync_status}};
+
+  if (runtime.last_operation.has_value()) {
+    const std::string started = KubeTime(runtime.operation_started_at);
+    json sync_resources = json::array();
+    for (const json& resource : status["resources"]) {
+      json result = {{"kind", resource["kind"]},
+                     {"name", resource["name"]},
+                     {"namespace", resource["namespace"]},
+                     {"version", resource["version"]},
+                     {"status", "Synced"},
+                     {"hookPhase", "Running"},
+                     {"syncPhase", "Sync"},
+                     {"message", absl::StrCat(resource["kind"].get<std::string>() == "Service"
+                                                  ? "service/"
+                                                  : "deployment.apps/",
+                                              app_name, " configured")}};
+      if (resource.contains("group")) {
+        result["group"] = resource["group"];
+      } else {
+        result["group"] = "";
+      }
+      sync_resources.push_back(std::move(result));
+    }
+    status["operationState"] = {
+        {"operation", *runtime.last_operation},
+        {"phase", "Succeeded"},
+        {"message", "successfully synced (all tasks run)"},
+        {"startedAt", started},
+        {"finishedAt", started},
+        {"syncResult",
+         {{"revision", revision}, {"source", source}, {"resources", std::move(sync_resources)}}}};
+    status["history"] = json::array({{{"id", 0},
+                                      {"revision", revision},
+                                      {"source", source},
+                                      {"deployStartedAt", started},
+                                      {"deployedAt", started}}});
+  }
+  return status;
+}
+
+}  // namespace mmi::fleet_sim

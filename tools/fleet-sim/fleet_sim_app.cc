@@ -1,0 +1,215 @@
+#include "tools/fleet-sim/fleet_sim_app.h"
+
+#include <signal.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <iostream>
+#include <memory>
+#include <utility>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "libs/common/clock.h"
+#include "libs/common/log.h"
+#include "libs/metrics/admin_server.h"
+#include "prometheus/registry.h"
+#include "tools/fleet-sim/fleet_metrics.h"
+#ifdef MMI_FLEET_SIM_WITH_KAFKA
+#include "tools/fleet-sim/kafka_agent_transport.h"
+#endif
+
+namespace mmi::fleet_sim {
+namespace {
+
+const log::Logger& Logger() {
+  static const log::Logger* const logger = new log::Logger("fleet_sim");
+  return *logger;
+}
+
+absl::StatusOr<std::unique_ptr<AgentTransport>> MakeTransport(const AppSettings& s) {
+  if (s.transport == "mqtt") {
+    MqttAgentSettings mqtt;
+    mqtt.broker_host = s.broker;
+    mqtt.source_id = s.source_id;
+    mqtt.client_id = s.client_id;
+    mqtt.username = s.mqtt_username;
+    mqtt.password = s.mqtt_password;
+    mqtt.tls = !s.mqtt_ca_file.empty() || !s.mqtt_cert_file.empty();
+    mqtt.ca_file = s.mqtt_ca_file;
+    mqtt.client_cert_file = s.mqtt_cert_file;
+    mqtt.client_key_file = s.mqtt_key_file;
+    if (absl::Status status = ValidateMqttAgentSettings(mqtt); !status.ok()) {
+      return status;
+    }
+    return std::make_unique<MqttAgentTransport>(std::move(mqtt));
+  }
+#ifdef MMI_FLEET_SIM_WITH_KAFKA
+  if (s.transport == "kafka") {
+    KafkaAgentSettings kafka;
+    kafka.bootstrap_servers = s.broker;
+    kafka.group_id = s.client_id;
+    if (absl::Status status = ValidateKafkaAgentSettings(kafka); !status.ok()) {
+      return status;
+    }
+    return std::make_unique<KafkaAgentTransport>(std::move(kafka));
+  }
+#endif
+  return absl::InvalidArgumentError(
+      absl::StrCat("--transport: must be mqtt or kafka (if built), got \"", s.transport, "\""));
+}
+
+}  // namespace
+
+absl::StatusOr<AppSettings> ParseFlags(int argc, char** argv) {
+  AppSettings s;
+  FleetSettings& fleet = s.simulator.fleet;
+  fleet.clusters = 10;
+  int refresh_min = 120;
+  int refresh_max = 180;
+  int duration = 0;
+  int tick_ms = 1000;
+  CLI::App cli{"fleet-sim: N managed clusters' Maestro work agents (agent side of the protocol)"};
+  cli.add_option("--transport", s.transport, "mqtt|kafka")->capture_default_str();
+  cli.add_option("--broker", s.broker, "broker host:port (Kafka: bootstrap servers)")->required();
+  cli.add_option("--source-id", s.source_id, "source id whose topics the agents use")
+      ->capture_default_str();
+  cli.add_option("--client-id", s.client_id, "MQTT client id / Kafka group id (default random)");
+  cli.add_option("--mqtt-username", s.mqtt_username, "MQTT user name");
+  cli.add_option("--mqtt-password", s.mqtt_password,
+                 "MQTT password (prefer env FLEET_SIM_MQTT_PASSWORD)");
+  cli.add_option("--mqtt-ca-file", s.mqtt_ca_file, "PEM CA bundle; enables TLS");
+  cli.add_option("--mqtt-cert-file", s.mqtt_cert_file, "PEM client certificate (mTLS)");
+  cli.add_option("--mqtt-key-file", s.mqtt_key_file, "PEM client key (mTLS)");
+  cli.add_option("--clusters", fleet.clusters, "number of simulated clusters")
+      ->capture_default_str();
+  cli.add_option("--cluster-prefix", fleet.cluster_prefix, "cluster names are <prefix><i>")
+      ->capture_default_str();
+  cli.add_option("--refresh-min", refresh_min, "min seconds between reconciledAt bumps")
+      ->capture_default_str();
+  cli.add_option("--refresh-max", refresh_max, "max seconds between reconciledAt bumps; 0 = off")
+      ->capture_default_str();
+  cli.add_option("--changes-per-minute", fleet.changes_per_minute,
+                 "sync/health transitions per minute across the fleet")
+      ->capture_default_str();
+  cli.add_option("--seed", fleet.seed, "churn random seed")->capture_default_str();
+  cli.add_option("--tick-ms", tick_ms, "churn tick in milliseconds")->capture_default_str();
+  cli.add_option("--metrics-listen", s.metrics_listen, "host:port of /metrics; empty = off")
+      ->capture_default_str();
+  cli.add_option("--duration", duration, "seconds to run; 0 = until SIGINT/SIGTERM")
+      ->capture_default_str();
+  cli.add_option("--log-level", s.log_level, "debug|info|warn|error")->capture_default_str();
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    return absl::CancelledError(cli.help());
+  } catch (const CLI::ParseError& e) {
+    return absl::InvalidArgumentError(absl::StrCat("flags: ", e.what()));
+  }
+  if (s.mqtt_password.empty()) {
+    if (const char* env = std::getenv("FLEET_SIM_MQTT_PASSWORD"); env != nullptr) {
+      s.mqtt_password = env;
+    }
+  }
+  if (fleet.clusters < 1) {
+    return absl::InvalidArgumentError("--clusters: must be at least 1");
+  }
+  if (refresh_min < 1 || (refresh_max != 0 && refresh_max < refresh_min)) {
+    return absl::InvalidArgumentError(
+        "--refresh-min/--refresh-max: need 1 <= refresh-min <= refresh-max (or refresh-max 0)");
+  }
+  if (fleet.changes_per_minute < 0) {
+    return absl::InvalidArgumentError("--changes-per-minute: must not be negative");
+  }
+  if (duration < 0 || tick_ms < 10) {
+    return absl::InvalidArgumentError("--duration >= 0 and --tick-ms >= 10 required");
+  }
+  fleet.agent.refresh_min = std::chrono::seconds(refresh_min);
+  fleet.agent.refresh_max = std::chrono::seconds(refresh_max);
+  s.duration = std::chrono::seconds(duration);
+  s.simulator.tick = std::chrono::milliseconds(tick_ms);
+  return s;
+}
+
+int FleetSimMain(int argc, char** argv) {
+  log::SetServiceName("fleet-sim");
+  auto settings = ParseFlags(argc, argv);
+  if (absl::IsCancelled(settings.status())) {
+    std::cout << settings.status().message();
+    return 0;
+  }
+  if (!settings.ok()) {
+    Logger().Error("invalid flags", {{"error", std::string(settings.status().message())}});
+    return 2;
+  }
+  if (auto level = log::ParseLevel(settings->log_level); level.ok()) {
+    log::SetMinLevel(*level);
+  } else {
+    Logger().Error("invalid flags", {{"error", "--log-level: debug|info|warn|error"}});
+    return 2;
+  }
+  auto transport = MakeTransport(*settings);
+  if (!transport.ok()) {
+    Logger().Error("invalid flags", {{"error", std::string(transport.status().message())}});
+    return 2;
+  }
+
+  // Signals are taken synchronously by this thread (blocked before any other thread starts).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  // Shared with AdminServer, which takes a shared_ptr to the registry it serves.
+  auto registry = std::make_shared<prometheus::Registry>();
+  FleetMetrics metrics(*registry);
+  Clock& clock = RealClock::Instance();
+  FleetSimulator simulator(settings->simulator, **transport, clock, metrics);
+
+  std::unique_ptr<metrics::AdminServer> admin;
+  if (!settings->metrics_listen.empty()) {
+    admin = std::make_unique<metrics::AdminServer>(
+        metrics::AdminServerSettings{settings->metrics_listen, 2}, registry);
+    admin->AddReadinessCheck("broker", [&simulator]() {
+      return simulator.connected() ? absl::OkStatus()
+                                   : absl::UnavailableError("not connected to the broker");
+    });
+    if (absl::Status status = admin->Start(); !status.ok()) {
+      Logger().Error("cannot start the admin server", {{"error", std::string(status.message())}});
+      return 1;
+    }
+  }
+  Logger().Info("starting", {{"transport", settings->transport},
+                             {"broker", settings->broker},
+                             {"source_id", settings->source_id},
+                             {"clusters", settings->simulator.fleet.clusters},
+                             {"cluster_prefix", settings->simulator.fleet.cluster_prefix},
+                             {"changes_per_minute", settings->simulator.fleet.changes_per_minute}});
+  if (absl::Status status = simulator.Start(); !status.ok()) {
+    Logger().Error("cannot start", {{"error", std::string(status.message())}});
+    return 1;
+  }
+
+  const auto deadline = std::chrono::steady_clock::now() + settings->duration;
+  while (true) {
+    timespec timeout{1, 0};
+    const int signal = sigtimedwait(&signals, nullptr, &timeout);
+    if (signal == SIGINT || signal == SIGTERM) {
+      Logger().Info("signal received; stopping", {{"signal", signal}});
+      break;
+    }
+    if (settings->duration.count() > 0 && std::chrono::steady_clock::now() >= deadline) {
+      Logger().Info("duration elapsed; stopping");
+      break;
+    }
+  }
+  simulator.Stop();
+  if (admin != nullptr) {
+    admin->Stop();
+  }
+  Logger().Info("stopped", {{"applications", static_cast<int64_t>(simulator.application_count())}});
+  return 0;
+}
+
+}  // namespace mmi::fleet_sim

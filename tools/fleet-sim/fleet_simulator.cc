@@ -1,0 +1,121 @@
+#include "tools/fleet-sim/fleet_simulator.h"
+
+#include <pthread.h>
+
+#include <utility>
+
+#include "absl/time/time.h"
+#include "libs/common/log.h"
+
+namespace mmi::fleet_sim {
+namespace {
+
+const log::Logger& Logger() {
+  static const log::Logger* const logger = new log::Logger("fleet_sim.loop");
+  return *logger;
+}
+
+}  // namespace
+
+FleetSimulator::FleetSimulator(SimulatorSettings settings, AgentTransport& transport,
+                               const Clock& clock, FleetMetrics& metrics)
+    : settings_(std::move(settings)),
+      transport_(transport),
+      clock_(clock),
+      metrics_(metrics),
+      fleet_(settings_.fleet, clock, metrics) {
+  applications_ = fleet_.application_count();
+}
+
+FleetSimulator::~FleetSimulator() { Stop(); }
+
+absl::Status FleetSimulator::Start() {
+  started_ = true;
+  thread_ = std::thread([this] { Loop(); });
+  absl::Status status =
+      transport_.Start([this](ReceivedEvent received) { Enqueue(std::move(received)); },
+                       [this](bool reconnect) { Enqueue(Subscribed{reconnect}); });
+  if (!status.ok()) {
+    Stop();
+  }
+  return status;
+}
+
+void FleetSimulator::Stop() {
+  transport_.Stop();  // no more intake
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) {
+      return;
+    }
+    stopping_ = true;
+  }
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+void FleetSimulator::Enqueue(Item item) {
+  absl::MutexLock lock(&mu_);
+  // (Re)subscription cues are never dropped: they are rare and drive recovery.
+  if (std::holds_alternative<ReceivedEvent>(item) && intake_.size() >= settings_.max_intake) {
+    metrics_.intake_dropped.Increment();
+    return;
+  }
+  intake_.push_back(std::move(item));
+  metrics_.intake_queue_depth.Set(static_cast<double>(intake_.size()));
+}
+
+void FleetSimulator::PublishAll(std::vector<cloudevents::Event> events) {
+  for (cloudevents::Event& event : events) {
+    transport_.Publish(std::move(event), [this](absl::Status status) {
+      if (!status.ok()) {
+        metrics_.publish_failures.Increment();
+      }
+    });
+  }
+}
+
+void FleetSimulator::Loop() {
+  pthread_setname_np(pthread_self(), "fleet-loop");
+  auto next_tick = clock_.MonotonicNow() + settings_.tick;
+  while (true) {
+    std::deque<Item> batch;
+    {
+      absl::MutexLock lock(&mu_);
+      const auto wait =
+          std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - clock_.MonotonicNow());
+      mu_.AwaitWithTimeout(absl::Condition(
+                               +[](FleetSimulator* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+                                 return self->stopping_ || !self->intake_.empty();
+                               },
+                               this),
+                           absl::FromChrono(std::max(wait, std::chrono::milliseconds(0))));
+      if (stopping_) {
+        return;
+      }
+      batch.swap(intake_);
+      metrics_.intake_queue_depth.Set(0);
+      metrics_.connected.Set(transport_.connected() ? 1 : 0);
+    }
+    for (Item& item : batch) {
+      if (auto* received = std::get_if<ReceivedEvent>(&item)) {
+        PublishAll(fleet_.Handle(received->topic_cluster, received->event));
+      } else {
+        const bool reconnect = std::get<Subscribed>(item).reconnect;
+        Logger().Info(
+            "subscribed; sending spec resync requests",
+            {{"clusters", static_cast<int64_t>(fleet_.cluster_count())}, {"reconnect", reconnect}});
+        PublishAll(fleet_.SpecResyncRequests());
+        ++resync_rounds_;
+      }
+    }
+    if (clock_.MonotonicNow() >= next_tick) {
+      PublishAll(fleet_.Tick());
+      next_tick = clock_.MonotonicNow() + settings_.tick;
+    }
+    applications_ = fleet_.application_count();
+  }
+}
+
+}  // namespace mmi::fleet_sim
