@@ -1,28 +1,20 @@
 #include "services/dispatcher/dispatcher_app.h"
 
-#include <pthread.h>
-#include <signal.h>
-#include <unistd.h>
-
-#include <cstdio>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "libs/common/config.h"
 #include "libs/common/log.h"
-#include "libs/kube/http_kube_client.h"
 #include "libs/kube/informer.h"
-#include "libs/kube/leader_elector.h"
-#include "libs/kube/rest_config.h"
-#include "libs/kube/sleeper.h"
 #include "libs/metrics/admin_server.h"
 #include "libs/metrics/build_info.h"
+#include "libs/service/admin.h"
+#include "libs/service/hub.h"
+#include "libs/service/run.h"
+#include "libs/service/schema.h"
 #include "libs/store/postgres/connection_pool.h"
 #include "libs/store/postgres/dispatch_store.h"
-#include "libs/store/postgres/migrator.h"
 #include "libs/transport/factory.h"
-#include "migrations/embedded_migrations.h"
 #include "prometheus/registry.h"
 #include "services/dispatcher/deletion.h"
 #include "services/dispatcher/gitops_cluster_controller.h"
@@ -42,21 +34,13 @@ const log::Logger& Log() {
   return logger;
 }
 
-absl::StatusOr<kube::RestConfig> HubRestConfig(const KubeSettings& k) {
-  if (!k.kubeconfig.empty()) {
-    return kube::LoadKubeconfigFiles({k.kubeconfig}, k.context);
-  }
-  return kube::LoadInClusterConfig(kube::InClusterPaths{}, k.in_cluster_host, k.in_cluster_port);
-}
-
 }  // namespace
 
 // Declared in construction order: members are destroyed in reverse, after Stop().
 struct DispatcherApp::Components {
   // Shared with AdminServer, which takes a shared_ptr to the registry it serves.
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
-  std::unique_ptr<kube::HttpKubeClient> hub;
-  std::unique_ptr<kube::HttpKubeClient> lease_client;
+  service::HubConnection hub;
   std::unique_ptr<store::postgres::ConnectionPool> pool;
   std::unique_ptr<store::postgres::PostgresDispatchStore> pg_store;
   std::unique_ptr<DispatcherMetrics> metrics;
@@ -75,7 +59,7 @@ struct DispatcherApp::Components {
   std::unique_ptr<DeletionListener> deletion;
   std::unique_ptr<SpecResyncResponder> resync;
   std::unique_ptr<GitOpsClusterController> gitops;
-  std::unique_ptr<kube::LeaderElector> elector;
+  std::unique_ptr<service::LeaderCampaign> leader;
   std::unique_ptr<metrics::AdminServer> admin;
   std::atomic<int64_t> loop_heartbeat_ns{0};
   std::atomic<bool> leading_started{false};
@@ -92,33 +76,17 @@ absl::Status DispatcherApp::Start() {
   metrics::RegisterBuildInfo(*c.registry, "dispatcher");
   Log().Info("starting", {{"version", metrics::Version()}, {"config", SettingsSummary(settings_)}});
 
-  // Hub API: one client for everything, and one with a short timeout for the Lease.
-  auto rest = HubRestConfig(settings_.kube);
-  if (!rest.ok()) {
-    return absl::Status(rest.status().code(),
-                        absl::StrCat("kube config: ", rest.status().message()));
-  }
-  rest->user_agent = absl::StrCat("mmi-dispatcher/", metrics::Version());
-  kube::HttpKubeClientSettings hub_settings;
-  hub_settings.rest = *rest;
-  hub_settings.rate_limit = {settings_.kube.qps, settings_.kube.burst};
-  auto hub = kube::HttpKubeClient::Create(hub_settings, clock, kube::RealSleeper::Instance(),
-                                          c.registry.get());
+  // Hub API: one client for everything (the Lease has its own, see below).
+  auto hub = service::ConnectHub(settings_.kube, "dispatcher", clock, c.registry.get());
   if (!hub.ok()) {
     return hub.status();
   }
   c.hub = *std::move(hub);
+  kube::HttpKubeClient& hub_client = *c.hub.client;
 
   // PostgreSQL: schema first, then the pool.
-  if (settings_.store.migrate) {
-    auto migrated =
-        store::postgres::ApplyMigrations({.dsn = settings_.store.dsn}, migrations::All());
-    if (!migrated.ok()) {
-      return absl::Status(migrated.status().code(),
-                          absl::StrCat("migrations: ", migrated.status().message()));
-    }
-    Log().Info("schema ready", {{"version", migrated->current_version},
-                                {"applied", static_cast<int64_t>(migrated->applied.size())}});
+  if (absl::Status s = service::ApplySchema(settings_.store); !s.ok()) {
+    return s;
   }
   c.pool = std::make_unique<store::postgres::ConnectionPool>(
       store::postgres::ConnectionPoolSettings{settings_.store.dsn, settings_.store.pool_size});
@@ -154,25 +122,26 @@ absl::Status DispatcherApp::Start() {
   cluster_settings.resource = ManagedClustersRef();
   cluster_settings.transform = kube::DropFields({"/status", "/spec", "/metadata/managedFields"});
   c.cluster_informer =
-      std::make_unique<kube::Informer>(*c.hub, clock, cluster_settings, c.registry.get());
+      std::make_unique<kube::Informer>(hub_client, clock, cluster_settings, c.registry.get());
   kube::InformerSettings app_settings;
   app_settings.resource = ApplicationsRef(settings_.watch_namespace);
   app_settings.label_selector = kPullLabel;
   app_settings.transform = ApplicationTransform();
   app_settings.compact_storage = settings_.compact_informer_storage;
-  c.app_informer = std::make_unique<kube::Informer>(*c.hub, clock, app_settings, c.registry.get());
+  c.app_informer =
+      std::make_unique<kube::Informer>(hub_client, clock, app_settings, c.registry.get());
   c.lister = std::make_unique<InformerLister>(*c.app_informer);
-  c.reconciler =
-      std::make_unique<Reconciler>(ReconcilerDeps{*c.loop, *c.workers, *c.store, *c.hub, *c.lister,
-                                                  *c.clusters, *c.outbox, *c.metrics, clock},
-                                   settings_.reconciler);
+  c.reconciler = std::make_unique<Reconciler>(
+      ReconcilerDeps{*c.loop, *c.workers, *c.store, hub_client, *c.lister, *c.clusters, *c.outbox,
+                     *c.metrics, clock},
+      settings_.reconciler);
   c.clusters->SetOnAdded(
       [r = c.reconciler.get()](const std::string& cluster) { r->OnClusterAdded(cluster); });
   c.app_handler = std::make_unique<AppEventHandler>(*c.reconciler);
   c.cluster_informer->AddHandler(*c.clusters);
   c.app_informer->AddHandler(*c.app_handler);
   c.deletion = std::make_unique<DeletionListener>(
-      DeletionListenerSettings{.dsn = settings_.store.dsn},
+      DeletionListenerSettings{.dsn = settings_.store.dsn}, *c.store,
       [r = c.reconciler.get()](const std::string& id) { r->OnDeletionConfirmed(id); });
   if (c.subscriber) {
     c.resync =
@@ -180,37 +149,23 @@ absl::Status DispatcherApp::Start() {
                                               *c.store, *c.publisher, clock, *c.metrics);
   }
   if (settings_.gitops_cluster_enabled) {
-    c.gitops = std::make_unique<GitOpsClusterController>(*c.hub, clock, settings_.gitops_cluster,
-                                                         *c.registry);
+    c.gitops = std::make_unique<GitOpsClusterController>(hub_client, clock,
+                                                         settings_.gitops_cluster, *c.registry);
   }
-  if (settings_.leader.enabled) {
-    kube::HttpKubeClientSettings lease_settings = hub_settings;
-    lease_settings.request_timeout = settings_.leader.retry_period;
-    lease_settings.retry.max_retries = 0;
-    auto lease_client =
-        kube::HttpKubeClient::Create(lease_settings, clock, kube::RealSleeper::Instance(), nullptr);
-    if (!lease_client.ok()) {
-      return lease_client.status();
-    }
-    c.lease_client = *std::move(lease_client);
-    c.elector = std::make_unique<kube::LeaderElector>(
-        *c.lease_client, clock,
-        kube::LeaderElectionSettings{settings_.leader.lease_namespace, settings_.leader.lease_name,
-                                     settings_.leader.identity, settings_.leader.lease_duration,
-                                     settings_.leader.renew_deadline, settings_.leader.retry_period,
-                                     true},
-        kube::LeaderCallbacks{.on_started_leading = [this] { StartLeading(); },
-                              .on_stopped_leading = [this] { OnLostLeadership(); },
-                              .on_new_leader =
-                                  [](const std::string& holder) {
-                                    Log().Info("leader observed", {{"holder", holder}});
-                                  }});
+  // Leadership (a Lease unless disabled): only the leader loads state and dispatches.
+  auto leader = service::LeaderCampaign::Create(
+      c.hub.settings, settings_.leader, clock, *c.registry,
+      kube::LeaderCallbacks{.on_started_leading = [this] { StartLeading(); },
+                            .on_stopped_leading = [this] { OnLostLeadership(); },
+                            .on_new_leader = {}});
+  if (!leader.ok()) {
+    return leader.status();
   }
+  c.leader = *std::move(leader);
 
-  // Admin endpoint: checks only read atomics or cached state.
-  metrics::AdminServerSettings admin_settings;
-  admin_settings.listen_address = settings_.admin_listen;
-  c.admin = std::make_unique<metrics::AdminServer>(admin_settings, c.registry);
+  // Admin endpoint: checks only read atomics or cached state. Readiness is about dependencies,
+  // so a standby replica is ready; leadership is the mmi_leader_election_is_leader gauge.
+  c.admin = service::MakeAdminServer(settings_.admin_listen, c.registry, *c.publisher);
   c.admin->AddLivenessCheck("reconcile-loop", [&c, &clock] {
     const int64_t beat = c.loop_heartbeat_ns.load();
     const int64_t now = clock.MonotonicNow().time_since_epoch().count();
@@ -224,10 +179,6 @@ absl::Status DispatcherApp::Start() {
       return absl::UnavailableError("Application/ManagedCluster caches not synced yet");
     }
     return absl::OkStatus();
-  });
-  c.admin->AddReadinessCheck("broker", [&c] {
-    return c.publisher->connected() ? absl::OkStatus()
-                                    : absl::UnavailableError("transport not connected");
   });
   c.admin->AddReadinessCheck("store", [this, &c] {
     if (!leading_.load()) {
@@ -269,18 +220,7 @@ absl::Status DispatcherApp::Start() {
   c.loop->Post([&c, &clock] { Beat::Schedule(c, clock); });
   c.cluster_informer->Start();
   c.app_informer->Start();
-  if (c.elector) {
-    if (absl::Status s = c.elector->Start(); !s.ok()) {
-      return s;
-    }
-    Log().Info("campaigning for leadership",
-               {{"lease",
-                 absl::StrCat(settings_.leader.lease_namespace, "/", settings_.leader.lease_name)},
-                {"identity", settings_.leader.identity}});
-  } else {
-    StartLeading();
-  }
-  return absl::OkStatus();
+  return c.leader->Start();
 }
 
 void DispatcherApp::StartLeading() {
@@ -326,27 +266,12 @@ void DispatcherApp::OnLostLeadership() {
   if (c_ && c_->reconciler) {
     c_->reconciler->Deactivate();
   }
-  {
-    std::lock_guard<std::mutex> lock(stop_mu_);
-    lost_leadership_ = true;
-    stop_requested_ = true;
-  }
-  stop_cv_.notify_all();
+  stop_.Request(1);  // Kubernetes restarts the pod, as controller-runtime does
 }
 
-void DispatcherApp::RequestStop() {
-  {
-    std::lock_guard<std::mutex> lock(stop_mu_);
-    stop_requested_ = true;
-  }
-  stop_cv_.notify_all();
-}
+void DispatcherApp::RequestStop() { stop_.Request(0); }
 
-int DispatcherApp::WaitForStopRequest() {
-  std::unique_lock<std::mutex> lock(stop_mu_);
-  stop_cv_.wait(lock, [this] { return stop_requested_; });
-  return lost_leadership_ ? 1 : 0;
-}
+int DispatcherApp::Wait() { return stop_.Wait(); }
 
 bool DispatcherApp::Stop() {
   if (stopped_ || c_ == nullptr) {
@@ -405,8 +330,8 @@ bool DispatcherApp::Stop() {
   if (c.workers) {
     c.workers->Stop();
   }
-  if (c.elector) {
-    c.elector->Stop();
+  if (c.leader) {
+    c.leader->Stop();  // releases the Lease only now that nothing writes any more
   }
   if (c.admin) {
     c.admin->Stop();
@@ -425,48 +350,10 @@ size_t DispatcherApp::outbox_pending() const {
 bool DispatcherApp::dispatching() const { return c_ && c_->reconciler && c_->reconciler->active(); }
 
 int DispatcherMain(int argc, char** argv) {
+  service::BlockShutdownSignals();  // before any thread starts
   log::SetServiceName("dispatcher");
-  // Signals are taken by one thread with sigwait(); block them before any thread starts.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-
-  auto settings = LoadSettings(argc, argv, [](const char* name) { return config::GetEnv(name); });
-  if (absl::IsCancelled(settings.status())) {
-    std::fputs(std::string(settings.status().message()).c_str(), stdout);
-    return 0;
-  }
-  if (!settings.ok()) {
-    Log().Error("invalid configuration", {{"error", std::string(settings.status().message())}});
-    return 2;
-  }
-  if (auto level = log::ParseLevel(settings->log_level); level.ok()) {
-    log::SetMinLevel(*level);
-  }
-  DispatcherApp app(*std::move(settings));
-  if (absl::Status s = app.Start(); !s.ok()) {
-    Log().Error("start-up failed", {{"error", std::string(s.message())}});
-    app.Stop();
-    return 1;
-  }
-  std::atomic<bool> signalled{false};
-  std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    signalled.store(true);
-    Log().Info("signal received; shutting down", {{"signal", sig}});
-    app.RequestStop();
-  });
-  const int code = app.WaitForStopRequest();
-  app.Stop();
-  if (!signalled.load()) {
-    kill(getpid(), SIGTERM);  // wakes the signal thread (the signal is blocked everywhere)
-  }
-  signal_thread.join();
-  return code;
+  return service::RunService<DispatcherApp>(
+      Log(), LoadSettings(argc, argv, service::ProcessEnvironment()));
 }
 
 }  // namespace mmi::dispatcher

@@ -2,18 +2,17 @@
 // them in dependency order and stops them in reverse (STYLE.md §5). See README.md for the
 // threads and the start/stop sequence.
 //
-// Lifecycle: construct, Start(), WaitForStopRequest() (returns on RequestStop(), e.g. from the
-// signal thread, or when leadership is lost), Stop() (graceful: stops intake, drains the
+// Lifecycle: construct, Start(), Wait() (returns on RequestStop(), e.g. from the signal thread,
+// or when leadership is lost), Stop() (graceful: stops intake, drains the
 // outbox within settings.shutdown_timeout, flushes the transport, releases the Lease).
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/status/status.h"
+#include "libs/service/stop_latch.h"
 #include "services/dispatcher/settings.h"
 
 namespace mmi::dispatcher {
@@ -32,7 +31,7 @@ class DispatcherApp {
   void RequestStop();
   // Blocks until RequestStop() or a lost leadership. Returns the exit code: 0 for a requested
   // stop, 1 when leadership was lost (Kubernetes restarts the pod, as controller-runtime does).
-  int WaitForStopRequest();
+  int Wait();
   // Graceful shutdown. Idempotent. Returns true when the outbox drained in time.
   bool Stop();
 
@@ -53,15 +52,13 @@ class DispatcherApp {
   std::unique_ptr<Components> c_;
   std::atomic<bool> leading_{false};
   std::atomic<bool> stopping_{false};
-  std::mutex stop_mu_;
-  std::condition_variable stop_cv_;
-  bool stop_requested_ = false;   // guarded by stop_mu_
-  bool lost_leadership_ = false;  // guarded by stop_mu_
+  service::StopLatch stop_;  // exit code 1 after lost leadership
   bool stopped_ = false;
 };
 
-// main(): parses flags/config/environment, runs the app until SIGTERM/SIGINT, and returns the
-// process exit code (non-zero on bad configuration, start-up failure or lost leadership).
+// main(): parses flags/config/environment, runs the app until SIGTERM/SIGINT (libs/service/run.h)
+// and returns the process exit code (non-zero on bad configuration, start-up failure or lost
+// leadership).
 int DispatcherMain(int argc, char** argv);
 
 }  // namespace mmi::dispatcher

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "libs/service/settings.h"
 #include "libs/transport/settings.h"
 #include "services/dispatcher/gitops_cluster_controller.h"
 #include "services/dispatcher/outbox.h"
@@ -21,42 +22,16 @@
 
 namespace mmi::dispatcher {
 
-struct KubeSettings {
-  // (kubeconfig) path; "" = in-cluster config (KUBERNETES_SERVICE_HOST/PORT, service account).
-  std::string kubeconfig;
-  std::string context;  // (context) kubeconfig context; "" = current-context
-  double qps = 50;      // (qps) client-side rate limit; <= 0 disables it (APF only)
-  int burst = 100;      // (burst)
-  // (inCluster*) filled from KUBERNETES_SERVICE_HOST / KUBERNETES_SERVICE_PORT.
-  std::string in_cluster_host;
-  std::string in_cluster_port;
-};
-
-struct StoreSettings {
-  // (dsn) libpq connection string or URI; env MMI_STORE_DSN. Required. Never logged.
-  std::string dsn;
-  int pool_size = 4;    // (poolSize) PostgreSQL connections of the worker pool
-  bool migrate = true;  // (migrate) apply migrations/ at start (advisory-locked)
-};
-
-struct LeaderSettings {
-  bool enabled = true;          // (enabled) off only for a single replica / tests
-  std::string lease_namespace;  // (namespace) default: env POD_NAMESPACE, else "default"
-  std::string lease_name = "mmi-dispatcher";  // (name)
-  std::string identity;  // (identity) default: env POD_NAME (or hostname) + random suffix
-  std::chrono::milliseconds lease_duration{15'000};  // (leaseDuration)
-  std::chrono::milliseconds renew_deadline{10'000};  // (renewDeadline)
-  std::chrono::milliseconds retry_period{2'000};     // (retryPeriod)
-};
-
 struct DispatcherSettings {
   std::string log_level = "info";  // (logLevel) debug|info|warn|error
   // (watchNamespace) Applications of this namespace only; "" = every namespace.
   std::string watch_namespace;
   std::string admin_listen = "0.0.0.0:8080";  // (admin.listenAddress) /metrics /healthz /readyz
-  KubeSettings kube;                          // (kube)
-  StoreSettings store;                        // (store)
-  LeaderSettings leader;                      // (leaderElection)
+  // (kube), (store), (leaderElection): the sections shared with the status sink
+  // (libs/service/settings.h), with the dispatcher's defaults.
+  service::HubSettings kube{.qps = 50, .burst = 100};
+  service::StoreSettings store;
+  service::LeaderSettings leader{.lease_name = "mmi-dispatcher"};
   // (transport) `type: mqtt|grpc|kafka` plus one section per type (libs/transport/settings.h).
   // The transport's sourceId is also the source id of every resource id (payload).
   transport::TransportSettings transport;
@@ -75,13 +50,14 @@ struct DispatcherSettings {
   GitOpsClusterControllerSettings gitops_cluster;  // (gitopsCluster)
 };
 
-// Parses the YAML config file text over the defaults. kInvalidArgument naming the field path.
+// Parses the YAML config file text over the defaults. kInvalidArgument naming the field path of
+// every bad value and of every unknown key.
 absl::StatusOr<DispatcherSettings> ParseSettingsYaml(std::string_view yaml);
 
 // Applies environment values (`getenv` is injected for tests): MMI_STORE_DSN,
 // MMI_TRANSPORT_PASSWORD (MQTT password / Kafka SASL password), MMI_TRANSPORT_TOKEN (gRPC bearer
 // token), POD_NAME, POD_NAMESPACE, KUBECONFIG, KUBERNETES_SERVICE_HOST/PORT.
-using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+using EnvLookup = service::EnvLookup;
 void ApplyEnvironment(DispatcherSettings& settings, const EnvLookup& env);
 
 // Fills derived defaults (identity, lease namespace, the dispatcher's own MQTT share group and

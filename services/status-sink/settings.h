@@ -13,47 +13,22 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "libs/service/settings.h"
 #include "libs/transport/settings.h"
 #include "services/status-sink/sink.h"
 #include "services/status-sink/writer.h"
 
 namespace mmi::status_sink {
 
-struct KubeSettings {
-  // (kubeconfig) path; "" = in-cluster config (KUBERNETES_SERVICE_HOST/PORT, service account).
-  std::string kubeconfig;
-  std::string context;  // (context) kubeconfig context; "" = current-context
-  double qps = 100;     // (qps) client-side rate limit; <= 0 disables it (APF only)
-  int burst = 200;      // (burst)
-  std::chrono::milliseconds request_timeout{30'000};  // (requestTimeout) one PATCH
-  // Filled from KUBERNETES_SERVICE_HOST / KUBERNETES_SERVICE_PORT.
-  std::string in_cluster_host;
-  std::string in_cluster_port;
-};
-
-struct StoreSettings {
-  // (dsn) libpq connection string or URI; env MMI_STORE_DSN. Required. Never logged.
-  std::string dsn;
-  int pool_size = 4;    // (poolSize) PostgreSQL connections = store worker threads
-  bool migrate = true;  // (migrate) apply migrations/ at start (advisory-locked)
-};
-
-struct LeaderSettings {
-  bool enabled = true;          // (enabled) off only for a single replica / tests
-  std::string lease_namespace;  // (namespace) default: env POD_NAMESPACE, else "default"
-  std::string lease_name = "mmi-status-sink";  // (name)
-  std::string identity;  // (identity) default: env POD_NAME (or hostname) + random suffix
-  std::chrono::milliseconds lease_duration{15'000};  // (leaseDuration)
-  std::chrono::milliseconds renew_deadline{10'000};  // (renewDeadline)
-  std::chrono::milliseconds retry_period{2'000};     // (retryPeriod)
-};
-
 struct StatusSinkSettings {
   std::string log_level = "info";             // (logLevel) debug|info|warn|error
   std::string admin_listen = "0.0.0.0:8080";  // (admin.listenAddress) /metrics /healthz /readyz
-  KubeSettings kube;                          // (kube)
-  StoreSettings store;                        // (store)
-  LeaderSettings leader;                      // (leaderElection)
+  // (kube), (store), (leaderElection): the sections shared with the dispatcher
+  // (libs/service/settings.h), with the status sink's defaults: kube.requestTimeout bounds one
+  // status PATCH; store.poolSize is also the number of store worker threads.
+  service::HubSettings kube{.qps = 100, .burst = 200, .request_timeout = std::chrono::seconds(30)};
+  service::StoreSettings store;
+  service::LeaderSettings leader{.lease_name = "mmi-status-sink"};
   // (transport) `type: mqtt|grpc|kafka` plus one section per type (libs/transport/settings.h).
   // Its sourceId must be the dispatcher's: status events are addressed to that source.
   transport::TransportSettings transport;
@@ -67,13 +42,14 @@ struct StatusSinkSettings {
   std::chrono::milliseconds shutdown_timeout{25'000};
 };
 
-// Parses the YAML config file text over the defaults. kInvalidArgument naming the field path.
+// Parses the YAML config file text over the defaults. kInvalidArgument naming the field path of
+// every bad value and of every unknown key.
 absl::StatusOr<StatusSinkSettings> ParseSettingsYaml(std::string_view yaml);
 
 // Applies environment values (`getenv` is injected for tests): MMI_STORE_DSN,
 // MMI_TRANSPORT_PASSWORD (MQTT password / Kafka SASL password), MMI_TRANSPORT_TOKEN (gRPC bearer
 // token), POD_NAME, POD_NAMESPACE, KUBECONFIG, KUBERNETES_SERVICE_HOST/PORT.
-using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+using EnvLookup = service::EnvLookup;
 void ApplyEnvironment(StatusSinkSettings& settings, const EnvLookup& env);
 
 // Fills derived defaults (identity, lease namespace, the resync source id) and validates

@@ -1,24 +1,17 @@
 #include "services/status-sink/status_sink_app.h"
 
-#include <signal.h>
-
-#include <cstdlib>
-#include <iostream>
-
-#include "absl/strings/str_cat.h"
 #include "libs/common/backoff.h"
 #include "libs/common/clock.h"
-#include "libs/common/config.h"
 #include "libs/common/log.h"
-#include "libs/kube/http_kube_client.h"
-#include "libs/kube/leader_elector.h"
 #include "libs/metrics/admin_server.h"
 #include "libs/metrics/build_info.h"
+#include "libs/service/admin.h"
+#include "libs/service/hub.h"
+#include "libs/service/run.h"
+#include "libs/service/schema.h"
 #include "libs/store/postgres/connection_pool.h"
-#include "libs/store/postgres/migrator.h"
 #include "libs/store/postgres/status_store.h"
 #include "libs/transport/factory.h"
-#include "migrations/embedded_migrations.h"
 
 namespace mmi::status_sink {
 namespace {
@@ -28,19 +21,11 @@ const log::Logger& Log() {
   return logger;
 }
 
-absl::StatusOr<kube::RestConfig> HubRestConfig(const KubeSettings& k) {
-  if (!k.kubeconfig.empty()) {
-    return kube::LoadKubeconfigFiles({k.kubeconfig}, k.context);
-  }
-  return kube::LoadInClusterConfig(kube::InClusterPaths{}, k.in_cluster_host, k.in_cluster_port);
-}
-
 }  // namespace
 
 // Declared in construction order; destroyed in reverse after Stop().
 struct StatusSinkApp::Components {
-  std::unique_ptr<kube::HttpKubeClient> hub;
-  std::unique_ptr<kube::HttpKubeClient> lease_client;
+  service::HubConnection hub;
   std::unique_ptr<store::postgres::ConnectionPool> pool;
   std::unique_ptr<store::postgres::PostgresStatusStore> store;
   std::unique_ptr<SinkMetrics> metrics;
@@ -49,7 +34,7 @@ struct StatusSinkApp::Components {
   std::unique_ptr<ThreadPool> store_pool;
   std::unique_ptr<Writer> writer;
   std::unique_ptr<Sink> sink;
-  std::unique_ptr<kube::LeaderElector> elector;
+  std::unique_ptr<service::LeaderCampaign> leader;
   std::unique_ptr<metrics::AdminServer> admin;
 };
 
@@ -64,31 +49,14 @@ absl::Status StatusSinkApp::Start() {
   metrics::RegisterBuildInfo(*registry_, "status-sink");
   Log().Info("starting", {{"version", metrics::Version()}, {"config", SettingsSummary(settings_)}});
 
-  auto rest = HubRestConfig(settings_.kube);
-  if (!rest.ok()) {
-    return absl::Status(rest.status().code(),
-                        absl::StrCat("kube config: ", rest.status().message()));
-  }
-  rest->user_agent = absl::StrCat("mmi-status-sink/", metrics::Version());
-  kube::HttpKubeClientSettings hub_settings;
-  hub_settings.rest = *rest;
-  hub_settings.rate_limit = {settings_.kube.qps, settings_.kube.burst};
-  hub_settings.request_timeout = settings_.kube.request_timeout;
-  auto hub = kube::HttpKubeClient::Create(hub_settings, clock, kube::RealSleeper::Instance(),
-                                          registry_.get());
+  auto hub = service::ConnectHub(settings_.kube, "status-sink", clock, registry_.get());
   if (!hub.ok()) {
     return hub.status();
   }
   c.hub = *std::move(hub);
 
-  if (settings_.store.migrate) {
-    auto migrated =
-        store::postgres::ApplyMigrations({.dsn = settings_.store.dsn}, migrations::All());
-    if (!migrated.ok()) {
-      return absl::Status(migrated.status().code(),
-                          absl::StrCat("migrations: ", migrated.status().message()));
-    }
-    Log().Info("schema ready", {{"version", migrated->current_version}});
+  if (absl::Status s = service::ApplySchema(settings_.store); !s.ok()) {
+    return s;
   }
   c.pool = std::make_unique<store::postgres::ConnectionPool>(
       store::postgres::ConnectionPoolSettings{settings_.store.dsn, settings_.store.pool_size});
@@ -106,56 +74,36 @@ absl::Status StatusSinkApp::Start() {
 
   c.writer_pool = std::make_unique<ThreadPool>("status-writers", settings_.writers);
   c.store_pool = std::make_unique<ThreadPool>("status-store", settings_.store.pool_size);
-  c.writer = std::make_unique<Writer>(settings_.writer, *c.hub, *c.writer_pool, clock, *c.metrics);
+  c.writer =
+      std::make_unique<Writer>(settings_.writer, *c.hub.client, *c.writer_pool, clock, *c.metrics);
   c.sink = std::make_unique<Sink>(settings_.sink, *c.transport.subscriber, *c.transport.publisher,
                                   *c.store, *c.writer, *c.store_pool, clock, *c.metrics);
 
-  metrics::AdminServerSettings admin_settings;
-  admin_settings.listen_address = settings_.admin_listen;
-  c.admin = std::make_unique<metrics::AdminServer>(admin_settings, registry_);
-  c.admin->AddReadinessCheck("leader", [this] {
-    return leading_.load() ? absl::OkStatus()
-                           : absl::UnavailableError("standby: another replica holds the lease");
-  });
+  // Readiness is about dependencies (broker connected; for the leader: resumed from the store
+  // and subscribed), so a standby replica is ready. Leadership is the
+  // mmi_leader_election_is_leader gauge and the "leader observed" log, as in the dispatcher.
+  c.admin = service::MakeAdminServer(settings_.admin_listen, registry_, *c.transport.publisher);
   c.admin->AddReadinessCheck("status-sink", [this] {
+    if (!leading_.load()) {
+      return absl::OkStatus();  // standby: nothing resumed or subscribed yet by design
+    }
     return sink_ready() ? absl::OkStatus()
                         : absl::UnavailableError("not resumed from the store or not subscribed");
-  });
-  c.admin->AddReadinessCheck("broker", [&c] {
-    return c.transport.publisher->connected()
-               ? absl::OkStatus()
-               : absl::UnavailableError("transport publisher not connected");
   });
   if (auto served = c.admin->Start(); !served.ok()) {
     return served;
   }
 
-  if (!settings_.leader.enabled) {
-    StartLeading();
-    return absl::OkStatus();
-  }
-  kube::HttpKubeClientSettings lease_settings = hub_settings;
-  lease_settings.request_timeout = settings_.leader.retry_period;
-  lease_settings.retry.max_retries = 0;
-  auto lease_client =
-      kube::HttpKubeClient::Create(lease_settings, clock, kube::RealSleeper::Instance(), nullptr);
-  if (!lease_client.ok()) {
-    return lease_client.status();
-  }
-  c.lease_client = *std::move(lease_client);
-  c.elector = std::make_unique<kube::LeaderElector>(
-      *c.lease_client, clock,
-      kube::LeaderElectionSettings{settings_.leader.lease_namespace, settings_.leader.lease_name,
-                                   settings_.leader.identity, settings_.leader.lease_duration,
-                                   settings_.leader.renew_deadline, settings_.leader.retry_period,
-                                   true},
+  auto leader = service::LeaderCampaign::Create(
+      c.hub.settings, settings_.leader, clock, *registry_,
       kube::LeaderCallbacks{.on_started_leading = [this] { StartLeading(); },
                             .on_stopped_leading = [this] { OnLostLeadership(); },
-                            .on_new_leader =
-                                [](const std::string& holder) {
-                                  Log().Info("leader observed", {{"holder", holder}});
-                                }});
-  return c.elector->Start();
+                            .on_new_leader = {}});
+  if (!leader.ok()) {
+    return leader.status();
+  }
+  c.leader = *std::move(leader);
+  return c.leader->Start();
 }
 
 void StatusSinkApp::StartLeading() {
@@ -175,8 +123,7 @@ void StatusSinkApp::StartLeading() {
       Log().Warn(
           "cannot resume from the store; retrying",
           {{"error", resumed.ToString()}, {"delay_ms", static_cast<int64_t>(delay.count())}});
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, delay, [&] { return stop_requested_ || lost_lease_; });
+      stop_.WaitFor(std::chrono::duration_cast<std::chrono::milliseconds>(delay));
     }
     if (stopping_.load()) {
       return;
@@ -193,26 +140,12 @@ void StatusSinkApp::OnLostLeadership() {
     return;
   }
   Log().Warn("lost the leader lease: stopping writes");
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    lost_lease_ = true;
-  }
-  cv_.notify_all();
+  stop_.Request(1);  // the pod restarts as a candidate
 }
 
-void StatusSinkApp::RequestStop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_requested_ = true;
-  }
-  cv_.notify_all();
-}
+void StatusSinkApp::RequestStop() { stop_.Request(0); }
 
-int StatusSinkApp::Wait() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return stop_requested_ || lost_lease_; });
-  return lost_lease_ ? 1 : 0;
-}
+int StatusSinkApp::Wait() { return stop_.Wait(); }
 
 bool StatusSinkApp::sink_ready() const { return c_ && c_->sink && c_->sink->ready(); }
 
@@ -229,11 +162,7 @@ void StatusSinkApp::Stop() {
     lead_thread_.join();
   }
   Components& c = *c_;
-  bool lost = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    lost = lost_lease_;
-  }
+  const bool lost = stop_.exit_code() != 0;
   // Another replica may already lead after a lost lease: no drain then.
   if (c.sink) {
     c.sink->Stop(lost ? std::chrono::milliseconds(0) : settings_.shutdown_timeout);
@@ -247,8 +176,8 @@ void StatusSinkApp::Stop() {
   if (c.transport.publisher) {
     c.transport.publisher->Stop();
   }
-  if (c.elector) {
-    c.elector->Stop();  // releases the lease only now that nothing writes any more
+  if (c.leader) {
+    c.leader->Stop();  // releases the lease only now that nothing writes any more
   }
   if (c.admin) {
     c.admin->Stop();
@@ -257,47 +186,10 @@ void StatusSinkApp::Stop() {
 }
 
 int StatusSinkMain(int argc, char** argv) {
-  // Signals are taken by one thread with sigwait(); block them before any thread starts.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-
+  service::BlockShutdownSignals();  // before any thread starts
   log::SetServiceName("status-sink");
-  auto settings = LoadSettings(argc, argv, [](const char* name) { return config::GetEnv(name); });
-  if (!settings.ok()) {
-    if (settings.status().code() == absl::StatusCode::kCancelled) {
-      std::cout << settings.status().message() << "\n";
-      return 0;
-    }
-    Log().Error("invalid configuration", {{"error", std::string(settings.status().message())}});
-    return 2;
-  }
-  log::SetMinLevel(*log::ParseLevel(settings->log_level));
-
-  StatusSinkApp app(*std::move(settings));
-  if (auto started = app.Start(); !started.ok()) {
-    Log().Error("start-up failed", {{"error", started.ToString()}});
-    app.Stop();
-    return 1;
-  }
-  std::atomic<bool> done{false};
-  std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    if (!done.load()) {
-      Log().Info("signal received; shutting down", {{"signal", sig}});
-    }
-    app.RequestStop();
-  });
-  const int code = app.Wait();
-  done.store(true);
-  app.Stop();
-  kill(getpid(), SIGTERM);  // wakes the signal thread (the signal is blocked everywhere)
-  signal_thread.join();
-  return code;
+  return service::RunService<StatusSinkApp>(
+      Log(), LoadSettings(argc, argv, service::ProcessEnvironment()));
 }
 
 }  // namespace mmi::status_sink

@@ -7,16 +7,17 @@
 // the transport library's own threads.
 //
 // Only the leader subscribes and writes, so two replicas never write one Application. Losing the
-// lease stops the sink at once and Wait() returns 1 (the pod restarts as a candidate).
+// lease stops the sink at once and Wait() returns 1 (the pod restarts as a candidate). /readyz
+// reflects dependencies only, so a standby is ready; leadership is exported as
+// mmi_leader_election_is_leader and logged (libs/service/hub.h), as in the dispatcher.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "absl/status/status.h"
+#include "libs/service/stop_latch.h"
 #include "prometheus/registry.h"
 #include "services/status-sink/settings.h"
 
@@ -56,10 +57,7 @@ class StatusSinkApp {
   std::unique_ptr<Components> c_;
   std::atomic<bool> leading_{false};
   std::atomic<bool> stopping_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_requested_ = false;  // guarded by mu_
-  bool lost_lease_ = false;      // guarded by mu_
+  service::StopLatch stop_;  // exit code 1 after a lost lease
   std::thread lead_thread_;
   bool stopped_ = false;
 };

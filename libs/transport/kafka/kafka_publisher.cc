@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/kafka_codec.h"
+#include "libs/transport/kafka/internal/kafka_client.h"
 #include "libs/transport/kafka/internal/kafka_config.h"
 
 namespace mmi::transport {
@@ -32,22 +33,12 @@ absl::Status KafkaPublisher::Start() {
   if (started_ || stopped_) {
     return absl::FailedPreconditionError("KafkaPublisher::Start called twice or after Stop");
   }
-  if (absl::Status s = ValidateKafkaSettings(settings_); !s.ok()) {
-    return s;
+  absl::StatusOr<std::unique_ptr<RdKafka::Producer>> producer =
+      internal::CreateKafkaProducer(settings_, &rd_callbacks_, &rd_callbacks_);
+  if (!producer.ok()) {
+    return producer.status();
   }
-  auto conf = internal::MakeKafkaConf(settings_, internal::KafkaClientKind::kProducer);
-  if (!conf.ok()) {
-    return conf.status();
-  }
-  internal::SetKafkaCallback(**conf, "dr_cb",
-                             static_cast<RdKafka::DeliveryReportCb*>(&rd_callbacks_));
-  internal::SetKafkaCallback(**conf, "event_cb", static_cast<RdKafka::EventCb*>(&rd_callbacks_));
-  std::string error;
-  producer_.reset(RdKafka::Producer::create(conf->get(), error));
-  if (producer_ == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("transport.kafka: cannot create the Kafka producer: ", error));
-  }
+  producer_ = *std::move(producer);
   started_ = true;
   polling_ = true;
   metrics_.SetConnected(false);
@@ -159,24 +150,8 @@ void KafkaPublisher::OnDelivery(RdKafka::Message& message) {
 }
 
 void KafkaPublisher::OnEvent(RdKafka::Event& event) {
-  switch (event.type()) {
-    case RdKafka::Event::EVENT_ERROR:
-      if (event.err() == RdKafka::ERR__ALL_BROKERS_DOWN) {
-        SetConnected(false);
-      }
-      if (event.fatal()) {
-        logger_.Error("fatal Kafka producer error; restart the service", {{"error", event.str()}});
-      } else {
-        logger_.Warn("Kafka producer error", {{"error", event.str()}});
-      }
-      break;
-    case RdKafka::Event::EVENT_LOG:
-      logger_.Log(event.severity() <= RdKafka::Event::EVENT_SEVERITY_WARNING ? log::Level::kWarn
-                                                                             : log::Level::kDebug,
-                  "librdkafka", {{"facility", event.fac()}, {"msg", event.str()}});
-      break;
-    default:
-      break;
+  if (internal::LogKafkaEvent(logger_, internal::KafkaClientKind::kProducer, event)) {
+    SetConnected(false);
   }
 }
 
@@ -206,11 +181,9 @@ void KafkaPublisher::Probe() {
     return;
   }
   next_probe_ = now + std::chrono::seconds(1);
-  RdKafka::Metadata* metadata = nullptr;
-  if (producer_->metadata(false, nullptr, &metadata, 500) == RdKafka::ERR_NO_ERROR) {
+  if (internal::KafkaBrokerReachable(*producer_)) {
     SetConnected(true);
   }
-  delete metadata;
 }
 
 void KafkaPublisher::SetConnected(bool connected) {

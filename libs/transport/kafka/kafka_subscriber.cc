@@ -8,39 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/kafka_codec.h"
 #include "libs/transport/internal/intake.h"
+#include "libs/transport/kafka/internal/kafka_client.h"
 #include "libs/transport/kafka/internal/kafka_config.h"
+#include "libs/transport/kafka/internal/kafka_record.h"
 
 namespace mmi::transport {
 namespace {
-
-cloudevents::KafkaRecord ToRecord(RdKafka::Message& message) {
-  cloudevents::KafkaRecord record;
-  record.topic = message.topic_name();
-  if (message.key() != nullptr) {
-    record.key = *message.key();
-  }
-  if (message.payload() != nullptr) {
-    record.value.assign(static_cast<const char*>(message.payload()), message.len());
-  }
-  if (const RdKafka::Headers* headers = message.headers(); headers != nullptr) {
-    for (const RdKafka::Headers::Header& header : headers->get_all()) {
-      std::string value;
-      if (header.value() != nullptr) {
-        value.assign(static_cast<const char*>(header.value()), header.value_size());
-      }
-      record.headers.emplace_back(header.key(), std::move(value));
-    }
-  }
-  return record;
-}
-
-std::size_t WireSize(const cloudevents::KafkaRecord& record) {
-  std::size_t size = record.value.size() + (record.key.has_value() ? record.key->size() : 0);
-  for (const auto& [name, value] : record.headers) {
-    size += name.size() + value.size();
-  }
-  return size;
-}
 
 void DestroyPartitions(std::vector<RdKafka::TopicPartition*>& partitions) {
   RdKafka::TopicPartition::destroy(partitions);
@@ -69,22 +42,12 @@ absl::Status KafkaSubscriber::Start(EventHandler handler, SubscribedHook on_subs
   if (started_ || stopped_) {
     return absl::FailedPreconditionError("KafkaSubscriber::Start called twice or after Stop");
   }
-  if (absl::Status s = ValidateKafkaSettings(settings_); !s.ok()) {
-    return s;
+  absl::StatusOr<std::unique_ptr<RdKafka::KafkaConsumer>> consumer =
+      internal::CreateKafkaConsumer(settings_, &rd_callbacks_, &rd_callbacks_);
+  if (!consumer.ok()) {
+    return consumer.status();
   }
-  auto conf = internal::MakeKafkaConf(settings_, internal::KafkaClientKind::kConsumer);
-  if (!conf.ok()) {
-    return conf.status();
-  }
-  internal::SetKafkaCallback(**conf, "rebalance_cb",
-                             static_cast<RdKafka::RebalanceCb*>(&rd_callbacks_));
-  internal::SetKafkaCallback(**conf, "event_cb", static_cast<RdKafka::EventCb*>(&rd_callbacks_));
-  std::string error;
-  consumer_.reset(RdKafka::KafkaConsumer::create(conf->get(), error));
-  if (consumer_ == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("transport.kafka: cannot create the Kafka consumer: ", error));
-  }
+  consumer_ = *std::move(consumer);
   if (RdKafka::ErrorCode code = consumer_->subscribe({settings_.agent_events_topic});
       code != RdKafka::ERR_NO_ERROR) {
     return internal::KafkaStatus(code,
@@ -150,7 +113,7 @@ void KafkaSubscriber::Loop() {
 }
 
 void KafkaSubscriber::Handle(RdKafka::Message& message) {
-  const cloudevents::KafkaRecord record = ToRecord(message);
+  const cloudevents::KafkaRecord record = internal::ToKafkaRecord(message);
   const internal::OffsetTracker::Delivery delivery =
       tracker_->Delivered(message.partition(), message.offset());
   std::weak_ptr<internal::OffsetTracker> tracker = tracker_;
@@ -162,7 +125,7 @@ void KafkaSubscriber::Handle(RdKafka::Message& message) {
   const std::string where =
       absl::StrCat(record.topic, "/", message.partition(), "@", message.offset());
   internal::Intake(
-      WireSize(record), settings_.limits.max_event_bytes,
+      internal::WireSize(record), settings_.limits.max_event_bytes,
       [&]() { return cloudevents::DecodeKafka(record, settings_.limits); }, metrics_, logger_,
       where, handler_, std::move(ack));
 }
@@ -235,20 +198,8 @@ void KafkaSubscriber::OnRebalance(RdKafka::KafkaConsumer* consumer, RdKafka::Err
 }
 
 void KafkaSubscriber::OnEvent(RdKafka::Event& event) {
-  switch (event.type()) {
-    case RdKafka::Event::EVENT_ERROR:
-      if (event.err() == RdKafka::ERR__ALL_BROKERS_DOWN) {
-        SetConnected(false);
-      }
-      logger_.Warn("Kafka consumer error", {{"error", event.str()}});
-      break;
-    case RdKafka::Event::EVENT_LOG:
-      logger_.Log(event.severity() <= RdKafka::Event::EVENT_SEVERITY_WARNING ? log::Level::kWarn
-                                                                             : log::Level::kDebug,
-                  "librdkafka", {{"facility", event.fac()}, {"msg", event.str()}});
-      break;
-    default:
-      break;
+  if (internal::LogKafkaEvent(logger_, internal::KafkaClientKind::kConsumer, event)) {
+    SetConnected(false);
   }
 }
 
@@ -258,11 +209,9 @@ void KafkaSubscriber::Probe() {
     return;
   }
   next_probe_ = now + std::chrono::seconds(1);
-  RdKafka::Metadata* metadata = nullptr;
-  if (consumer_->metadata(false, nullptr, &metadata, 500) == RdKafka::ERR_NO_ERROR) {
+  if (internal::KafkaBrokerReachable(*consumer_)) {
     SetConnected(true);
   }
-  delete metadata;
 }
 
 void KafkaSubscriber::SetConnected(bool connected) {

@@ -19,7 +19,8 @@ enum class KafkaClientKind { kProducer, kConsumer };
 // TLS/SASL pass-through, then for a producer enable.idempotence=true (acks=all, in-order
 // retries) and message.timeout.ms = deliveryTimeout; for a consumer group.id (default the
 // source id, §5.1), auto.offset.reset=earliest, enable.auto.offset.store=false (we store only
-// acknowledged offsets) and enable.auto.commit=true. advancedConfig is applied last.
+// acknowledged offsets), enable.auto.commit=true and topic.metadata.refresh.interval.ms=10000 (a
+// topic created after start is consumed within seconds). advancedConfig is applied last.
 // kInvalidArgument naming the field when librdkafka rejects a property.
 absl::StatusOr<std::unique_ptr<RdKafka::Conf>> MakeKafkaConf(const KafkaSettings& settings,
                                                              KafkaClientKind kind);

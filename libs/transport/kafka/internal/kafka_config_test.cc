@@ -38,6 +38,8 @@ TEST(KafkaConfigTest, ConsumerStoresOffsetsOnlyWhenAskedAndDefaultsGroupToSource
   EXPECT_EQ(Get(**conf, "enable.auto.offset.store"), "false");
   // librdkafka reports its canonical alias of "earliest".
   EXPECT_THAT(Get(**conf, "auto.offset.reset"), ::testing::AnyOf("earliest", "smallest"));
+  // A topic created after the consumer started is picked up within seconds.
+  EXPECT_EQ(Get(**conf, "topic.metadata.refresh.interval.ms"), "10000");
 }
 
 TEST(KafkaConfigTest, PassesTlsAndSaslThrough) {

@@ -1,0 +1,25 @@
+#include "libs/service/schema.h"
+
+#include "absl/strings/str_cat.h"
+#include "libs/common/log.h"
+#include "libs/store/postgres/migrator.h"
+#include "migrations/embedded_migrations.h"
+
+namespace mmi::service {
+
+absl::Status ApplySchema(const StoreSettings& settings) {
+  if (!settings.migrate) {
+    return absl::OkStatus();
+  }
+  auto migrated = store::postgres::ApplyMigrations({.dsn = settings.dsn}, migrations::All());
+  if (!migrated.ok()) {
+    return absl::Status(migrated.status().code(),
+                        absl::StrCat("migrations: ", migrated.status().message()));
+  }
+  static const log::Logger logger("service.schema");
+  logger.Info("schema ready", {{"version", migrated->current_version},
+                               {"applied", static_cast<int64_t>(migrated->applied.size())}});
+  return absl::OkStatus();
+}
+
+}  // namespace mmi::service
