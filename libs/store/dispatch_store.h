@@ -90,10 +90,19 @@ class DispatchStore {
   // Counts a failed attempt on one entry (kept for the next try).
   virtual absl::Status RecordPublishFailure(int64_t seq, const std::string& error) = 0;
 
-  // The agent confirmed the deletion (Deleted condition).
+  // The agent confirmed the deletion (Deleted condition): sets the resource's deletion state to
+  // kDeleteConfirmed and, with the same commit, notifies kDeletionConfirmedChannel with the
+  // resource id, as StatusStore::MarkDeletionConfirmed does. Idempotent; OK when unknown.
   virtual absl::Status MarkDeletionConfirmed(const std::string& resource_id) = 0;
+  // The ids of every resource in state kDeleteConfirmed, ascending: the sweep a listener of
+  // kDeletionConfirmedChannel runs after (re)subscribing, for confirmations sent while nobody
+  // listened (notifications are not queued).
+  virtual absl::StatusOr<std::vector<std::string>> ConfirmedDeletions() = 0;
   // Removes the resource row once the hub side is cleaned up (finalizer released).
   virtual absl::Status Forget(const std::string& resource_id) = 0;
 };
+
+// The channel both stores' MarkDeletionConfirmed notify (payload: the resource id).
+inline constexpr char kDeletionConfirmedChannel[] = "mmi_deletion_confirmed";
 
 }  // namespace mmi::store

@@ -97,7 +97,6 @@ class StatusStore {
   virtual absl::StatusOr<std::vector<AppSetCount>> AppSetCounts() = 0;
 };
 
-// The channel MarkDeletionConfirmed notifies (payload: the resource id).
-inline constexpr char kDeletionConfirmedChannel[] = "mmi_deletion_confirmed";
+// MarkDeletionConfirmed notifies kDeletionConfirmedChannel (dispatch_store.h).
 
 }  // namespace mmi::store

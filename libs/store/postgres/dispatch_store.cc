@@ -257,12 +257,31 @@ absl::Status PostgresDispatchStore::RecordPublishFailure(int64_t seq, const std:
 
 absl::Status PostgresDispatchStore::MarkDeletionConfirmed(const std::string& resource_id) {
   return pool_.Run("confirm a deletion", [&](pqxx::connection& conn) {
-    pqxx::nontransaction tx(conn);
+    pqxx::work tx(conn);
     tx.exec_params0(
         "UPDATE dispatched_resources SET deletion_state = 2, updated_at = now() "
         "WHERE resource_id = $1::uuid",
         resource_id);
+    // Delivered to listeners only when the transaction commits (same as the StatusStore's).
+    tx.exec_params("SELECT pg_notify($1, $2)", std::string(kDeletionConfirmedChannel), resource_id);
+    tx.commit();
   });
+}
+
+absl::StatusOr<std::vector<std::string>> PostgresDispatchStore::ConfirmedDeletions() {
+  std::vector<std::string> out;
+  absl::Status status = pool_.Run("list confirmed deletions", [&](pqxx::connection& conn) {
+    out.clear();
+    pqxx::nontransaction tx(conn);
+    for (const auto& r : tx.exec("SELECT resource_id::text FROM dispatched_resources "
+                                 "WHERE deletion_state = 2 ORDER BY resource_id")) {
+      out.push_back(r[0].as<std::string>());
+    }
+  });
+  if (!status.ok()) {
+    return status;
+  }
+  return out;
 }
 
 absl::Status PostgresDispatchStore::Forget(const std::string& resource_id) {

@@ -141,4 +141,32 @@ TEST_P(DispatchStoreContract, WalksEveryResourceAndForgetsDeletedOnes) {
   EXPECT_EQ(pending->size(), 1199U);
 }
 
+TEST_P(DispatchStoreContract, ListsConfirmedDeletionsForTheSweep) {
+  ASSERT_TRUE(store_
+                  ->Record({Change(3, "c1", OutboxAction::kCreate, 1),
+                            Change(1, "c1", OutboxAction::kCreate, 1),
+                            Change(2, "c2", OutboxAction::kCreate, 1)})
+                  .ok());
+  auto none = store_->ConfirmedDeletions();
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+
+  const std::string id1 = Change(1, "c1", OutboxAction::kCreate, 1).resource.resource_id;
+  const std::string id3 = Change(3, "c1", OutboxAction::kCreate, 1).resource.resource_id;
+  ASSERT_TRUE(store_->MarkDeletionConfirmed(id3).ok());
+  ASSERT_TRUE(store_->MarkDeletionConfirmed(id1).ok());
+  ASSERT_TRUE(store_->MarkDeletionConfirmed(id1).ok());  // idempotent
+  ASSERT_TRUE(
+      store_->MarkDeletionConfirmed(Change(9, "c1", OutboxAction::kCreate, 1).resource.resource_id)
+          .ok());  // unknown: fine
+  auto confirmed = store_->ConfirmedDeletions();
+  ASSERT_TRUE(confirmed.ok()) << confirmed.status();
+  EXPECT_EQ(*confirmed, (std::vector<std::string>{id1, id3}));
+
+  ASSERT_TRUE(store_->Forget(id1).ok());
+  confirmed = store_->ConfirmedDeletions();
+  ASSERT_TRUE(confirmed.ok()) << confirmed.status();
+  EXPECT_EQ(*confirmed, (std::vector<std::string>{id3}));
+}
+
 }  // namespace mmi::store::testing

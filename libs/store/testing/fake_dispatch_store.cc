@@ -2,13 +2,6 @@
 
 namespace mmi::store::testing {
 
-absl::Status FakeDispatchStore::CheckFault() const { return fault_; }
-
-void FakeDispatchStore::FailWithForTest(absl::Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
-  fault_ = std::move(status);
-}
-
 int FakeDispatchStore::record_calls() const {
   std::lock_guard<std::mutex> lock(mu_);
   return record_calls_;
@@ -16,20 +9,13 @@ int FakeDispatchStore::record_calls() const {
 
 absl::Status FakeDispatchStore::ForEachResource(
     const std::function<void(const DispatchedResource&)>& fn) {
-  std::vector<DispatchedResource> copy;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!fault_.ok()) {
-      return fault_;
-    }
-    for (const auto& [id, r] : resources_) {
-      copy.push_back(r);
-    }
-  }
-  for (const auto& r : copy) {
-    fn(r);
-  }
-  return absl::OkStatus();
+  return VisitCopies<DispatchedResource>(
+      [this](std::vector<DispatchedResource>& copy) {
+        for (const auto& [id, r] : resources_) {
+          copy.push_back(r);
+        }
+      },
+      fn);
 }
 
 absl::StatusOr<std::optional<DispatchedResource>> FakeDispatchStore::GetResource(
@@ -135,11 +121,22 @@ absl::Status FakeDispatchStore::MarkDeletionConfirmed(const std::string& resourc
   if (!fault_.ok()) {
     return fault_;
   }
-  auto it = resources_.find(resource_id);
-  if (it != resources_.end()) {
-    it->second.deletion_state = DeletionState::kDeleteConfirmed;
-  }
+  ConfirmDeletionLocked(resources_, resource_id);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> FakeDispatchStore::ConfirmedDeletions() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  std::vector<std::string> out;
+  for (const auto& [id, r] : resources_) {  // std::map: ascending ids
+    if (r.deletion_state == DeletionState::kDeleteConfirmed) {
+      out.push_back(id);
+    }
+  }
+  return out;
 }
 
 absl::Status FakeDispatchStore::Forget(const std::string& resource_id) {

@@ -6,10 +6,11 @@
 #include <mutex>
 
 #include "libs/store/dispatch_store.h"
+#include "libs/store/testing/fake_locked_store.h"
 
 namespace mmi::store::testing {
 
-class FakeDispatchStore final : public DispatchStore {
+class FakeDispatchStore final : public DispatchStore, public FakeLockedStore {
  public:
   absl::Status ForEachResource(const std::function<void(const DispatchedResource&)>& fn) override;
   absl::StatusOr<std::optional<DispatchedResource>> GetResource(
@@ -22,21 +23,17 @@ class FakeDispatchStore final : public DispatchStore {
                              std::chrono::system_clock::time_point at) override;
   absl::Status RecordPublishFailure(int64_t seq, const std::string& error) override;
   absl::Status MarkDeletionConfirmed(const std::string& resource_id) override;
+  absl::StatusOr<std::vector<std::string>> ConfirmedDeletions() override;
   absl::Status Forget(const std::string& resource_id) override;
 
-  // Every following call fails with `status` until cleared with OkStatus().
-  void FailWithForTest(absl::Status status);
+  // FailWithForTest() and notifications() (of kDeletionConfirmedChannel): see FakeLockedStore.
   int record_calls() const;
 
  private:
-  absl::Status CheckFault() const;
-
-  mutable std::mutex mu_;
   std::map<std::string, DispatchedResource> resources_;
   std::map<int64_t, OutboxEntry> outbox_;
   int64_t next_seq_ = 1;
   int record_calls_ = 0;
-  absl::Status fault_;
 };
 
 }  // namespace mmi::store::testing

@@ -19,5 +19,14 @@ TEST(FakeDispatchStoreTest, InjectedFaultsFailEveryCall) {
   EXPECT_TRUE(store.PendingOutbox(0, 1).ok());
 }
 
+TEST(FakeDispatchStoreTest, RecordsTheNotificationOfEachConfirmedDeletion) {
+  FakeDispatchStore store;
+  ASSERT_TRUE(store.MarkDeletionConfirmed("00000000-0000-5000-8000-000000000001").ok());
+  EXPECT_EQ(store.notifications(),
+            std::vector<std::string>{"00000000-0000-5000-8000-000000000001"});
+  store.FailWithForTest(absl::UnavailableError("db down"));
+  EXPECT_EQ(store.ConfirmedDeletions().status().code(), absl::StatusCode::kUnavailable);
+}
+
 }  // namespace
 }  // namespace mmi::store::testing

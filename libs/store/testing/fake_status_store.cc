@@ -26,20 +26,13 @@ absl::StatusOr<std::vector<HubAppRef>> FakeStatusStore::LookupHubApps(
 
 absl::Status FakeStatusStore::ForEachAppliedStatus(
     const std::function<void(const AppliedStatus&)>& fn) {
-  std::vector<AppliedStatus> copy;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!fault_.ok()) {
-      return fault_;
-    }
-    for (const auto& [id, s] : applied_) {
-      copy.push_back(s);
-    }
-  }
-  for (const auto& s : copy) {
-    fn(s);
-  }
-  return absl::OkStatus();
+  return VisitCopies<AppliedStatus>(
+      [this](std::vector<AppliedStatus>& copy) {
+        for (const auto& [id, s] : applied_) {
+          copy.push_back(s);
+        }
+      },
+      fn);
 }
 
 absl::Status FakeStatusStore::SaveAppliedStatuses(const std::vector<AppliedStatus>& statuses) {
@@ -62,21 +55,14 @@ absl::Status FakeStatusStore::SaveAppliedStatuses(const std::vector<AppliedStatu
 
 absl::Status FakeStatusStore::ForEachResyncEntry(
     const std::function<void(const ResyncEntry&)>& fn) {
-  std::vector<ResyncEntry> copy;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!fault_.ok()) {
-      return fault_;
-    }
-    for (const auto& [id, r] : resources_) {
-      auto it = applied_.find(id);
-      copy.push_back({id, r.cluster, it == applied_.end() ? "" : it->second.status_hash});
-    }
-  }
-  for (const auto& e : copy) {
-    fn(e);
-  }
-  return absl::OkStatus();
+  return VisitCopies<ResyncEntry>(
+      [this](std::vector<ResyncEntry>& copy) {
+        for (const auto& [id, r] : resources_) {
+          auto it = applied_.find(id);
+          copy.push_back({id, r.cluster, it == applied_.end() ? "" : it->second.status_hash});
+        }
+      },
+      fn);
 }
 
 absl::Status FakeStatusStore::MarkDeletionConfirmed(const std::string& resource_id) {
@@ -84,12 +70,8 @@ absl::Status FakeStatusStore::MarkDeletionConfirmed(const std::string& resource_
   if (!fault_.ok()) {
     return fault_;
   }
-  auto it = resources_.find(resource_id);
-  if (it != resources_.end()) {
-    it->second.deletion_state = DeletionState::kDeleteConfirmed;
-  }
+  ConfirmDeletionLocked(resources_, resource_id);
   applied_.erase(resource_id);
-  notifications_.push_back(resource_id);
   return absl::OkStatus();
 }
 
@@ -135,16 +117,6 @@ std::optional<DeletionState> FakeStatusStore::DeletionStateForTest(
     return std::nullopt;
   }
   return it->second.deletion_state;
-}
-
-std::vector<std::string> FakeStatusStore::notifications() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return notifications_;
-}
-
-void FakeStatusStore::FailWithForTest(absl::Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
-  fault_ = std::move(status);
 }
 
 int FakeStatusStore::save_calls() const {

@@ -9,11 +9,12 @@
 #include <vector>
 
 #include "libs/store/status_store.h"
+#include "libs/store/testing/fake_locked_store.h"
 
 namespace mmi::store::testing {
 
 // Thread-safe.
-class FakeStatusStore final : public StatusStore {
+class FakeStatusStore final : public StatusStore, public FakeLockedStore {
  public:
   absl::StatusOr<std::vector<HubAppRef>> LookupHubApps(
       const std::vector<std::string>& resource_ids) override;
@@ -28,19 +29,13 @@ class FakeStatusStore final : public StatusStore {
   // The stored applied status of one resource, if any.
   std::optional<AppliedStatus> AppliedForTest(const std::string& resource_id) const;
   std::optional<DeletionState> DeletionStateForTest(const std::string& resource_id) const;
-  // Payloads of the mmi_deletion_confirmed notifications sent, in order.
-  std::vector<std::string> notifications() const;
-  // Every following call fails with `status` until cleared with OkStatus().
-  void FailWithForTest(absl::Status status);
+  // FailWithForTest() and notifications() (of mmi_deletion_confirmed): see FakeLockedStore.
   int save_calls() const;
   int lookup_calls() const;
 
  private:
-  mutable std::mutex mu_;
   std::map<std::string, HubAppRef> resources_;
   std::map<std::string, AppliedStatus> applied_;
-  std::vector<std::string> notifications_;
-  absl::Status fault_;
   int save_calls_ = 0;
   int lookup_calls_ = 0;
 };

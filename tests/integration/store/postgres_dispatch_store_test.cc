@@ -2,21 +2,14 @@
 // One server for the suite; every test gets its own database.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <pqxx/pqxx>
 
 #include "libs/store/postgres/dispatch_store.h"
-#include "libs/store/postgres/migrator.h"
 #include "libs/store/testing/dispatch_store_contract.h"
-#include "tests/support/peer.h"
+#include "tests/integration/store/postgres_peer.h"
 
 namespace mmi::store::testing {
 namespace {
-
-std::unique_ptr<mmi::testing::PeerProcess>& Server() {
-  static std::unique_ptr<mmi::testing::PeerProcess> server;
-  return server;
-}
 
 // Owns its pool; the store borrows it.
 class OwningPostgresStore final : public DispatchStore {
@@ -49,6 +42,9 @@ class OwningPostgresStore final : public DispatchStore {
   absl::Status MarkDeletionConfirmed(const std::string& id) override {
     return store_.MarkDeletionConfirmed(id);
   }
+  absl::StatusOr<std::vector<std::string>> ConfirmedDeletions() override {
+    return store_.ConfirmedDeletions();
+  }
   absl::Status Forget(const std::string& id) override { return store_.Forget(id); }
 
  private:
@@ -56,38 +52,49 @@ class OwningPostgresStore final : public DispatchStore {
   postgres::PostgresDispatchStore store_;
 };
 
+// A fresh database with the migrations applied; returns its DSN.
+std::string FreshDatabase() { return postgres_peer::FreshDatabase("contract_"); }
+
 std::unique_ptr<DispatchStore> MakeFreshStore() {
-  static std::atomic<int> n{0};
-  auto& server = Server();
-  if (!server) {
-    auto started = mmi::testing::PeerProcess::Start("postgres");
-    if (!started.ok()) {
-      ADD_FAILURE() << started.status();
-      std::abort();  // a peer that cannot start fails loudly
-    }
-    server = std::move(*started);
-  }
-  const std::string db = "contract_" + std::to_string(n++);
-  {
-    pqxx::connection admin(server->Get("PG_DSN"));
-    pqxx::nontransaction tx(admin);
-    tx.exec0("CREATE DATABASE " + db);
-  }
-  const std::string dsn = "postgresql://mmi@127.0.0.1:" + server->Get("PG_PORT") + "/" + db;
-  auto migrated = postgres::ApplyMigrations({.dsn = dsn}, migrations::All());
-  EXPECT_TRUE(migrated.ok()) << migrated.status();
-  return std::make_unique<OwningPostgresStore>(dsn);
+  return std::make_unique<OwningPostgresStore>(FreshDatabase());
 }
 
 INSTANTIATE_TEST_SUITE_P(Postgres, DispatchStoreContract,
                          ::testing::Values(DispatchStoreFactory{"Postgres", MakeFreshStore}),
                          [](const auto& info) { return info.param.name; });
 
-class StopServer : public ::testing::Environment {
- public:
-  void TearDown() override { Server().reset(); }
-};
-const auto* const kStopServer = ::testing::AddGlobalTestEnvironment(new StopServer);
+using postgres_peer::Listener;
+
+TEST(PostgresDispatchStoreTest, NotifiesListenersWhenADeletionIsConfirmed) {
+  const std::string dsn = FreshDatabase();
+  postgres::ConnectionPool pool({.dsn = dsn, .size = 1});
+  postgres::PostgresDispatchStore store(pool);
+  DispatchChange change;
+  change.resource.resource_id = "278f3a61-efe5-56de-abba-6aedbfcce272";
+  change.resource.cluster = "cluster1";
+  change.resource.hub_namespace = "argocd";
+  change.resource.hub_name = "guestbook";
+  change.resource.hub_uid = "uid";
+  change.resource.work_name = "argocd-guestbook";
+  change.resource.payload_hash = "h";
+  change.resource.payload = "{}";
+  change.resource.deletion_state = DeletionState::kDeleteRequested;
+  change.event.resource_id = change.resource.resource_id;
+  change.event.cluster = "cluster1";
+  change.event.action = OutboxAction::kDelete;
+  change.event.event = R"({"specversion":"1.0","id":"e"})";
+  ASSERT_TRUE(store.Record({change}).ok());
+
+  pqxx::connection listen_conn(dsn);
+  Listener listener(listen_conn);
+  listen_conn.await_notification(0, 1);  // make sure LISTEN is active
+  ASSERT_TRUE(store.MarkDeletionConfirmed(change.resource.resource_id).ok());
+  postgres_peer::AwaitFirstNotification(listen_conn, listener);
+  EXPECT_EQ(listener.payloads, std::vector<std::string>{change.resource.resource_id});
+  auto confirmed = store.ConfirmedDeletions();
+  ASSERT_TRUE(confirmed.ok()) << confirmed.status();
+  EXPECT_EQ(*confirmed, std::vector<std::string>{change.resource.resource_id});
+}
 
 TEST(PostgresDispatchStoreTest, ReportsALostDatabaseAsUnavailable) {
   postgres::ConnectionPool pool(

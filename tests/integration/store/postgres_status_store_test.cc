@@ -3,22 +3,15 @@
 // database.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <pqxx/pqxx>
 
-#include "libs/store/postgres/migrator.h"
 #include "libs/store/postgres/status_store.h"
 #include "libs/store/testing/status_store_contract.h"
-#include "tests/support/peer.h"
+#include "tests/integration/store/postgres_peer.h"
 
 namespace mmi::store::testing {
 namespace {
-
-std::unique_ptr<mmi::testing::PeerProcess>& Server() {
-  static std::unique_ptr<mmi::testing::PeerProcess> server;
-  return server;
-}
 
 // Owns its pool; the store borrows it.
 class OwningPostgresStatusStore final : public StatusStore {
@@ -48,28 +41,7 @@ class OwningPostgresStatusStore final : public StatusStore {
   postgres::PostgresStatusStore store_;
 };
 
-std::string FreshDatabase() {
-  static std::atomic<int> n{0};
-  auto& server = Server();
-  if (!server) {
-    auto started = mmi::testing::PeerProcess::Start("postgres");
-    if (!started.ok()) {
-      ADD_FAILURE() << started.status();
-      std::abort();  // a peer that cannot start fails loudly
-    }
-    server = std::move(*started);
-  }
-  const std::string db = "status_contract_" + std::to_string(n++);
-  {
-    pqxx::connection admin(server->Get("PG_DSN"));
-    pqxx::nontransaction tx(admin);
-    tx.exec0("CREATE DATABASE " + db);
-  }
-  const std::string dsn = "postgresql://mmi@127.0.0.1:" + server->Get("PG_PORT") + "/" + db;
-  auto migrated = postgres::ApplyMigrations({.dsn = dsn}, migrations::All());
-  EXPECT_TRUE(migrated.ok()) << migrated.status();
-  return dsn;
-}
+std::string FreshDatabase() { return postgres_peer::FreshDatabase("status_contract_"); }
 
 void SeedRow(const std::string& dsn, const HubAppRef& ref) {
   pqxx::connection conn(dsn);
@@ -98,22 +70,7 @@ INSTANTIATE_TEST_SUITE_P(Postgres, StatusStoreContract,
                          ::testing::Values(StatusStoreFactory{"Postgres", MakeFreshStore}),
                          [](const auto& info) { return info.param.name; });
 
-class StopServer : public ::testing::Environment {
- public:
-  void TearDown() override { Server().reset(); }
-};
-const auto* const kStopServer = ::testing::AddGlobalTestEnvironment(new StopServer);
-
-// Receives notifications on the channel the dispatcher listens to.
-class Listener final : public pqxx::notification_receiver {
- public:
-  explicit Listener(pqxx::connection& conn)
-      : pqxx::notification_receiver(conn, kDeletionConfirmedChannel) {}
-  void operator()(const std::string& payload, int /*backend_pid*/) override {
-    payloads.push_back(payload);
-  }
-  std::vector<std::string> payloads;
-};
+using postgres_peer::Listener;
 
 TEST(PostgresStatusStoreTest, NotifiesTheDispatcherWhenADeletionIsConfirmed) {
   const std::string dsn = FreshDatabase();
@@ -128,10 +85,7 @@ TEST(PostgresStatusStoreTest, NotifiesTheDispatcherWhenADeletionIsConfirmed) {
   postgres::PostgresStatusStore store(pool);
   ASSERT_TRUE(store.MarkDeletionConfirmed(id).ok());
 
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (listener.payloads.empty() && std::chrono::steady_clock::now() < deadline) {
-    listen_conn.await_notification(1, 0);
-  }
+  postgres_peer::AwaitFirstNotification(listen_conn, listener);
   ASSERT_EQ(listener.payloads, std::vector<std::string>{id});
   pqxx::connection check(dsn);
   pqxx::nontransaction tx(check);

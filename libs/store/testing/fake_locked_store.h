@@ -1,0 +1,74 @@
+// Scaffolding shared by the in-memory stores (FakeDispatchStore, FakeStatusStore): one mutex over
+// all of a store's state, fault injection, the deletion-confirmed notifications, and visiting
+// copies outside the lock.
+#pragma once
+
+#include <functional>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "libs/store/dispatch_store.h"
+
+namespace mmi::store::testing {
+
+// Thread-safe.
+class FakeLockedStore {
+ public:
+  // Every following call fails with `status` until cleared with OkStatus().
+  void FailWithForTest(absl::Status status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fault_ = std::move(status);
+  }
+
+  // Payloads of the deletion-confirmed notifications sent, in order.
+  std::vector<std::string> notifications() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return notifications_;
+  }
+
+ protected:
+  FakeLockedStore() = default;
+  ~FakeLockedStore() = default;
+
+  // Returns the injected fault, or else appends values to a vector with `collect` under the lock
+  // and then calls `fn` on each of them without it, so `fn` may call back into the store.
+  template <typename T, typename Collect>
+  absl::Status VisitCopies(Collect collect, const std::function<void(const T&)>& fn) {
+    std::vector<T> copy;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!fault_.ok()) {
+        return fault_;
+      }
+      collect(copy);
+    }
+    for (const T& value : copy) {
+      fn(value);
+    }
+    return absl::OkStatus();
+  }
+
+  // Marks `resource_id` in `resources` (when present) kDeleteConfirmed and sends its
+  // notification. The caller holds mu_.
+  template <typename Resources>
+  void ConfirmDeletionLocked(Resources& resources, const std::string& resource_id) {
+    auto it = resources.find(resource_id);
+    if (it != resources.end()) {
+      it->second.deletion_state = DeletionState::kDeleteConfirmed;
+    }
+    notifications_.push_back(resource_id);
+  }
+
+  mutable std::mutex mu_;
+  absl::Status fault_;                      // guarded by mu_
+  std::vector<std::string> notifications_;  // guarded by mu_
+
+ private:
+  FakeLockedStore(const FakeLockedStore&) = delete;
+  FakeLockedStore& operator=(const FakeLockedStore&) = delete;
+};
+
+}  // namespace mmi::store::testing
