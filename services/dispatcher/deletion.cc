@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <pqxx/pqxx>
+#include <stdexcept>
 #include <utility>
 
 #include "libs/common/log.h"
@@ -31,8 +32,9 @@ class Receiver final : public pqxx::notification_receiver {
 
 }  // namespace
 
-DeletionListener::DeletionListener(DeletionListenerSettings settings, Callback on_confirmed)
-    : settings_(std::move(settings)), on_confirmed_(std::move(on_confirmed)) {}
+DeletionListener::DeletionListener(DeletionListenerSettings settings, store::DispatchStore& store,
+                                   Callback on_confirmed)
+    : settings_(std::move(settings)), store_(store), on_confirmed_(std::move(on_confirmed)) {}
 
 DeletionListener::~DeletionListener() { Stop(); }
 
@@ -62,13 +64,14 @@ void DeletionListener::Run(const std::stop_token& stop) {
       pqxx::connection conn(settings_.dsn);
       Receiver receiver(conn, settings_.channel, on_confirmed_);
       // LISTEN is active now; sweep what was confirmed while nobody listened.
-      {
-        pqxx::nontransaction tx(conn);
-        const auto rows =
-            tx.exec("SELECT resource_id::text FROM dispatched_resources WHERE deletion_state = 2");
-        for (const auto& row : rows) {
-          on_confirmed_(row[0].as<std::string>());
-        }
+      auto confirmed = store_.ConfirmedDeletions();
+      if (!confirmed.ok()) {
+        // Handled as a lost connection: back off, resubscribe, sweep again.
+        throw std::runtime_error("sweep of confirmed deletions failed: " +
+                                 std::string(confirmed.status().message()));
+      }
+      for (const auto& id : *confirmed) {
+        on_confirmed_(id);
       }
       connected_.store(true);
       ++connections_;

@@ -3,36 +3,38 @@
 // The dispatcher publishes a spec delete_request when a hub Application gets a deletionTimestamp
 // (or vanishes) and marks the resource kDeleteRequested (reconciler.cc). The agent removes the
 // manifests and reports Deleted=True; the status sink records that in PostgreSQL
-// (deletion_state = 2) and sends `NOTIFY mmi_deletion_confirmed, '<resource_id>'`. This listener
-// turns those notifications into Reconciler::OnDeletionConfirmed() calls, which release
+// (StatusStore::MarkDeletionConfirmed; DispatchStore::MarkDeletionConfirmed does the same), which
+// sends `NOTIFY mmi_deletion_confirmed, '<resource_id>'`. This listener turns those
+// notifications into Reconciler::OnDeletionConfirmed() calls, which release
 // `resources-finalizer.argocd.argoproj.io` on the hub Application (a JSON patch guarded by
 // `test` ops, hub_writes.h) and then Forget the row.
 //
-// Notifications are not queued while nobody listens, so on every (re)connect the listener also
-// sweeps the rows already in state 2 and reports each of them; confirmations are idempotent.
+// Notifications are not queued while nobody listens, so after every (re)subscription the
+// listener also sweeps the rows already confirmed (DispatchStore::ConfirmedDeletions) and reports
+// each of them; confirmations are idempotent.
 //
-// Threads: one listener thread (its own libpqxx connection, never shared). `on_confirmed` runs
-// on it and must only enqueue.
+// Threads: one listener thread (its own libpqxx connection for LISTEN, never shared; the sweep
+// goes through the store). `on_confirmed` runs on it and must only enqueue.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <stop_token>
 #include <string>
 #include <thread>
 
 #include "libs/common/backoff.h"
+#include "libs/store/dispatch_store.h"
 
 namespace mmi::dispatcher {
 
-inline constexpr char kDeletionConfirmedChannel[] = "mmi_deletion_confirmed";
-
 struct DeletionListenerSettings {
   std::string dsn;  // libpq connection string (never logged)
-  std::string channel = kDeletionConfirmedChannel;
+  std::string channel = store::kDeletionConfirmedChannel;
   // Longest wait for a notification before checking for Stop().
   std::chrono::milliseconds poll{500};
   BackoffSettings reconnect{.initial = std::chrono::milliseconds(500),
@@ -45,7 +47,9 @@ class DeletionListener {
  public:
   using Callback = std::function<void(const std::string& resource_id)>;
 
-  DeletionListener(DeletionListenerSettings settings, Callback on_confirmed);
+  // Sweeps through `store` (borrowed, thread-safe; must outlive the listener).
+  DeletionListener(DeletionListenerSettings settings, store::DispatchStore& store,
+                   Callback on_confirmed);
   ~DeletionListener();  // Stop()
   DeletionListener(const DeletionListener&) = delete;
   DeletionListener& operator=(const DeletionListener&) = delete;
@@ -62,6 +66,7 @@ class DeletionListener {
   bool SleepFor(std::chrono::milliseconds duration, const std::stop_token& stop);
 
   const DeletionListenerSettings settings_;
+  store::DispatchStore& store_;
   const Callback on_confirmed_;
   std::atomic<bool> connected_{false};
   std::atomic<int> connections_{0};

@@ -163,13 +163,30 @@ void Reconciler::InstallState(Loaded loaded) {
       ++it->second.unpublished;
     }
   }
+  for (const auto& id : early_confirmations_) {
+    if (auto it = resources_.find(id);
+        it != resources_.end() && it->second.state == DeletionState::kDeleteRequested) {
+      it->second.state = DeletionState::kDeleteConfirmed;  // finished by the sweep
+    }
+  }
+  early_confirmations_.clear();
   metrics_.tracked().Set(static_cast<double>(resources_.size()));
   Log().Info("dispatch state loaded", {{"resources", static_cast<int64_t>(resources_.size())},
                                        {"outbox", static_cast<int64_t>(loaded.outbox.size())}});
   loaded_.store(true);
   active_.store(true);
+  // Events recorded but not accepted before the restart go out first, with their original ids.
   outbox_.Add(std::move(loaded.outbox));
-  // Sweep: deletions confirmed while we were not running.
+  // Deletions confirmed while we were not running are finished by the first ProcessKeys() that
+  // finds the caches synced (SweepConfirmedDeletions), like every other decision.
+  EnqueueAll();
+  ScheduleProcess();
+}
+
+bool Reconciler::CachesSynced() const { return clusters_.synced() && apps_.synced(); }
+
+void Reconciler::SweepConfirmedDeletions() {
+  swept_ = true;
   std::vector<std::string> confirmed;
   for (auto& [id, t] : resources_) {
     if (t.state == DeletionState::kDeleteConfirmed) {
@@ -181,8 +198,6 @@ void Reconciler::InstallState(Loaded loaded) {
       FinishDeletion(it->second);
     }
   }
-  EnqueueAll();
-  ScheduleProcess();
 }
 
 void Reconciler::EnqueueAll() {
@@ -258,9 +273,13 @@ void Reconciler::ProcessKeys() {
   if (!active_.load() || inflight_batches_.load() >= settings_.max_inflight_batches) {
     return;  // OnRecorded schedules again
   }
-  if (!clusters_.synced()) {
+  if (!CachesSynced()) {
+    // Until the initial lists are complete a missing Application may only be unlisted yet.
     loop_.PostAfter(std::chrono::milliseconds(200), [this] { ScheduleProcess(); });
     return;
+  }
+  if (!swept_) {
+    SweepConfirmedDeletions();
   }
   std::vector<std::string> keys;
   bool resync = false;
@@ -727,6 +746,9 @@ void Reconciler::OnDeletionConfirmed(const std::string& resource_id) {
   loop_.Post([this, resource_id] {
     auto it = resources_.find(resource_id);
     if (it == resources_.end()) {
+      if (!loaded_.load()) {
+        early_confirmations_.insert(resource_id);  // applied by InstallState()
+      }
       return;
     }
     Tracked& t = it->second;
@@ -737,6 +759,9 @@ void Reconciler::OnDeletionConfirmed(const std::string& resource_id) {
       return;
     }
     t.state = DeletionState::kDeleteConfirmed;
+    if (!swept_) {
+      return;  // the caches are not synced yet: the sweep finishes it (with its finalizer)
+    }
     if (t.busy) {
       t.requeue = true;
       return;

@@ -20,7 +20,11 @@
 //
 // State: one loop thread owns the in-memory dispatch state (resource id -> payload hash,
 // version, deletion state). It is warm-loaded from the store on Activate(), so a restarted
-// dispatcher republishes nothing unchanged. Store calls and hub writes run on the worker pool.
+// dispatcher republishes nothing unchanged. No key is decided (and no confirmed deletion is
+// finished) before both the Application and the ManagedCluster caches have synced: a resource
+// known from the store whose Application is not cached *yet* must not be taken for a vanished
+// one (that would publish a delete for every live resource on a restart). Store calls and hub
+// writes run on the worker pool.
 //
 // Thread safety: Enqueue(), OnClusterAdded(), OnDeletionConfirmed(), Activate(), Deactivate()
 // and the accessors marked "any thread" may be called from any thread; everything else runs on
@@ -61,6 +65,9 @@ class ObjectLister {
   // nullptr when absent.
   virtual kube::ObjectPtr Get(std::string_view ns, std::string_view name) const = 0;
   virtual std::vector<kube::ObjectPtr> List() const = 0;
+  // True once the cache holds the complete initial list. Before that an absent object proves
+  // nothing (it may simply not be listed yet), so nothing may be decided from Get() == nullptr.
+  virtual bool synced() const = 0;
 };
 
 class InformerLister final : public ObjectLister {
@@ -70,6 +77,7 @@ class InformerLister final : public ObjectLister {
     return informer_.Get(ns, name);
   }
   std::vector<kube::ObjectPtr> List() const override { return informer_.List(); }
+  bool synced() const override { return informer_.HasSynced(); }
 
  private:
   const kube::Informer& informer_;
@@ -192,6 +200,10 @@ class Reconciler {
 
   void LoadState();
   void InstallState(Loaded loaded);
+  // Both hub caches hold their complete initial lists.
+  bool CachesSynced() const;
+  // Finishes the deletions found confirmed in the store (once, when the caches synced).
+  void SweepConfirmedDeletions();
   void ScheduleProcess();
   void ProcessKeys();
   void Reconcile(const std::string& key, std::vector<PendingChange>& batch);
@@ -239,6 +251,10 @@ class Reconciler {
   absl::flat_hash_map<std::string, std::string> by_key_;  // "<ns>/<name>" -> resource id
   absl::flat_hash_map<std::string, Parked> parked_;       // by key
   bool parked_retry_armed_ = false;
+  bool swept_ = false;  // SweepConfirmedDeletions() ran: confirmations are finished at once
+  // Confirmations that arrived before the state was installed (the listener runs from the start;
+  // LoadState() may have read the row just before the status sink confirmed it).
+  absl::flat_hash_set<std::string> early_confirmations_;
   Backoff retry_backoff_;
   Backoff load_backoff_;
   uint64_t event_counter_ = 0;

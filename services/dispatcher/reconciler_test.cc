@@ -334,6 +334,80 @@ TEST_F(ReconcilerTest, ARestartWithAWarmStoreRepublishesNothingUnchanged) {
             2);
 }
 
+TEST_F(ReconcilerTest, ARestartDecidesNothingBeforeTheApplicationCacheHasSynced) {
+  for (const char* name : {"a", "b"}) {
+    PutApp(PullApp("argocd", name, "cluster1"));
+  }
+  {
+    Process& p = Start();
+    ASSERT_EQ(p.publisher.accepted().size(), 2U);
+  }
+  process_.reset();
+
+  // Restart while the Application informer is still listing: the store knows two resources the
+  // cache does not hold yet. They have not vanished; no delete may go out.
+  const auto listed = apps_.List();  // what the informer will hold once synced
+  apps_.Remove("argocd/a");
+  apps_.Remove("argocd/b");
+  apps_.SetSynced(false);
+  Process& p = Start();
+  clock_.Advance(std::chrono::seconds(1));
+  p.RunAll();
+  EXPECT_TRUE(p.publisher.published().empty());
+  EXPECT_EQ(p.reconciler.ResourceForTest(IdOf("cluster1", "argocd", "a"))->state,
+            store::DeletionState::kLive);
+
+  // The initial list completes (the informer enqueues every listed key): still nothing to send.
+  for (const auto& app : listed) {
+    apps_.Set(*app);
+  }
+  apps_.SetSynced(true);
+  for (const char* name : {"a", "b"}) {
+    p.reconciler.Enqueue(std::string("argocd/") + name);
+  }
+  clock_.Advance(std::chrono::seconds(1));
+  p.RunAll();
+  EXPECT_TRUE(p.publisher.published().empty());
+  EXPECT_EQ(MetricValue(p.registry, "mmi_dispatcher_decisions_total", {{"decision", "delete"}}), 0);
+  EXPECT_EQ(MetricValue(p.registry, "mmi_dispatcher_decisions_total", {{"decision", "unchanged"}}),
+            2);
+}
+
+TEST_F(ReconcilerTest, AConfirmedDeletionWaitsForTheCacheToReleaseTheFinalizer) {
+  PutApp(PullApp("argocd", "guestbook", "cluster1"));
+  const std::string id = IdOf("cluster1", "argocd", "guestbook");
+  {
+    Process& p = Start();
+    ASSERT_TRUE(hub_.Delete(ApplicationsRef("argocd"), "guestbook", {}).ok());
+    Sync("argocd", "guestbook");
+    p.RunAll();
+    ASSERT_EQ(p.publisher.accepted().size(), 2U);
+  }
+  process_.reset();
+  ASSERT_TRUE(store_.MarkDeletionConfirmed(id).ok());
+
+  // Restart before the cache listed the (deleting) Application: the confirmation must not be
+  // finished yet, or the finalizer would stay on the hub Application.
+  const kube::ObjectPtr deleting = apps_.Get("argocd", "guestbook");
+  ASSERT_NE(deleting, nullptr);
+  apps_.Remove("argocd/guestbook");
+  apps_.SetSynced(false);
+  Process& p = Start();
+  p.reconciler.OnDeletionConfirmed(id);
+  clock_.Advance(std::chrono::seconds(1));
+  p.RunAll();
+  EXPECT_TRUE(store_.GetResource(id)->has_value());
+  EXPECT_TRUE(hub_.Get(ApplicationsRef("argocd"), "guestbook").ok());
+
+  apps_.Set(*deleting);
+  apps_.SetSynced(true);
+  clock_.Advance(std::chrono::seconds(1));
+  p.RunAll();
+  EXPECT_TRUE(absl::IsNotFound(hub_.Get(ApplicationsRef("argocd"), "guestbook").status()));
+  EXPECT_FALSE(store_.GetResource(id)->has_value());
+  EXPECT_TRUE(p.publisher.accepted().empty());
+}
+
 TEST_F(ReconcilerTest, AFailedRecordIsRetriedAndNothingIsPublishedBeforeIt) {
   PutApp(PullApp("argocd", "guestbook", "cluster1"));
   store_.FailWithForTest(absl::UnavailableError("postgres down"));

@@ -4,18 +4,12 @@
 
 #include <map>
 
+#include "libs/service/testing/fake_env.h"
+
 namespace mmi::dispatcher {
 namespace {
 
-EnvLookup Env(std::map<std::string, std::string> values) {
-  return [values](const char* name) -> std::optional<std::string> {
-    auto it = values.find(name);
-    if (it == values.end()) {
-      return std::nullopt;
-    }
-    return it->second;
-  };
-}
+using service::testing::FakeEnv;
 
 constexpr char kConfig[] = R"(
 logLevel: debug
@@ -77,13 +71,31 @@ dispatch: {unknownClusterRetry: soon}
   EXPECT_NE(msg.find("dispatch.unknownClusterRetry"), std::string::npos) << msg;
 }
 
+TEST(SettingsTest, RejectsUnknownKeysByTheirFullPath) {
+  auto s = ParseSettingsYaml(R"(
+logLevl: debug
+dispatch: {wokers: 6}
+transport: {type: mqtt, mqtt: {brokerHost: "b:1883", tls: {cafile: /ca.pem}}}
+)");
+  ASSERT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string msg(s.status().message());
+  EXPECT_NE(msg.find("logLevl: unknown key"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("dispatch.wokers: unknown key"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("transport.mqtt.tls.cafile: unknown key"), std::string::npos) << msg;
+  // The kube section is the shared one: requestTimeout is accepted by the dispatcher too.
+  auto k = ParseSettingsYaml("kube: {requestTimeout: 10s}\n");
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->kube.request_timeout, std::chrono::seconds(10));
+  EXPECT_EQ(DispatcherSettings{}.kube.request_timeout, std::chrono::seconds(60));
+}
+
 TEST(SettingsTest, EnvironmentAndFinalizeFillSecretsIdentityAndOwnGroups) {
   auto s = ParseSettingsYaml(kConfig);
   ASSERT_TRUE(s.ok());
-  ApplyEnvironment(*s, Env({{"MMI_STORE_DSN", "postgresql://u:p@db/mmi"},
-                            {"MMI_TRANSPORT_PASSWORD", "secret"},
-                            {"POD_NAME", "dispatcher-0"},
-                            {"POD_NAMESPACE", "ignored-because-configured"}}));
+  ApplyEnvironment(*s, FakeEnv({{"MMI_STORE_DSN", "postgresql://u:p@db/mmi"},
+                                {"MMI_TRANSPORT_PASSWORD", "secret"},
+                                {"POD_NAME", "dispatcher-0"},
+                                {"POD_NAMESPACE", "ignored-because-configured"}}));
   const absl::Status finalized = FinalizeSettings(*s);
   ASSERT_TRUE(finalized.ok()) << finalized;
   EXPECT_EQ(s->store.dsn, "postgresql://u:p@db/mmi");
@@ -102,7 +114,7 @@ TEST(SettingsTest, EnvironmentAndFinalizeFillSecretsIdentityAndOwnGroups) {
 TEST(SettingsTest, FlagsOverrideTheFileAndMissingRequiredFieldsFail) {
   const char* argv[] = {"dispatcher",     "--store-dsn", "host=db",     "--kubeconfig", "/k",
                         "--leader-elect", "false",       "--log-level", "warn"};
-  auto s = LoadSettings(9, argv, Env({}));
+  auto s = LoadSettings(9, argv, FakeEnv({}));
   ASSERT_FALSE(s.ok());  // transport.mqtt.brokerHost is required
   EXPECT_NE(s.status().message().find("brokerHost"), std::string::npos) << s.status();
 

@@ -1,5 +1,7 @@
 #include "services/dispatcher/spec_resync.h"
 
+#include <algorithm>
+
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -144,18 +146,73 @@ void SpecResyncResponder::Handle(cloudevents::Event request, std::function<void(
     metrics_.SpecResync("ok");
     Log().Info("answering a spec resync request",
                {{"cluster", cluster}, {"responses", static_cast<int64_t>(responses->size())}});
-    for (auto& e : *responses) {
-      const std::string id = e.ResourceId().value_or("");
-      publisher_.Publish(std::move(e), [id, cluster](absl::Status status) {
-        if (!status.ok()) {
-          Log().Warn(
-              "spec resync response not accepted (the agent resyncs again later)",
-              {{"cluster", cluster}, {"resource", id}, {"error", std::string(status.message())}});
-        }
-      });
+    {
+      absl::MutexLock lock(&mu_);
+      for (auto& e : *responses) {
+        queue_.push_back(PendingAnswer{std::move(e), cluster, 0});
+      }
     }
+    Pump();
     done();
   });
+}
+
+void SpecResyncResponder::Pump() {
+  std::vector<PendingAnswer> batch;
+  {
+    absl::MutexLock lock(&mu_);
+    while (in_flight_ < kMaxInFlight && !queue_.empty()) {
+      batch.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+      ++in_flight_;
+    }
+  }
+  for (PendingAnswer& answer : batch) {
+    cloudevents::Event event = answer.event;  // kept for a retry
+    publisher_.Publish(std::move(event),
+                       [this, answer = std::move(answer)](absl::Status status) mutable {
+                         workers_.Post([this, answer = std::move(answer), status]() mutable {
+                           Completed(std::move(answer), status);
+                         });
+                       });
+  }
+}
+
+void SpecResyncResponder::Completed(PendingAnswer answer, const absl::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    --in_flight_;
+  }
+  if (!status.ok()) {
+    // kFailedPrecondition: the publisher stopped (we are shutting down); the agent asks again
+    // when it reconnects to the next leader. Anything else is a broker hiccup: try again later,
+    // not at once (while disconnected, publishes fail immediately).
+    if (status.code() != absl::StatusCode::kFailedPrecondition &&
+        ++answer.attempts < kMaxAttempts) {
+      metrics_.SpecResync("response_retried");
+      const auto delay = RetryDelay(answer.attempts);
+      workers_.PostAfter(delay, [this, answer = std::move(answer)]() mutable {
+        {
+          absl::MutexLock lock(&mu_);
+          queue_.push_back(std::move(answer));
+        }
+        Pump();
+      });
+    } else {
+      metrics_.SpecResync("response_dropped");
+      Log().Warn("spec resync response not accepted; giving up (the agent resyncs on reconnect)",
+                 {{"cluster", answer.cluster},
+                  {"resource", answer.event.ResourceId().value_or("")},
+                  {"attempts", static_cast<int64_t>(answer.attempts)},
+                  {"error", std::string(status.message())}});
+    }
+  }
+  Pump();
+}
+
+std::chrono::milliseconds SpecResyncResponder::RetryDelay(int attempts) {
+  const int shift = std::clamp(attempts - 1, 0, 6);
+  return std::min(kFirstRetryDelay * (1 << shift), kMaxRetryDelay);
 }
 
 }  // namespace mmi::dispatcher

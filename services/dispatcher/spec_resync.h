@@ -10,15 +10,22 @@
 // ignored. The stored payload and `metadata` are sent verbatim, so answers match what was
 // published.
 //
-// Threads: Handle() runs the store read on the worker pool and publishes from there; the
-// Publisher callbacks only count.
+// Threads: Handle() runs the store read on the worker pool and queues the answers; at most
+// `kMaxInFlight` answers are with the broker at once (a reconnect of thousands of agents would
+// otherwise outrun the publish timeout), and one the broker did not accept is sent again after a
+// growing delay (0.2 s doubling up to 10 s, ~23 s in all), up to `kMaxAttempts` times: an agent
+// that stays connected never asks twice. Publisher callbacks only post to the worker pool.
 #pragma once
 
+#include <chrono>
+#include <deque>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/cloudevents/event.h"
 #include "libs/common/clock.h"
 #include "libs/store/dispatch_store.h"
@@ -51,13 +58,33 @@ class SpecResyncResponder {
   // spec resync requests for us are acknowledged at once.
   void Handle(cloudevents::Event request, std::function<void()> done);
 
+  static constexpr int kMaxInFlight = 256;
+  static constexpr int kMaxAttempts = 8;
+  static constexpr std::chrono::milliseconds kFirstRetryDelay{200};
+  static constexpr std::chrono::milliseconds kMaxRetryDelay{10'000};
+  // The wait before attempt `attempts + 1` (attempts >= 1).
+  static std::chrono::milliseconds RetryDelay(int attempts);
+
  private:
+  struct PendingAnswer {
+    cloudevents::Event event;
+    std::string cluster;
+    int attempts = 0;
+  };
+  // Sends queued answers while fewer than kMaxInFlight are with the broker.
+  void Pump();
+  void Completed(PendingAnswer answer, const absl::Status& status);
+
   const std::string source_id_;
   internal::Executor& workers_;
   store::DispatchStore& store_;
   transport::Publisher& publisher_;
   const Clock& clock_;
   DispatcherMetrics& metrics_;
+
+  absl::Mutex mu_;
+  std::deque<PendingAnswer> queue_ ABSL_GUARDED_BY(mu_);
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace mmi::dispatcher

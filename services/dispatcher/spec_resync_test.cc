@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "libs/cloudevents/resync.h"
 #include "libs/common/testing/fake_clock.h"
 #include "libs/store/testing/fake_dispatch_store.h"
@@ -132,6 +134,117 @@ TEST(SpecResyncTest, TheResponderAnswersFromTheStore) {
   workers.RunUntilIdleForTest();
   EXPECT_EQ(acks, 2);
   EXPECT_EQ(publisher.accepted().size(), 2U);
+}
+
+TEST(SpecResyncTest, AnAnswerTheBrokerRefusedIsSentAgain) {
+  mmi::testing::FakeClock clock;
+  internal::Executor workers(clock, "workers", 0);
+  store::testing::FakeDispatchStore store;
+  ASSERT_TRUE(store.Record({Row(kLive, 3, store::DeletionState::kLive)}).ok());
+  transport::testing::FakePublisher publisher;
+  ASSERT_TRUE(publisher.Start().ok());
+  prometheus::Registry registry;
+  DispatcherMetrics metrics(registry, "fake");
+  SpecResyncResponder responder("app-work-client", workers, store, publisher, clock, metrics);
+
+  // The first two attempts time out; the third is accepted.
+  publisher.FailNext(absl::DeadlineExceededError("no PUBACK"));
+  publisher.FailNext(absl::DeadlineExceededError("no PUBACK"));
+  responder.Handle(Request(""), [] {});
+  workers.RunUntilIdleForTest();
+  // Not at once: after the retry delay.
+  EXPECT_LT(publisher.accepted().size(), 3U);
+  for (int i = 0; i < SpecResyncResponder::kMaxAttempts; ++i) {
+    clock.Advance(SpecResyncResponder::kMaxRetryDelay);
+    workers.RunUntilIdleForTest();
+  }
+  EXPECT_NE(ById(publisher.accepted(), kLive), nullptr);
+  EXPECT_NE(ById(publisher.accepted(), kOrphan), nullptr);
+  // kLive (newer), and the two IDs the store does not know (kCurrent, kOrphan): deletes.
+  EXPECT_EQ(publisher.accepted().size(), 3U);
+  EXPECT_EQ(publisher.published().size(), 5U);
+}
+
+TEST(SpecResyncTest, AnAnswerIsDroppedAfterTheLastAttempt) {
+  mmi::testing::FakeClock clock;
+  internal::Executor workers(clock, "workers", 0);
+  store::testing::FakeDispatchStore store;
+  transport::testing::FakePublisher publisher;
+  ASSERT_TRUE(publisher.Start().ok());
+  prometheus::Registry registry;
+  DispatcherMetrics metrics(registry, "fake");
+  SpecResyncResponder responder("app-work-client", workers, store, publisher, clock, metrics);
+
+  // The store is empty: the three IDs the agent holds are answered with deletes; every
+  // attempt of each fails.
+  for (int i = 0; i < 3 * SpecResyncResponder::kMaxAttempts; ++i) {
+    publisher.FailNext(absl::UnavailableError("disconnected"));
+  }
+  responder.Handle(Request(""), [] {});
+  workers.RunUntilIdleForTest();
+  for (int i = 0; i < SpecResyncResponder::kMaxAttempts; ++i) {
+    clock.Advance(SpecResyncResponder::kMaxRetryDelay);
+    workers.RunUntilIdleForTest();
+  }
+  EXPECT_TRUE(publisher.accepted().empty());
+  EXPECT_EQ(publisher.published().size(),
+            static_cast<size_t>(3 * SpecResyncResponder::kMaxAttempts));
+  EXPECT_EQ(publisher.pending(), 0);
+}
+
+TEST(SpecResyncTest, RetriesWaitLongerEachTimeAndStopOnShutdown) {
+  EXPECT_EQ(SpecResyncResponder::RetryDelay(1), std::chrono::milliseconds(200));
+  EXPECT_EQ(SpecResyncResponder::RetryDelay(2), std::chrono::milliseconds(400));
+  EXPECT_EQ(SpecResyncResponder::RetryDelay(7), SpecResyncResponder::kMaxRetryDelay);
+
+  mmi::testing::FakeClock clock;
+  internal::Executor workers(clock, "workers", 0);
+  store::testing::FakeDispatchStore store;
+  transport::testing::FakePublisher publisher;
+  ASSERT_TRUE(publisher.Start().ok());
+  prometheus::Registry registry;
+  DispatcherMetrics metrics(registry, "fake");
+  SpecResyncResponder responder("app-work-client", workers, store, publisher, clock, metrics);
+  // A stopped publisher: each of the three answers is tried once, never again.
+  for (int i = 0; i < 3; ++i) {
+    publisher.FailNext(absl::FailedPreconditionError("publisher stopped"));
+  }
+  responder.Handle(Request(""), [] {});
+  workers.RunUntilIdleForTest();
+  clock.Advance(std::chrono::minutes(5));
+  workers.RunUntilIdleForTest();
+  EXPECT_EQ(publisher.published().size(), 3U);
+  EXPECT_EQ(workers.Pending(), 0U);
+}
+
+TEST(SpecResyncTest, AtMostAWindowOfAnswersIsWithTheBroker) {
+  mmi::testing::FakeClock clock;
+  internal::Executor workers(clock, "workers", 0);
+  store::testing::FakeDispatchStore store;
+  constexpr int kRows = SpecResyncResponder::kMaxInFlight + 44;
+  std::vector<store::DispatchChange> rows;
+  for (int i = 0; i < kRows; ++i) {
+    char id[40];
+    std::snprintf(id, sizeof(id), "00000000-0000-5000-8000-1%011d", i);
+    rows.push_back(Row(id, 2, store::DeletionState::kLive));
+  }
+  ASSERT_TRUE(store.Record(rows).ok());
+  transport::testing::FakePublisher publisher(transport::testing::FakePublisher::Mode::kManual);
+  ASSERT_TRUE(publisher.Start().ok());
+  prometheus::Registry registry;
+  DispatcherMetrics metrics(registry, "fake");
+  SpecResyncResponder responder("app-work-client", workers, store, publisher, clock, metrics);
+
+  responder.Handle(Request(""), [] {});
+  workers.RunUntilIdleForTest();
+  EXPECT_EQ(publisher.pending(), SpecResyncResponder::kMaxInFlight);
+  // Completions let more answers out, until all (plus the agent's three unknown IDs) are
+  // accepted.
+  while (publisher.CompleteAll() > 0) {
+    workers.RunUntilIdleForTest();
+    EXPECT_LE(publisher.pending(), SpecResyncResponder::kMaxInFlight);
+  }
+  EXPECT_EQ(publisher.accepted().size(), static_cast<size_t>(kRows + 3));
 }
 
 }  // namespace

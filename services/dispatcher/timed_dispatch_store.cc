@@ -60,6 +60,10 @@ absl::Status TimedDispatchStore::MarkDeletionConfirmed(const std::string& resour
                [&] { return inner_.MarkDeletionConfirmed(resource_id); });
 }
 
+absl::StatusOr<std::vector<std::string>> TimedDispatchStore::ConfirmedDeletions() {
+  return Timed("confirmed_deletions", [&] { return inner_.ConfirmedDeletions(); });
+}
+
 absl::Status TimedDispatchStore::Forget(const std::string& resource_id) {
   return Timed("forget", [&] { return inner_.Forget(resource_id); });
 }

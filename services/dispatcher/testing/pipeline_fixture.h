@@ -50,10 +50,20 @@ class MapLister final : public ObjectLister {
     std::lock_guard<std::mutex> lock(mu_);
     objects_.erase(key);
   }
+  bool synced() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return synced_;
+  }
+  // Plays an informer whose initial list is not complete yet (false) or is (true, the default).
+  void SetSynced(bool synced) {
+    std::lock_guard<std::mutex> lock(mu_);
+    synced_ = synced;
+  }
 
  private:
   mutable std::mutex mu_;
   std::map<std::string, kube::ObjectPtr> objects_;
+  bool synced_ = true;
 };
 
 // One dispatcher "process": executors, outbox, reconciler. The store, hub, clock and lister are

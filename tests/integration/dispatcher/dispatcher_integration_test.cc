@@ -2,12 +2,21 @@
 // PostgreSQL and mosquitto. DispatcherApp runs in process with the MQTT transport; a Paho
 // client plays the work agent of cluster1: it subscribes the agent-side sourceevents topic and
 // checks what arrives (maestro-protocol.md §3.2), and sends a spec resync request (§6.5).
+// The kill test runs the `dispatcher` binary, kills it with SIGKILL mid-stream and restarts it.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <mqtt/async_client.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <pqxx/pqxx>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -106,6 +115,9 @@ class Agent {
     }
   }
   bool Send(const cloudevents::Event& event) {
+    return Publish(event, absl::StrCat("sources/", kSource, "/consumers/cluster1/agentevents"));
+  }
+  bool Publish(const cloudevents::Event& event, const std::string& topic) {
     auto encoded = cloudevents::EncodeMqtt(event);
     if (!encoded.ok()) {
       return false;
@@ -118,7 +130,7 @@ class Agent {
       props.add(mqtt::property(mqtt::property::USER_PROPERTY, k, v));
     }
     auto msg = mqtt::message_ptr_builder()
-                   .topic(absl::StrCat("sources/", kSource, "/consumers/cluster1/agentevents"))
+                   .topic(topic)
                    .payload(encoded->payload)
                    .qos(1)
                    .properties(props)
@@ -237,6 +249,32 @@ class DispatcherIntegrationTest : public ::testing::Test {
         [&] { return !agent_->For(IdOf(name), cloudevents::kSpecCreateRequestType).empty(); },
         seconds(60)))
         << "no create event for barrier " << name;
+  }
+
+  // Publishes a marker on the agent's own sourceevents topic and waits for it: mosquitto delivers
+  // in order, so everything the broker accepted before the marker has reached the agent.
+  void FlushBroker(const std::string& marker_id) {
+    cloudevents::Event marker;
+    marker.id = marker_id;
+    marker.source = "dispatcher-integration-test";
+    marker.type = std::string(cloudevents::kSpecResyncRequestType);
+    marker.SetString(cloudevents::kExtClusterName, "cluster1");
+    marker.data_content_type = "application/json";
+    marker.data =
+        cloudevents::EncodeResourceVersionList(cloudevents::ResourceVersionList{}).value();
+    ASSERT_TRUE(agent_->Publish(
+        marker, absl::StrCat("sources/", kSource, "/consumers/cluster1/sourceevents")));
+    ASSERT_TRUE(mmi::testing::WaitFor(
+        [&] {
+          for (const auto& e : agent_->Received()) {
+            if (e.id == marker_id) {
+              return true;
+            }
+          }
+          return false;
+        },
+        seconds(30)))
+        << "the broker did not deliver the marker";
   }
 
   std::unique_ptr<mmi::testing::PeerProcess> hub_peer_;
@@ -380,6 +418,168 @@ TEST_F(DispatcherIntegrationTest, DispatchesChangesOnlyAndSurvivesARestart) {
         },
         seconds(30)));
   }
+  EXPECT_EQ(agent_->decode_errors(), 0);
+  EXPECT_TRUE(app->Stop());
+}
+
+// The real binary, killed with SIGKILL while it is publishing. Every event the agent receives
+// after the restart is either an event that was still in the outbox at the kill (it keeps its
+// CloudEvent id: publishing it is the at-least-once hand-over, not a republish), or a change made
+// while the dispatcher was down. Any other event (a new id for a resource already recorded and
+// unchanged) is a republish, and there must be none; nothing recorded or changed may be lost.
+TEST_F(DispatcherIntegrationTest, AKillMidStreamLosesNothingAndRepublishesNothingUnchanged) {
+  CreateCluster("cluster1");
+  constexpr int kApps = 60;
+  auto name_of = [](int i) { return "app-" + std::to_string(i); };
+  for (int i = 0; i < kApps; ++i) {
+    ASSERT_TRUE(hub_->Create(ApplicationsRef("argocd"), App(name_of(i), "HEAD"), {}).ok());
+  }
+
+  // 1. The binary, from a config file; its log stays in the PostgreSQL peer's data dir.
+  const std::string dir = pg_peer_->data_dir();
+  const std::string config = dir + "/dispatcher-killed.yaml";
+  {
+    std::ofstream out(config);
+    out << "logLevel: info\n"
+        << "admin:\n  listenAddress: 127.0.0.1:0\n"
+        << "kube:\n  kubeconfig: " << hub_peer_->Get("KUBECONFIG") << "\n  qps: 0\n"
+        << "store:\n  dsn: \"" << pg_peer_->Get("PG_DSN") << "\"\n"
+        << "leaderElection:\n  enabled: false\n"
+        << "gitopsCluster:\n  enabled: false\n"
+        << "transport:\n  type: mqtt\n  mqtt:\n"
+        << "    brokerHost: " << broker_peer_->Get("MQTT_HOST") << "\n"
+        << "    sourceId: " << kSource << "\n"
+        << "    clientId: dispatcher-killed\n";
+  }
+  std::vector<std::string> args = {MMI_DISPATCHER_BINARY, "--config", config};
+  std::vector<char*> argv;
+  for (auto& a : args) {
+    argv.push_back(a.data());
+  }
+  argv.push_back(nullptr);
+  const std::string log = dir + "/dispatcher-killed.log";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = -1;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+
+  // 2. Mid-stream: some creates have reached the agent, others not yet. SIGKILL.
+  const bool started_publishing = mmi::testing::WaitFor(
+      [&] {
+        size_t n = 0;
+        for (const auto& e : agent_->Received()) {
+          n += e.type == cloudevents::kSpecCreateRequestType ? 1 : 0;
+        }
+        return n >= 5;
+      },
+      seconds(90));
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  ASSERT_TRUE(started_publishing) << "the binary published nothing; its log: " << log;
+  FlushBroker("marker-after-kill");
+
+  // 3. What the killed process left: the resources it recorded and its unsent outbox (by id).
+  std::set<std::string> recorded;
+  std::map<std::string, std::set<std::string>> unsent;  // resource id -> CloudEvent ids
+  {
+    pqxx::connection conn(pg_peer_->Get("PG_DSN"));
+    pqxx::nontransaction tx(conn);
+    for (const auto& r : tx.exec("SELECT resource_id::text FROM dispatched_resources")) {
+      recorded.insert(r[0].as<std::string>());
+    }
+    for (const auto& r : tx.exec("SELECT resource_id::text, event FROM outbox")) {
+      unsent[r[0].as<std::string>()].insert(
+          json::parse(r[1].as<std::string>())["id"].get<std::string>());
+    }
+  }
+  size_t unsent_count = 0;
+  for (const auto& [id, ids] : unsent) {
+    unsent_count += ids.size();
+  }
+  RecordProperty("recorded_at_kill", static_cast<int>(recorded.size()));
+  RecordProperty("unsent_at_kill", static_cast<int>(unsent_count));
+  const size_t before = agent_->Received().size();
+  std::set<std::string> seen_before;
+  for (const auto& e : agent_->Received()) {
+    seen_before.insert(e.id);
+  }
+
+  // 4. One real change while the dispatcher is down, then the restart.
+  SetRevision(name_of(0), "v2");
+  auto app = StartApp();
+  const auto complete = [&] {
+    const auto events = agent_->Received();
+    std::map<std::string, int> creates;
+    bool changed = false;
+    for (const auto& e : events) {
+      const std::string id = e.ResourceId().value_or("");
+      if (e.type == cloudevents::kSpecCreateRequestType) {
+        ++creates[id];
+      }
+      if (id == IdOf(name_of(0)) && e.type != cloudevents::kSpecDeleteRequestType) {
+        auto bundle = cloudevents::ManifestBundleOf(e);
+        changed = changed || (bundle.ok() && !bundle->manifests.empty() &&
+                              bundle->manifests[0]["spec"]["source"]["targetRevision"] == "v2");
+      }
+    }
+    for (int i = 0; i < kApps; ++i) {
+      if (creates[IdOf(name_of(i))] == 0) {
+        return false;
+      }
+    }
+    return changed && app->outbox_pending() == 0;
+  };
+  ASSERT_TRUE(mmi::testing::WaitFor(complete, seconds(120)))
+      << "not every Application (and the change made while down) reached the agent";
+  Barrier("barrier-after-kill");
+  FlushBroker("marker-after-restart");
+
+  // 5. Count: per resource, every event after the restart.
+  const auto all = agent_->Received();
+  std::map<std::string, std::vector<cloudevents::Event>> after;
+  for (size_t i = before; i < all.size(); ++i) {
+    const std::string id = all[i].ResourceId().value_or("");
+    if (!id.empty()) {
+      after[id].push_back(all[i]);
+    }
+  }
+  int republished = 0;
+  for (int i = 0; i < kApps; ++i) {
+    const std::string id = IdOf(name_of(i));
+    const auto& pending = unsent[id];
+    std::set<std::string> resent;
+    std::vector<cloudevents::Event> fresh;  // new CloudEvent ids
+    for (const auto& e : after[id]) {
+      if (pending.contains(e.id)) {
+        resent.insert(e.id);
+      } else if (!seen_before.contains(e.id)) {
+        fresh.push_back(e);
+      }
+    }
+    // Nothing lost: every event still unsent at the kill went out after the restart.
+    EXPECT_EQ(resent, pending) << name_of(i) << ": an unsent outbox event was not published";
+    if (i == 0) {
+      // The change made while down: exactly one new event, carrying it.
+      ASSERT_EQ(fresh.size(), 1U) << name_of(i);
+      EXPECT_EQ(
+          cloudevents::ManifestBundleOf(fresh[0])->manifests[0]["spec"]["source"]["targetRevision"],
+          "v2");
+      continue;
+    }
+    if (recorded.contains(id)) {
+      republished += static_cast<int>(fresh.size());  // recorded and unchanged: nothing new
+    } else {
+      // Never recorded before the kill: decided afresh, one create.
+      ASSERT_EQ(fresh.size(), 1U) << name_of(i);
+      EXPECT_EQ(fresh[0].type, cloudevents::kSpecCreateRequestType);
+    }
+  }
+  EXPECT_EQ(republished, 0) << "events republished for unchanged resources after the kill ("
+                            << recorded.size() << " recorded, " << unsent_count
+                            << " unsent at the kill)";
   EXPECT_EQ(agent_->decode_errors(), 0);
   EXPECT_TRUE(app->Stop());
 }
