@@ -42,6 +42,10 @@ std::optional<std::string> StringAt(const nlohmann::json& status, const char* ob
   return value->get<std::string>();
 }
 
+bool IsVolatileWrite(const std::optional<WriteTask>& task) {
+  return task && task->kind == TaskKind::kWrite && task->volatile_only;
+}
+
 void MoveAcks(std::vector<transport::AckFn>& from, std::vector<transport::AckFn>& to) {
   for (auto& ack : from) {
     to.push_back(std::move(ack));
@@ -100,6 +104,7 @@ void Coalescer::Restore(const store::AppliedStatus& applied) {
   st.applied_hash = applied.status_hash;
   st.applied_material = applied.material_hash;
   st.volatile_written_at = applied.volatile_written_at;
+  st.written_health = applied.health_status;
   st.latest_seq = applied.last_sequence_id;
   st.latest_hash = applied.status_hash;
 }
@@ -110,15 +115,52 @@ bool Coalescer::VolatileDue(const State& state) const {
 }
 
 void Coalescer::Enqueue(const std::string& id, State& state) {
-  if (state.queued || state.in_flight || !state.pending) {
+  if (state.in_flight || !state.pending) {
     return;
   }
-  state.queued = true;
   if (state.not_before > clock_.MonotonicNow()) {
-    delayed_.emplace(state.not_before, id);
-  } else {
+    if (!state.queued) {
+      state.queued = true;
+      delayed_.emplace(state.not_before, id);
+    }
+    return;
+  }
+  MakeReady(id, state);
+}
+
+void Coalescer::MakeReady(const std::string& id, State& state) {
+  // A resource may sit in both queues (a volatile-only report replaced by a material one): the
+  // first pop takes its pending report, the other entry is skipped when popped.
+  if (IsVolatileWrite(state.pending)) {
+    if (!state.queued && !state.queued_volatile) {
+      state.queued_volatile = true;
+      ready_volatile_.push_back(id);
+    }
+  } else if (!state.queued) {
+    state.queued = true;
     ready_.push_back(id);
   }
+}
+
+bool Coalescer::ShedVolatile(std::vector<transport::AckFn>& release) {
+  while (!ready_volatile_.empty()) {
+    const std::string id = std::move(ready_volatile_.front());
+    ready_volatile_.pop_front();
+    auto it = states_.find(id);
+    if (it == states_.end()) {
+      continue;
+    }
+    State& st = it->second;
+    st.queued_volatile = false;
+    if (st.in_flight || st.queued || !IsVolatileWrite(st.pending)) {
+      continue;  // taken meanwhile, or now carries a material change
+    }
+    MoveAcks(st.pending->acks, release);
+    st.pending.reset();
+    --pending_count_;
+    return true;
+  }
+  return false;
 }
 
 void Coalescer::SetPending(const std::string& id, State& state, WriteTask task) {
@@ -140,9 +182,12 @@ Coalescer::OfferOutcome Coalescer::Offer(StatusUpdate update, transport::AckFn a
   auto it = states_.find(id);
   if (it == states_.end()) {
     if (pending_count_ >= settings_.max_pending) {
-      out.result = OfferResult::kOverflow;
-      out.release.push_back(std::move(ack));
-      return out;
+      if (!ShedVolatile(out.release)) {
+        out.result = OfferResult::kOverflow;
+        out.release.push_back(std::move(ack));
+        return out;
+      }
+      ++out.shed;
     }
     it = states_.emplace(id, State{}).first;
   }
@@ -161,10 +206,23 @@ Coalescer::OfferOutcome Coalescer::Offer(StatusUpdate update, transport::AckFn a
     out.release.push_back(std::move(ack));
     return out;
   }
+  std::optional<std::string> material;  // computed once, when needed
   if (!st.pending && pending_count_ >= settings_.max_pending) {
-    out.result = OfferResult::kOverflow;
-    out.release.push_back(std::move(ack));
-    return out;
+    // Shed another resource's write only for a report that will need a slot itself.
+    bool needs_slot = update.deleted;
+    if (!needs_slot) {
+      material = MaterialHash(update.status, settings_.ignore_resource_health_messages);
+      needs_slot = *material != (st.in_flight ? st.in_flight_material : st.applied_material) ||
+                   VolatileDue(st);
+    }
+    if (needs_slot) {
+      if (!ShedVolatile(out.release)) {
+        out.result = OfferResult::kOverflow;
+        out.release.push_back(std::move(ack));
+        return out;
+      }
+      ++out.shed;
+    }
   }
 
   if (update.sequence_id) {
@@ -183,7 +241,8 @@ Coalescer::OfferOutcome Coalescer::Offer(StatusUpdate update, transport::AckFn a
     return out;
   }
 
-  task.material_hash = MaterialHash(update.status, settings_.ignore_resource_health_messages);
+  task.material_hash = material ? *std::move(material)
+                                : MaterialHash(update.status, settings_.ignore_resource_health_messages);
   task.update = std::move(update);
   const std::string& hub_material = st.in_flight ? st.in_flight_material : st.applied_material;
   if (task.material_hash != hub_material) {
@@ -201,6 +260,10 @@ Coalescer::OfferOutcome Coalescer::Offer(StatusUpdate update, transport::AckFn a
   }
   if (VolatileDue(st)) {
     task.volatile_only = true;
+    // Best effort by design: acknowledged now, so a volatile-only write waiting behind material
+    // ones never holds back the transport (Kafka commits offsets only up to the oldest unacked
+    // event). If it is lost, the next refresh or a status resync brings newer values.
+    MoveAcks(task.acks, out.release);
     SetPending(id, st, std::move(task));
     out.result = had_pending ? OfferResult::kCoalesced : OfferResult::kQueued;
     return out;
@@ -218,24 +281,35 @@ Coalescer::Ready Coalescer::TakeReady(std::size_t max) {
   Ready out;
   const auto now = clock_.MonotonicNow();
   while (!delayed_.empty() && delayed_.begin()->first <= now) {
-    ready_.push_back(delayed_.begin()->second);
+    const std::string id = delayed_.begin()->second;
     delayed_.erase(delayed_.begin());
+    auto it = states_.find(id);
+    if (it != states_.end()) {
+      it->second.queued = false;
+      if (it->second.pending && !it->second.in_flight) {
+        MakeReady(id, it->second);
+      }
+    }
   }
-  while (!ready_.empty() && out.tasks.size() < max) {
-    const std::string id = std::move(ready_.front());
-    ready_.pop_front();
+  while ((!ready_.empty() || !ready_volatile_.empty()) && out.tasks.size() < max) {
+    const bool from_volatile = ready_.empty();
+    std::deque<std::string>& queue = from_volatile ? ready_volatile_ : ready_;
+    const std::string id = std::move(queue.front());
+    queue.pop_front();
     auto it = states_.find(id);
     if (it == states_.end()) {
       continue;
     }
     State& st = it->second;
-    st.queued = false;
+    (from_volatile ? st.queued_volatile : st.queued) = false;
     if (!st.pending || st.in_flight) {
       continue;
     }
     if (st.not_before > now) {
-      st.queued = true;
-      delayed_.emplace(st.not_before, id);
+      if (!st.queued) {
+        st.queued = true;
+        delayed_.emplace(st.not_before, id);
+      }
       continue;
     }
     WriteTask task = std::move(*st.pending);
@@ -286,6 +360,7 @@ store::AppliedStatus Coalescer::Written(const WriteTask& task) {
   row.material_hash = st.applied_material;
   row.sync_status = StringAt(task.update.status, "sync", "status");
   row.health_status = StringAt(task.update.status, "health", "status");
+  st.written_health = row.health_status;
   row.volatile_written_at = st.volatile_written_at;
   return row;
 }
@@ -343,6 +418,18 @@ std::vector<transport::AckFn> Coalescer::Forget(const std::string& resource_id) 
   }
   states_.erase(it);
   return release;
+}
+
+std::optional<std::string> Coalescer::WrittenHealth(const std::string& resource_id) const {
+  auto it = states_.find(resource_id);
+  return it == states_.end() ? std::nullopt : it->second.written_health;
+}
+
+void Coalescer::HealthWritten(const std::string& resource_id, std::string health) {
+  auto it = states_.find(resource_id);
+  if (it != states_.end()) {
+    it->second.written_health = std::move(health);
+  }
 }
 
 std::string Coalescer::LatestHash(const std::string& resource_id) const {

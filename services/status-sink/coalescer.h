@@ -13,9 +13,16 @@
 //    operation ends, together with its phase.
 //  * Volatile fields (reconciledAt, observedAt) alone cause a write at most once per
 //    `volatile_interval` per resource; in between such reports are dropped (the next report
-//    after the interval carries fresh values).
-//  * Bounded: at most `max_pending` resources wait; beyond that Offer() answers kOverflow and the
-//    caller drops the report and asks for a status resync later.
+//    after the interval carries fresh values). A volatile-only report is acknowledged when it
+//    is admitted, not when written: it is best effort and must not hold back the transport.
+//  * Material first: writes that change material fields (and deletion hand-offs) are handed out
+//    before volatile-only writes, so Argo CD's refresh churn (a reconciledAt per Application
+//    every 2-3 minutes) never delays a sync or health change behind it when the hub rate limit
+//    is the bottleneck.
+//  * Bounded: at most `max_pending` resources wait. When full, a new report sheds the oldest
+//    waiting volatile-only write (best effort by design: the next refresh brings newer values);
+//    only when none is left does Offer() answer kOverflow, and the caller drops the report and
+//    asks for a status resync later.
 //  * At most one write per resource is in flight; failed writes come back with a delay.
 //
 // Not thread-safe: owned by the sink's loop thread. The clock is borrowed.
@@ -93,6 +100,8 @@ class Coalescer {
     OfferResult result = OfferResult::kQueued;
     // Acks whose reports need nothing more (dropped or superseded without a write): call them.
     std::vector<transport::AckFn> release;
+    // Volatile-only writes of other resources shed to make room for this report.
+    int shed = 0;
   };
   OfferOutcome Offer(StatusUpdate update, transport::AckFn ack);
 
@@ -116,6 +125,14 @@ class Coalescer {
   // Forgets a resource (deletion confirmed); returns the acks of a report still pending for it.
   std::vector<transport::AckFn> Forget(const std::string& resource_id);
 
+  // `.status.health.status` the sink last wrote onto the resource's hub Application (restored,
+  // or from the last write that landed); nullopt when unknown or written without health. Used
+  // to decide on a Progressing write before a Healthy one.
+  std::optional<std::string> WrittenHealth(const std::string& resource_id) const;
+  // A write that is not the task's own (the Progressing step before a Healthy status) landed
+  // while the task did not complete: the hub now shows `health`.
+  void HealthWritten(const std::string& resource_id, std::string health);
+
   // The last accepted statushash of a resource ("" when unknown): what a status resync request
   // should echo.
   std::string LatestHash(const std::string& resource_id) const;
@@ -134,12 +151,14 @@ class Coalescer {
     std::string applied_hash;
     std::string applied_material;
     std::optional<std::chrono::system_clock::time_point> volatile_written_at;
+    std::optional<std::string> written_health;  // the hub's health.status, as last written
     // The last accepted report (ordering and dedupe).
     int64_t latest_seq = 0;
     std::string latest_hash;
     std::optional<WriteTask> pending;
     std::chrono::steady_clock::time_point not_before{};
-    bool queued = false;  // present in ready_
+    bool queued = false;           // present in ready_ or delayed_
+    bool queued_volatile = false;  // present in ready_volatile_
     bool in_flight = false;
     std::string in_flight_material;
   };
@@ -147,11 +166,16 @@ class Coalescer {
   bool VolatileDue(const State& state) const;
   void SetPending(const std::string& id, State& state, WriteTask task);
   void Enqueue(const std::string& id, State& state);
+  // Puts a resource whose delay passed into the queue its pending report belongs to.
+  void MakeReady(const std::string& id, State& state);
+  // Drops the oldest waiting volatile-only write to make room; false when there is none.
+  bool ShedVolatile(std::vector<transport::AckFn>& release);
 
   const CoalescerSettings settings_;
   const Clock& clock_;
   std::unordered_map<std::string, State> states_;
-  std::deque<std::string> ready_;
+  std::deque<std::string> ready_;           // material writes and deletion hand-offs
+  std::deque<std::string> ready_volatile_;  // volatile-only writes, served when ready_ is empty
   std::multimap<std::chrono::steady_clock::time_point, std::string> delayed_;
   std::size_t pending_count_ = 0;
   std::size_t in_flight_count_ = 0;

@@ -181,6 +181,101 @@ TEST_F(CoalescerTest, PendingResourcesAreBounded) {
   EXPECT_EQ(acked_, 1);
 }
 
+TEST_F(CoalescerTest, MaterialWritesAreHandedOutBeforeVolatileOnlyOnes) {
+  for (const char* id : {"r0", "r1"}) {
+    Offer(Update(1, Status("Healthy"), id));
+  }
+  EXPECT_EQ(WriteAll(), 2);
+  clock_.Advance(minutes(6));
+  // r0: a refresh (reconciledAt only, due); r1: a real change, reported later.
+  EXPECT_EQ(Offer(Update(2, Status("Healthy", "2026-06-01T10:06:00Z"), "r0")),
+            OfferResult::kQueued);
+  EXPECT_EQ(Offer(Update(2, Status("Degraded"), "r1")), OfferResult::kQueued);
+  auto first = coalescer_.TakeReady(1);
+  ASSERT_EQ(first.tasks.size(), 1U);
+  EXPECT_EQ(first.tasks[0].update.resource_id, "r1");
+  EXPECT_FALSE(first.tasks[0].volatile_only);
+  auto second = coalescer_.TakeReady(1);
+  ASSERT_EQ(second.tasks.size(), 1U);
+  EXPECT_EQ(second.tasks[0].update.resource_id, "r0");
+  EXPECT_TRUE(second.tasks[0].volatile_only);
+}
+
+TEST_F(CoalescerTest, AVolatileOnlyReportTurnedMaterialMovesAhead) {
+  for (const char* id : {"r0", "r1"}) {
+    Offer(Update(1, Status("Healthy"), id));
+  }
+  EXPECT_EQ(WriteAll(), 2);
+  clock_.Advance(minutes(6));
+  Offer(Update(2, Status("Healthy", "2026-06-01T10:06:00Z"), "r0"));
+  Offer(Update(2, Status("Healthy", "2026-06-01T10:06:00Z"), "r1"));
+  EXPECT_EQ(Offer(Update(3, Status("Degraded"), "r1")), OfferResult::kCoalesced);
+  auto first = coalescer_.TakeReady(1);
+  ASSERT_EQ(first.tasks.size(), 1U);
+  EXPECT_EQ(first.tasks[0].update.resource_id, "r1");
+  // The volatile-only report was acknowledged when admitted; the material one waits for its
+  // write.
+  EXPECT_EQ(first.tasks[0].acks.size(), 1U);
+  coalescer_.Written(first.tasks[0]);
+  // r1's stale entry in the volatile queue is skipped; r0 follows, once.
+  auto rest = coalescer_.TakeReady(10);
+  ASSERT_EQ(rest.tasks.size(), 1U);
+  EXPECT_EQ(rest.tasks[0].update.resource_id, "r0");
+}
+
+TEST_F(CoalescerTest, AFullQueueShedsTheOldestVolatileOnlyWriteForANewReport) {
+  for (const char* id : {"r0", "r1", "r2"}) {
+    Offer(Update(1, Status("Healthy"), id));
+  }
+  EXPECT_EQ(WriteAll(), 3);
+  clock_.Advance(minutes(6));
+  for (const char* id : {"r0", "r1"}) {
+    EXPECT_EQ(Offer(Update(2, Status("Healthy", "2026-06-01T10:06:00Z"), id)),
+              OfferResult::kQueued);
+  }
+  EXPECT_EQ(Offer(Update(2, Status("Degraded"), "r2")), OfferResult::kQueued);
+  EXPECT_EQ(coalescer_.pending(), 3U);
+  const int acked_before = acked_;
+  auto out = coalescer_.Offer(Update(1, Status("Healthy"), "r9"), Ack());
+  EXPECT_EQ(out.result, OfferResult::kQueued);
+  EXPECT_EQ(out.shed, 1);
+  ReleaseAll(out.release);
+  EXPECT_EQ(acked_, acked_before);  // r0's report was acknowledged on admission
+  EXPECT_EQ(coalescer_.pending(), 3U);
+  EXPECT_EQ(Offer(Update(1, Status("Healthy"), "r8")), OfferResult::kQueued);  // sheds r1
+  // Nothing volatile-only is left to shed: the next new resource overflows.
+  EXPECT_EQ(Offer(Update(1, Status("Healthy"), "r7")), OfferResult::kOverflow);
+  auto ready = coalescer_.TakeReady(10);
+  std::vector<std::string> ids;
+  for (const auto& t : ready.tasks) {
+    ids.push_back(t.update.resource_id);
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"r2", "r9", "r8"}));
+}
+
+TEST_F(CoalescerTest, AFullQueueShedsNothingForAReportThatNeedsNoWrite) {
+  for (const char* id : {"r0", "r1", "r2"}) {
+    Offer(Update(1, Status("Healthy"), id));
+  }
+  EXPECT_EQ(WriteAll(), 3);
+  clock_.Advance(minutes(6));
+  for (const char* id : {"r0", "r1"}) {
+    Offer(Update(2, Status("Healthy", "2026-06-01T10:06:00Z"), id));
+  }
+  Offer(Update(1, Status("Healthy"), "r9"));  // full now
+  auto ready = coalescer_.TakeReady(1);      // r9 (material first)
+  ASSERT_EQ(ready.tasks.size(), 1U);
+  coalescer_.Written(ready.tasks[0]);
+  Offer(Update(1, Status("Healthy"), "r8"));  // full again (r0, r1, r8)
+  // r9 again with only reconciledAt changed, right after its write: nothing to write, so
+  // nothing is shed for it.
+  auto out = coalescer_.Offer(Update(2, Status("Healthy", "2026-06-01T10:06:30Z"), "r9"), Ack());
+  ReleaseAll(out.release);
+  EXPECT_EQ(out.result, OfferResult::kUnchanged);
+  EXPECT_EQ(out.shed, 0);
+  EXPECT_EQ(coalescer_.pending(), 3U);
+}
+
 TEST_F(CoalescerTest, RestoredStateSuppressesARewriteAfterRestart) {
   const json status = Status("Healthy");
   store::AppliedStatus applied;

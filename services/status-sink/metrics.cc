@@ -47,6 +47,8 @@ std::string_view DropReasonName(DropReason reason) {
       return "overflow";
     case DropReason::kUnchanged:
       return "unchanged";
+    case DropReason::kVolatileShed:
+      return "volatile_shed";
   }
   return "other";
 }
@@ -85,6 +87,11 @@ SinkMetrics::SinkMetrics(prometheus::Registry& registry)
                   .Help("Hub Application status writes, by result")
                   .Register(registry)),
       writes_ok_(&writes_.Add({{"result", "ok"}})),
+      progressing_writes_(prometheus::BuildCounter()
+                              .Name("mmi_status_progressing_writes_total")
+                              .Help("Extra hub writes of health Progressing before a Healthy "
+                                    "status (RollingSync transition), by result")
+                              .Register(registry)),
       write_duration_(prometheus::BuildHistogram()
                           .Name("mmi_status_write_duration_seconds")
                           .Help("Duration of one hub status PATCH")
@@ -108,6 +115,12 @@ SinkMetrics::SinkMetrics(prometheus::Registry& registry)
                    .Name("mmi_status_resync_requests_total")
                    .Help("Status resync requests published, by result")
                    .Register(registry)),
+      resync_suppressed_(prometheus::BuildCounter()
+                             .Name("mmi_status_resync_suppressed_total")
+                             .Help("Status resync triggers deferred by the minimum interval "
+                                   "between resyncs; a later resync serves them")
+                             .Register(registry)
+                             .Add({})),
       store_errors_(prometheus::BuildCounter()
                         .Name("mmi_status_store_errors_total")
                         .Help("Failed store operations of the status sink, by operation")
@@ -117,16 +130,27 @@ SinkMetrics::SinkMetrics(prometheus::Registry& registry)
                    .Help("Applications per ApplicationSet by sync and health status")
                    .Register(registry)) {
   for (auto reason : {DropReason::kStale, DropReason::kDuplicate, DropReason::kMalformed,
-                      DropReason::kUnknownResource, DropReason::kUnchanged}) {
+                      DropReason::kUnknownResource, DropReason::kUnchanged, DropReason::kOverflow,
+                      DropReason::kVolatileShed}) {
     dropped_.Add({{"reason", std::string(DropReasonName(reason))}});
   }
   for (auto result : {WriteResult::kNotFound, WriteResult::kInvalid, WriteResult::kRetry}) {
     writes_.Add({{"result", std::string(WriteResultName(result))}});
   }
+  for (auto result :
+       {WriteResult::kOk, WriteResult::kNotFound, WriteResult::kInvalid, WriteResult::kRetry}) {
+    progressing_writes_.Add({{"result", std::string(WriteResultName(result))}});
+  }
 }
 
 void SinkMetrics::Write(WriteResult result, std::chrono::steady_clock::duration elapsed) {
   writes_.Add({{"result", std::string(WriteResultName(result))}}).Increment();
+  write_duration_.Observe(std::chrono::duration<double>(elapsed).count());
+}
+
+void SinkMetrics::ProgressingWrite(WriteResult result,
+                                   std::chrono::steady_clock::duration elapsed) {
+  progressing_writes_.Add({{"result", std::string(WriteResultName(result))}}).Increment();
   write_duration_.Observe(std::chrono::duration<double>(elapsed).count());
 }
 

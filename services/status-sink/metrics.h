@@ -4,12 +4,18 @@
 //   mmi_status_events_dropped_total{reason}               stale, duplicate, malformed, not_status,
 //       no_feedback, unknown_resource, cluster_mismatch, queue_full, overflow, unchanged
 //   mmi_status_events_coalesced_total                     a pending report replaced by a newer one
-//   mmi_status_updates_total{result}                      hub writes: ok, not_found, invalid, retry
-//   mmi_status_write_duration_seconds                     one hub PATCH
+//   mmi_status_updates_total{result}                      hub writes of a status: ok, not_found,
+//                                                         invalid, retry
+//   mmi_status_progressing_writes_total{result}           extra hub writes of health Progressing
+//                                                         before a Healthy status (same results)
+//   mmi_status_write_duration_seconds                     one hub PATCH (both kinds above)
 //   mmi_status_queue_depth{queue}                         intake, lookup, pending, in_flight,
-//   persist mmi_status_lag_seconds                                agent event time -> hub write
-//   done mmi_status_deletions_confirmed_total                  Deleted=True handed to the
-//   dispatcher mmi_status_resync_requests_total{result}              ok, error
+//                                                         persist
+//   mmi_status_lag_seconds                                agent event time -> hub write done
+//   mmi_status_deletions_confirmed_total                  Deleted=True handed to the dispatcher
+//   mmi_status_resync_requests_total{result}              ok, error
+//   mmi_status_resync_suppressed_total                    resync triggers deferred by the minimum
+//                                                         interval (served by a later resync)
 //   mmi_status_store_errors_total{operation}              lookup, save, resume, resync, counts,
 //                                                         deletion
 //   mmi_appset_applications{appset_namespace,appset_name,sync,health}   the fleet report
@@ -43,6 +49,7 @@ enum class DropReason {
   kQueueFull,
   kOverflow,
   kUnchanged,
+  kVolatileShed,  // a waiting volatile-only write dropped to make room (coalescer full)
 };
 std::string_view DropReasonName(DropReason reason);
 
@@ -61,10 +68,13 @@ class SinkMetrics {
   }
   void Coalesced() { coalesced_.Increment(); }
   void Write(WriteResult result, std::chrono::steady_clock::duration elapsed);
+  // The Progressing write before a Healthy status (not counted in Write()).
+  void ProgressingWrite(WriteResult result, std::chrono::steady_clock::duration elapsed);
   void Lag(std::chrono::system_clock::duration lag);
   void QueueDepth(Queue queue, double depth);
   void DeletionConfirmed() { deletions_.Increment(); }
   void Resync(bool ok) { resyncs_.Add({{"result", ok ? "ok" : "error"}}).Increment(); }
+  void ResyncSuppressed(double triggers) { resync_suppressed_.Increment(triggers); }
   void StoreError(std::string_view operation) {
     store_errors_.Add({{"operation", std::string(operation)}}).Increment();
   }
@@ -80,11 +90,13 @@ class SinkMetrics {
   prometheus::Counter& coalesced_;
   prometheus::Family<prometheus::Counter>& writes_;
   prometheus::Counter* writes_ok_;
+  prometheus::Family<prometheus::Counter>& progressing_writes_;
   prometheus::Histogram& write_duration_;
   prometheus::Histogram& lag_;
   prometheus::Family<prometheus::Gauge>& queue_depth_;
   prometheus::Counter& deletions_;
   prometheus::Family<prometheus::Counter>& resyncs_;
+  prometheus::Counter& resync_suppressed_;
   prometheus::Family<prometheus::Counter>& store_errors_;
   prometheus::Family<prometheus::Gauge>& appsets_;
   std::map<std::tuple<std::string, std::string, std::string, std::string>, prometheus::Gauge*>

@@ -4,18 +4,12 @@
 
 #include <map>
 
+#include "libs/service/testing/fake_env.h"
+
 namespace mmi::status_sink {
 namespace {
 
-EnvLookup Env(std::map<std::string, std::string> values) {
-  return [values = std::move(values)](const char* name) -> std::optional<std::string> {
-    auto it = values.find(name);
-    if (it == values.end()) {
-      return std::nullopt;
-    }
-    return it->second;
-  };
-}
+using service::testing::FakeEnv;
 
 TEST(SettingsTest, ReadsTheYamlFileOverTheDefaults) {
   auto s = ParseSettingsYaml(R"(
@@ -56,12 +50,27 @@ TEST(SettingsTest, ReportsEveryBadFieldByItsPath) {
   EXPECT_NE(finalized.message().find("transport.mqtt.brokerHost"), std::string::npos);
 }
 
+TEST(SettingsTest, RejectsUnknownKeysByTheirFullPath) {
+  auto s = ParseSettingsYaml(R"(
+status: {maxInFligth: 8}
+transport: {type: kafka, kafka: {bootstrapServer: "k:9092", sasl: {user: u}}}
+leaderElection: {leaseDuration: 20s, lease: x}
+)");
+  ASSERT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string msg(s.status().message());
+  EXPECT_NE(msg.find("status.maxInFligth: unknown key"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("transport.kafka.sasl.user: unknown key"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("leaderElection.lease: unknown key"), std::string::npos) << msg;
+  EXPECT_EQ(StatusSinkSettings{}.kube.request_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(StatusSinkSettings{}.leader.lease_name, "mmi-status-sink");
+}
+
 TEST(SettingsTest, EnvironmentAndFlagsOverrideTheFile) {
   const char* argv[] = {"status-sink", "--kubeconfig", "/flag/kc", "--leader-elect", "false"};
   auto s = LoadSettings(5, argv,
-                        Env({{"MMI_STORE_DSN", "postgresql://env/db"},
-                             {"POD_NAMESPACE", "mmi"},
-                             {"KUBECONFIG", "/env/kc"}}));
+                        FakeEnv({{"MMI_STORE_DSN", "postgresql://env/db"},
+                                 {"POD_NAMESPACE", "mmi"},
+                                 {"KUBECONFIG", "/env/kc"}}));
   // The default transport has no broker: validation names it, nothing else.
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().message().find("store.dsn"), std::string::npos);

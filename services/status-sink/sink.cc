@@ -66,7 +66,7 @@ absl::Status Sink::Subscribe() {
         if (intake_depth_.load() >= settings_.intake_capacity) {
           // Back-pressure: drop now, recover through a status resync once the loop caught up.
           metrics_.Dropped(DropReason::kQueueFull);
-          resync_wanted_.store(true);
+          ResyncAfterLoss();
           std::move(ack)();
           return;
         }
@@ -78,6 +78,7 @@ absl::Status Sink::Subscribe() {
       },
       [this](bool resubscribed) {
         // Events may have been missed while we were away (or down): ask for what changed.
+        ++resync_asks_;
         resync_wanted_.store(true);
         Post([this, resubscribed] {
           logger_.Info("status subscription active", {{"resubscribed", resubscribed}});
@@ -187,9 +188,13 @@ bool Sink::Idle() const {
 void Sink::Tick() {
   const auto now = clock_.MonotonicNow();
   last_tick_ = now;
-  if (resync_wanted_.load() && !resync_in_flight_ && now >= resync_retry_at_ &&
-      intake_depth_.load() <= settings_.intake_capacity / 2 && !draining_) {
-    RequestResync();
+  if (resync_wanted_.load() && !draining_) {
+    if (now < next_resync_at_) {
+      DeferResync(now);
+    } else if (!resync_in_flight_ && now >= resync_retry_at_ &&
+               intake_depth_.load() <= settings_.intake_capacity / 2) {
+      RequestResync();
+    }
   }
   StartLookup();
   Pump();
@@ -317,7 +322,7 @@ void Sink::HandleEvent(cloudevents::Event event, transport::AckFn ack) {
   }
   if (awaiting_count_ >= settings_.max_awaiting_lookup) {
     metrics_.Dropped(DropReason::kOverflow);
-    resync_wanted_.store(true);
+    ResyncAfterLoss();
     std::move(item.ack)();
     return;
   }
@@ -349,6 +354,9 @@ void Sink::Admit(const store::HubAppRef& ref, Awaiting item) {
   }
   auto outcome = coalescer_.Offer(std::move(item.update), std::move(item.ack));
   Release(outcome.release);
+  for (int i = 0; i < outcome.shed; ++i) {
+    metrics_.Dropped(DropReason::kVolatileShed);
+  }
   switch (outcome.result) {
     case OfferResult::kQueued:
       break;
@@ -366,7 +374,7 @@ void Sink::Admit(const store::HubAppRef& ref, Awaiting item) {
       break;
     case OfferResult::kOverflow:
       metrics_.Dropped(DropReason::kOverflow);
-      resync_wanted_.store(true);
+      ResyncAfterLoss();
       break;
   }
   Pump();
@@ -472,18 +480,33 @@ void Sink::Dispatch(WriteTask task) {
     Release(task.acks);
     return;
   }
-  writer_.Write(ref->second.hub_namespace, ref->second.hub_name, *std::move(patch),
-                [this, task = std::move(task)](WriteOutcome outcome) mutable {
-                  Post([this, task = std::move(task), outcome = std::move(outcome)]() mutable {
-                    OnWriteDone(std::move(task), std::move(outcome));
-                  });
-                });
+  // Decided here, with no write of this resource in flight, so the last written health is
+  // what the hub shows. A volatile-only write changes no health: no transition to show.
+  const bool progressing_first =
+      settings_.progressing_before_healthy && !task.volatile_only &&
+      NeedsProgressingFirst(task.update.status, coalescer_.WrittenHealth(task.update.resource_id));
+  WriteDone done = [this, task = std::move(task)](WriteOutcome outcome) mutable {
+    Post([this, task = std::move(task), outcome = std::move(outcome)]() mutable {
+      OnWriteDone(std::move(task), std::move(outcome));
+    });
+  };
+  if (progressing_first) {
+    writer_.WriteProgressingFirst(ref->second.hub_namespace, ref->second.hub_name,
+                                  *std::move(patch), std::move(done));
+  } else {
+    writer_.Write(ref->second.hub_namespace, ref->second.hub_name, *std::move(patch),
+                  std::move(done));
+  }
 }
 
 void Sink::OnWriteDone(WriteTask task, WriteOutcome outcome) {
   const auto ref = refs_.find(task.update.resource_id);
   const std::string app =
       ref == refs_.end() ? "" : ref->second.hub_namespace + "/" + ref->second.hub_name;
+  if (outcome.progressing_written && outcome.result != WriteResult::kOk) {
+    // The hub shows Progressing now: a retry of the Healthy write needs no second one.
+    coalescer_.HealthWritten(task.update.resource_id, kHealthProgressing);
+  }
   switch (outcome.result) {
     case WriteResult::kOk: {
       store::AppliedStatus row = coalescer_.Written(task);
@@ -609,8 +632,31 @@ void Sink::OnPersistDone(std::vector<Persist> batch, absl::Status status) {
 
 // --- resync and fleet report ----------------------------------------------------------------
 
+void Sink::ResyncAfterLoss() {
+  if (!resync_wanted_.exchange(true)) {
+    ++resync_asks_;
+  }
+}
+
+void Sink::DeferResync(std::chrono::steady_clock::time_point now) {
+  // Stays wanted: sent by the first tick after next_resync_at_, so no ask is lost.
+  if (const uint64_t asks = resync_asks_.exchange(0); asks > 0) {
+    metrics_.ResyncSuppressed(static_cast<double>(asks));
+  }
+  if (!resync_deferral_logged_) {
+    resync_deferral_logged_ = true;
+    logger_.Info(
+        "status resync deferred: the previous one was less than statusResyncMinInterval ago",
+        {{"wait_ms", static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              next_resync_at_ - now)
+                                              .count())}});
+  }
+}
+
 void Sink::RequestResync() {
   resync_wanted_.store(false);
+  resync_asks_.store(0);  // all served by this resync
+  resync_deferral_logged_ = false;
   resync_in_flight_ = true;
   store_executor_.Submit([this] {
     std::vector<store::ResyncEntry> entries;
@@ -636,6 +682,9 @@ void Sink::OnResyncEntries(absl::StatusOr<std::vector<store::ResyncEntry>> entri
     retry(entries.status());
     return;
   }
+  // The minimum interval runs from the last resync that publishes (a failed store read above is
+  // retried with backoff only).
+  next_resync_at_ = clock_.MonotonicNow() + settings_.status_resync_min_interval;
   // Per cluster (MQTT routes a request to the cluster's topic), in chunks that fit a message.
   std::map<std::string, cloudevents::ResourceStatusHashList> per_cluster;
   for (const auto& e : *entries) {

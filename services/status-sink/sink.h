@@ -19,6 +19,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -54,6 +55,17 @@ struct SinkSettings {
   std::chrono::milliseconds counts_interval{30'000};  // fleet report refresh
   std::size_t resync_chunk = 5'000;                   // resource hashes per status resync request
   std::chrono::milliseconds tick{50};                 // loop wake-up for timers
+  // (status.progressingBeforeHealthy) Before writing a Healthy status onto a hub Application
+  // whose last written health was neither Healthy nor Progressing (first write, Missing,
+  // Degraded, ...), write the same status with health Progressing, so that the ApplicationSet
+  // controller's RollingSync observes the transition (hub-apis.md §1.7, §5.6). One extra write
+  // per such transition (mmi_status_progressing_writes_total).
+  bool progressing_before_healthy = true;
+  // (status.statusResyncMinInterval) Least time between two status resyncs (one resync = the
+  // requests to every cluster). What asks for one in between - (re)subscriptions of a flapping
+  // broker connection, dropped events - is counted (mmi_status_resync_suppressed_total) and served
+  // by a single resync once the interval has passed. 0 = no limit.
+  std::chrono::milliseconds status_resync_min_interval{30'000};
   // Delay before retrying a failed hub write or store call (grows per attempt, no jitter).
   BackoffSettings retry_backoff{std::chrono::milliseconds(500), std::chrono::milliseconds(60'000),
                                 2.0, 0.0};
@@ -121,6 +133,10 @@ class Sink {
   void OnDeletionDone(WriteTask task, absl::Status status);
   void FlushPersist(bool force);
   void OnPersistDone(std::vector<Persist> batch, absl::Status status);
+  // Asks for a status resync because events were dropped (any thread); counted as one ask per
+  // episode, not per dropped event.
+  void ResyncAfterLoss();
+  void DeferResync(std::chrono::steady_clock::time_point now);
   void RequestResync();
   void OnResyncEntries(absl::StatusOr<std::vector<store::ResyncEntry>> entries);
   void RefreshCounts();
@@ -143,6 +159,7 @@ class Sink {
   std::atomic<bool> intake_closed_{false};
   std::atomic<std::size_t> intake_depth_{0};
   std::atomic<bool> resync_wanted_{false};
+  std::atomic<uint64_t> resync_asks_{0};  // asks since the last resync or deferral count
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Work> tasks_;  // guarded by mu_
@@ -170,6 +187,8 @@ class Sink {
   bool resync_in_flight_ = false;
   int resync_failures_ = 0;
   std::chrono::steady_clock::time_point resync_retry_at_{};
+  std::chrono::steady_clock::time_point next_resync_at_{};  // status_resync_min_interval
+  bool resync_deferral_logged_ = false;
   bool draining_ = false;
   std::chrono::steady_clock::time_point last_tick_{};
 };

@@ -128,6 +128,18 @@ class SinkTest : public ::testing::Test {
   }
 
   size_t Patches() const { return kube_.CountCalls("PATCH"); }
+  // health.status of each PATCH body so far, in order (all must be merge patches).
+  std::vector<std::string> PatchedHealth() const {
+    std::vector<std::string> out;
+    for (const auto& call : kube_.Calls()) {
+      if (call.verb != "PATCH") {
+        continue;
+      }
+      EXPECT_EQ(call.detail, "merge");
+      out.push_back(call.body["status"]["health"].value("status", ""));
+    }
+    return out;
+  }
   json HubStatus() {
     auto app = kube_.Get(ApplicationsRef("argocd"), kAppName);
     EXPECT_TRUE(app.ok()) << app.status();
@@ -153,7 +165,7 @@ class SinkTest : public ::testing::Test {
 TEST_F(SinkTest, WritesTheSpokeStatusOntoTheHubApplicationAndRemembersIt) {
   StartSink();
   Deliver(StatusEventOf(1, Status("Healthy")));
-  ASSERT_EQ(Patches(), 1U);
+  ASSERT_EQ(Patches(), 2U) << "Progressing, then Healthy";
   const json status = HubStatus();
   EXPECT_EQ(status["sync"]["status"], "Synced");
   EXPECT_EQ(status["health"]["status"], "Healthy");
@@ -166,34 +178,39 @@ TEST_F(SinkTest, WritesTheSpokeStatusOntoTheHubApplicationAndRemembersIt) {
   EXPECT_EQ(applied->appset_name, "guestbook");
   EXPECT_EQ(MetricValue(registry_, "mmi_status_updates_total", {{"result", "ok"}}), 1);
   EXPECT_EQ(metrics_.writes_ok(), 1);
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_progressing_writes_total", {{"result", "ok"}}), 1);
 }
 
 TEST_F(SinkTest, TheSameStatusResentCausesNoWrite) {
   StartSink();
   Deliver(StatusEventOf(1, Status("Healthy")));
+  const size_t after_first = Patches();
   Deliver(StatusEventOf(2, Status("Healthy")));
-  EXPECT_EQ(Patches(), 1U);
+  EXPECT_EQ(Patches(), after_first);
   EXPECT_EQ(Dropped("duplicate"), 1);
 }
 
 TEST_F(SinkTest, AReconciledAtOnlyChangeWithinTheIntervalCausesNoWrite) {
   StartSink();
   Deliver(StatusEventOf(1, Status("Healthy", "2026-06-01T10:00:04Z")));
+  const size_t after_first = Patches();
   clock_.Advance(std::chrono::minutes(3));
   Deliver(StatusEventOf(2, Status("Healthy", "2026-06-01T10:03:04Z")));
-  EXPECT_EQ(Patches(), 1U);
+  EXPECT_EQ(Patches(), after_first);
   EXPECT_EQ(Dropped("unchanged"), 1);
   clock_.Advance(std::chrono::minutes(3));
   Deliver(StatusEventOf(3, Status("Healthy", "2026-06-01T10:06:04Z")));
-  EXPECT_EQ(Patches(), 2U) << "once the interval passed, the volatile fields are written";
+  EXPECT_EQ(Patches(), after_first + 1)
+      << "once the interval passed, the volatile fields are written";
   EXPECT_EQ(HubStatus()["reconciledAt"], "2026-06-01T10:06:04Z");
 }
 
 TEST_F(SinkTest, AHealthChangeCausesExactlyOneWrite) {
   StartSink();
   Deliver(StatusEventOf(1, Status("Healthy")));
+  const size_t after_first = Patches();
   Deliver(StatusEventOf(2, Status("Degraded", "2026-06-01T10:00:05Z")));
-  EXPECT_EQ(Patches(), 2U);
+  EXPECT_EQ(Patches(), after_first + 1);
   EXPECT_EQ(HubStatus()["health"]["status"], "Degraded");
   EXPECT_EQ(store_.AppliedForTest(kResource)->health_status, "Degraded");
 }
@@ -201,8 +218,9 @@ TEST_F(SinkTest, AHealthChangeCausesExactlyOneWrite) {
 TEST_F(SinkTest, AnOlderSequenceIdIsDropped) {
   StartSink();
   Deliver(StatusEventOf(10, Status("Healthy")));
+  const size_t after_first = Patches();
   Deliver(StatusEventOf(5, Status("Degraded")));
-  EXPECT_EQ(Patches(), 1U);
+  EXPECT_EQ(Patches(), after_first);
   EXPECT_EQ(HubStatus()["health"]["status"], "Healthy");
   EXPECT_EQ(Dropped("stale"), 1);
 }
@@ -210,7 +228,7 @@ TEST_F(SinkTest, AnOlderSequenceIdIsDropped) {
 TEST_F(SinkTest, ARestartResumesFromTheStoreWithoutRewriting) {
   StartSink();
   Deliver(StatusEventOf(1, Status("Healthy")));
-  ASSERT_EQ(Patches(), 1U);
+  const size_t before_restart = Patches();
   sink_->Stop(std::chrono::milliseconds(0));
   sink_.reset();
 
@@ -237,7 +255,17 @@ TEST_F(SinkTest, ARestartResumesFromTheStoreWithoutRewriting) {
   auto id = subscriber2.Deliver(StatusEventOf(2, Status("Healthy")));
   ASSERT_TRUE(id.ok());
   restarted.RunUntilIdleForTest();
-  EXPECT_EQ(Patches(), 1U);
+  EXPECT_EQ(Patches(), before_restart);
+
+  // A material change keeps the health Healthy, as the store remembers: one write, no
+  // Progressing step.
+  json changed = Status("Healthy");
+  changed["sync"]["revision"] = "9f1c2b3a";
+  id = subscriber2.Deliver(StatusEventOf(3, changed));
+  ASSERT_TRUE(id.ok());
+  restarted.RunUntilIdleForTest();
+  EXPECT_EQ(Patches(), before_restart + 1);
+  EXPECT_EQ(PatchedHealth().back(), "Healthy");
   restarted.Stop(std::chrono::milliseconds(0));
 }
 
@@ -270,8 +298,14 @@ TEST_F(SinkTest, AStatusFromAnotherClusterIsRefused) {
 TEST_F(SinkTest, AMissingHubApplicationIsCountedAndDropped) {
   StartSink();
   ASSERT_TRUE(kube_.Delete(ApplicationsRef("argocd"), kAppName, {}).ok());
-  Deliver(StatusEventOf(1, Status("Healthy")));
+  Deliver(StatusEventOf(1, Status("Degraded")));
   EXPECT_EQ(MetricValue(registry_, "mmi_status_updates_total", {{"result", "not_found"}}), 1);
+  EXPECT_EQ(sink_->pending_for_test(), 0U);
+  // A Healthy status: its Progressing write finds no Application, so no second write is tried.
+  Deliver(StatusEventOf(2, Status("Healthy")));
+  EXPECT_EQ(Patches(), 2U);
+  EXPECT_EQ(
+      MetricValue(registry_, "mmi_status_progressing_writes_total", {{"result", "not_found"}}), 1);
   EXPECT_EQ(sink_->pending_for_test(), 0U);
   EXPECT_FALSE(store_.AppliedForTest(kResource).has_value());
 }
@@ -279,7 +313,7 @@ TEST_F(SinkTest, AMissingHubApplicationIsCountedAndDropped) {
 TEST_F(SinkTest, AThrottledWriteIsRetriedWithBackoff) {
   StartSink();
   kube_.FailNext("PATCH", absl::ResourceExhaustedError("HTTP 429 TooManyRequests"));
-  auto id = subscriber_.Deliver(StatusEventOf(1, Status("Healthy")));
+  auto id = subscriber_.Deliver(StatusEventOf(1, Status("Degraded")));
   ASSERT_TRUE(id.ok());
   sink_->RunUntilIdleForTest();
   EXPECT_FALSE(subscriber_.acked(*id));
@@ -289,7 +323,7 @@ TEST_F(SinkTest, AThrottledWriteIsRetriedWithBackoff) {
   clock_.Advance(settings_.retry_backoff.initial);
   sink_->RunUntilIdleForTest();
   EXPECT_EQ(Patches(), 2U);
-  EXPECT_EQ(HubStatus()["health"]["status"], "Healthy");
+  EXPECT_EQ(HubStatus()["health"]["status"], "Degraded");
   EXPECT_EQ(sink_->pending_for_test(), 0U);
   EXPECT_TRUE(subscriber_.acked(*id));
 }
@@ -305,7 +339,7 @@ TEST_F(SinkTest, AnUnavailableStoreDelaysTheAckButLosesNothing) {
   clock_.Advance(std::chrono::seconds(1));
   sink_->RunUntilIdleForTest();
   EXPECT_TRUE(subscriber_.acked(*id));
-  EXPECT_EQ(Patches(), 1U);
+  EXPECT_EQ(PatchedHealth(), (std::vector<std::string>{"Progressing", "Healthy"}));
   EXPECT_TRUE(store_.AppliedForTest(kResource).has_value());
 }
 
@@ -330,10 +364,12 @@ TEST_F(SinkTest, RequestsAStatusResyncWhenSubscribedAndAfterAReconnect) {
   ASSERT_EQ(publisher_.published().size(), 1U);
   EXPECT_EQ(publisher_.published()[0].type, cloudevents::kStatusResyncRequestType);
   EXPECT_EQ(publisher_.published()[0].source, "mmi-status-sink");
+  clock_.Advance(settings_.status_resync_min_interval);
   subscriber_.SimulateDisconnect();
   subscriber_.SimulateReconnect();
   sink_->RunUntilIdleForTest();
   EXPECT_EQ(publisher_.published().size(), 2U);
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_resync_suppressed_total", {}), 0);
 }
 
 TEST_F(SinkTest, AFullIntakeDropsAndLaterAsksForAResync) {
@@ -346,7 +382,11 @@ TEST_F(SinkTest, AFullIntakeDropsAndLaterAsksForAResync) {
   EXPECT_TRUE(subscriber_.acked(*second)) << "dropped at once, recovered by a resync";
   EXPECT_EQ(Dropped("queue_full"), 1);
   sink_->RunUntilIdleForTest();
-  EXPECT_EQ(Patches(), 1U);
+  EXPECT_EQ(PatchedHealth(), (std::vector<std::string>{"Progressing", "Healthy"}));
+  EXPECT_EQ(publisher_.published().size(), resyncs) << "within the minimum resync interval";
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_resync_suppressed_total", {}), 1);
+  clock_.Advance(settings_.status_resync_min_interval);
+  sink_->RunUntilIdleForTest();
   EXPECT_EQ(publisher_.published().size(), resyncs + 1);
   EXPECT_EQ(MetricValue(registry_, "mmi_status_queue_depth", {{"queue", "intake"}}), 0);
 }
@@ -359,7 +399,7 @@ TEST_F(SinkTest, StopDrainsWhatTheLoopThreadHasNotWrittenYet) {
   auto id = subscriber_.Deliver(StatusEventOf(1, Status("Healthy")));
   ASSERT_TRUE(id.ok());
   sink_->Stop(std::chrono::seconds(30));
-  EXPECT_EQ(Patches(), 1U);
+  EXPECT_EQ(PatchedHealth(), (std::vector<std::string>{"Progressing", "Healthy"}));
   EXPECT_TRUE(subscriber_.acked(*id));
   EXPECT_TRUE(store_.AppliedForTest(kResource).has_value());
 }
@@ -396,6 +436,144 @@ TEST_F(SinkTest, ExportsTheFleetReportPerAppSet) {
                          {"sync", "Synced"},
                          {"health", "Healthy"}}),
             1);
+}
+
+// --- Progressing before Healthy (hub-apis.md §1.7, §5.6) -----------------------------------
+
+TEST_F(SinkTest, TheFirstHealthyWriteIsPrecededByProgressing) {
+  StartSink();
+  Deliver(StatusEventOf(1, Status("Healthy")));
+  EXPECT_EQ(PatchedHealth(), (std::vector<std::string>{"Progressing", "Healthy"}));
+  const auto calls = kube_.Calls();
+  ASSERT_EQ(calls.size(), 3U) << "the test's CREATE and two PATCHes: no GET";
+  json progressing = calls[1].body;
+  progressing["status"]["health"]["status"] = "Healthy";
+  EXPECT_EQ(progressing, calls[2].body) << "the two writes differ in health.status only";
+  EXPECT_EQ(HubStatus()["health"]["status"], "Healthy");
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_progressing_writes_total", {{"result", "ok"}}), 1);
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_updates_total", {{"result", "ok"}}), 1);
+}
+
+TEST_F(SinkTest, AHealthyToHealthyChangeIsOneWrite) {
+  StartSink();
+  Deliver(StatusEventOf(1, Status("Healthy")));
+  ASSERT_EQ(Patches(), 2U);
+  json changed = Status("Healthy", "2026-06-01T10:00:05Z");
+  changed["sync"]["revision"] = "9f1c2b3a";
+  Deliver(StatusEventOf(2, changed));
+  EXPECT_EQ(PatchedHealth(), (std::vector<std::string>{"Progressing", "Healthy", "Healthy"}));
+  EXPECT_EQ(HubStatus()["sync"]["revision"], "9f1c2b3a");
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_progressing_writes_total", {{"result", "ok"}}), 1);
+}
+
+TEST_F(SinkTest, ADegradedToHealthyChangeIsTwoWrites) {
+  StartSink();
+  Deliver(StatusEventOf(1, Status("Degraded")));
+  EXPECT_EQ(PatchedHealth(), (std::vector<std::string>{"Degraded"}));
+  Deliver(StatusEventOf(2, Status("Healthy", "2026-06-01T10:00:05Z")));
+  EXPECT_EQ(PatchedHealth(), (std::vector<std::string>{"Degraded", "Progressing", "Healthy"}));
+  EXPECT_EQ(HubStatus()["health"]["status"], "Healthy");
+  EXPECT_EQ(store_.AppliedForTest(kResource)->health_status, "Healthy");
+}
+
+TEST_F(SinkTest, AProgressingToHealthyChangeNeedsNoExtraWrite) {
+  StartSink();
+  Deliver(StatusEventOf(1, Status("Progressing")));
+  Deliver(StatusEventOf(2, Status("Healthy", "2026-06-01T10:00:05Z")));
+  EXPECT_EQ(PatchedHealth(), (std::vector<std::string>{"Progressing", "Healthy"}));
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_progressing_writes_total", {{"result", "ok"}}), 0);
+}
+
+TEST_F(SinkTest, WhenDisabledAHealthyStatusIsOneWrite) {
+  settings_.progressing_before_healthy = false;
+  StartSink();
+  Deliver(StatusEventOf(1, Status("Healthy")));
+  EXPECT_EQ(PatchedHealth(), (std::vector<std::string>{"Healthy"}));
+  Deliver(StatusEventOf(2, Status("Degraded", "2026-06-01T10:00:05Z")));
+  Deliver(StatusEventOf(3, Status("Healthy", "2026-06-01T10:00:06Z")));
+  EXPECT_EQ(PatchedHealth(), (std::vector<std::string>{"Healthy", "Degraded", "Healthy"}));
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_progressing_writes_total", {{"result", "ok"}}), 0);
+}
+
+TEST_F(SinkTest, AFailedHealthyWriteAfterProgressingRetriesOnlyTheHealthyOne) {
+  StartSink();
+  kube_.FailNext("PATCH", absl::OkStatus());  // the Progressing write lands
+  kube_.FailNext("PATCH", absl::UnavailableError("HTTP 503"));
+  auto id = subscriber_.Deliver(StatusEventOf(1, Status("Healthy")));
+  ASSERT_TRUE(id.ok());
+  sink_->RunUntilIdleForTest();
+  EXPECT_FALSE(subscriber_.acked(*id));
+  EXPECT_EQ(HubStatus()["health"]["status"], "Progressing");
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_updates_total", {{"result", "retry"}}), 1);
+  clock_.Advance(settings_.retry_backoff.initial);
+  sink_->RunUntilIdleForTest();
+  EXPECT_EQ(PatchedHealth(), (std::vector<std::string>{"Progressing", "Healthy", "Healthy"}));
+  EXPECT_EQ(HubStatus()["health"]["status"], "Healthy");
+  EXPECT_TRUE(subscriber_.acked(*id));
+}
+
+TEST_F(SinkTest, AFailedProgressingWriteIsRetriedWithItsHealthyOne) {
+  StartSink();
+  kube_.FailNext("PATCH", absl::ResourceExhaustedError("HTTP 429 TooManyRequests"));
+  auto id = subscriber_.Deliver(StatusEventOf(1, Status("Healthy")));
+  ASSERT_TRUE(id.ok());
+  sink_->RunUntilIdleForTest();
+  EXPECT_EQ(PatchedHealth(), (std::vector<std::string>{"Progressing"}));
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_progressing_writes_total", {{"result", "retry"}}),
+            1);
+  clock_.Advance(settings_.retry_backoff.initial);
+  sink_->RunUntilIdleForTest();
+  EXPECT_EQ(PatchedHealth(), (std::vector<std::string>{"Progressing", "Progressing", "Healthy"}));
+  EXPECT_TRUE(subscriber_.acked(*id));
+}
+
+// --- status resync rate limit ----------------------------------------------------------------
+
+TEST_F(SinkTest, AFlappingConnectionGetsOneResyncPerIntervalAndNoAskIsLost) {
+  StartSink();
+  ASSERT_EQ(publisher_.published().size(), 1U);
+  for (int i = 0; i < 5; ++i) {
+    subscriber_.SimulateDisconnect();
+    subscriber_.SimulateReconnect();
+    clock_.Advance(std::chrono::seconds(1));
+    sink_->RunUntilIdleForTest();
+  }
+  EXPECT_EQ(publisher_.published().size(), 1U) << "no storm of resync requests";
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_resync_suppressed_total", {}), 5);
+
+  // The asks are served by one resync as soon as the interval since the last one has passed.
+  clock_.Advance(settings_.status_resync_min_interval - std::chrono::seconds(5) -
+                 std::chrono::milliseconds(1));
+  sink_->RunUntilIdleForTest();
+  EXPECT_EQ(publisher_.published().size(), 1U);
+  clock_.Advance(std::chrono::milliseconds(1));
+  sink_->RunUntilIdleForTest();
+  ASSERT_EQ(publisher_.published().size(), 2U);
+  EXPECT_EQ(publisher_.published()[1].type, cloudevents::kStatusResyncRequestType);
+
+  // Nothing else is pending: no further resync without a new ask.
+  clock_.Advance(settings_.status_resync_min_interval * 3);
+  sink_->RunUntilIdleForTest();
+  EXPECT_EQ(publisher_.published().size(), 2U);
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_resync_suppressed_total", {}), 5);
+
+  // An ask after the interval goes out at once.
+  subscriber_.SimulateDisconnect();
+  subscriber_.SimulateReconnect();
+  sink_->RunUntilIdleForTest();
+  EXPECT_EQ(publisher_.published().size(), 3U);
+}
+
+TEST_F(SinkTest, AZeroMinimumResyncIntervalDoesNotLimit) {
+  settings_.status_resync_min_interval = std::chrono::milliseconds(0);
+  StartSink();
+  for (int i = 0; i < 3; ++i) {
+    subscriber_.SimulateDisconnect();
+    subscriber_.SimulateReconnect();
+    sink_->RunUntilIdleForTest();
+  }
+  EXPECT_EQ(publisher_.published().size(), 4U);
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_resync_suppressed_total", {}), 0);
 }
 
 }  // namespace

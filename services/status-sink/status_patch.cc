@@ -190,4 +190,38 @@ absl::StatusOr<Json> BuildStatusPatch(const Json& spoke_status, const StatusPatc
   return Json{{"status", std::move(status)}};
 }
 
+std::optional<std::string> HealthOf(const Json& status) {
+  if (!status.is_object()) {
+    return std::nullopt;
+  }
+  auto health = status.find("health");
+  if (health == status.end() || !health->is_object()) {
+    return std::nullopt;
+  }
+  auto value = health->find("status");
+  if (value == health->end() || !value->is_string()) {
+    return std::nullopt;
+  }
+  return value->get<std::string>();
+}
+
+bool NeedsProgressingFirst(const Json& status,
+                           const std::optional<std::string>& last_written_health) {
+  if (HealthOf(status) != kHealthHealthy) {
+    return false;
+  }
+  return last_written_health != kHealthHealthy && last_written_health != kHealthProgressing;
+}
+
+Json ProgressingPatch(Json patch) {
+  auto status = patch.find("status");
+  if (status != patch.end() && status->is_object()) {
+    auto health = status->find("health");
+    if (health != status->end() && health->is_object()) {
+      (*health)["status"] = kHealthProgressing;
+    }
+  }
+  return patch;
+}
+
 }  // namespace mmi::status_sink

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstddef>
 #include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "libs/cloudevents/manifest_bundle.h"
@@ -37,5 +38,25 @@ absl::StatusOr<std::optional<nlohmann::json>> FeedbackStatus(
 absl::StatusOr<nlohmann::json> BuildStatusPatch(const nlohmann::json& spoke_status,
                                                 const StatusPatchSettings& settings,
                                                 std::chrono::system_clock::time_point now);
+
+// Health values of Application `.status.health.status` that the Progressing-first rule uses.
+inline constexpr char kHealthHealthy[] = "Healthy";
+inline constexpr char kHealthProgressing[] = "Progressing";
+
+// `.status.health.status` of an Application status, nullopt when absent or not a string.
+std::optional<std::string> HealthOf(const nlohmann::json& status);
+
+// Whether writing `status` must be preceded by a write showing health Progressing
+// (hub-apis.md §1.7, §5.6: with RollingSync the ApplicationSet controller waits for a health
+// transition, so the upstream status writer writes Progressing before Healthy). True when `status`
+// reports Healthy and `last_written_health` - what the sink last wrote onto that hub Application,
+// nullopt when nothing or no health - is neither Healthy nor Progressing.
+bool NeedsProgressingFirst(const nlohmann::json& status,
+                           const std::optional<std::string>& last_written_health);
+
+// The merge patch written before `patch` (a BuildStatusPatch result) when NeedsProgressingFirst:
+// the same status with `health.status` Progressing, so that only the health differs between the
+// two writes.
+nlohmann::json ProgressingPatch(nlohmann::json patch);
 
 }  // namespace mmi::status_sink

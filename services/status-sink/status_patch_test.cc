@@ -106,5 +106,29 @@ TEST(BuildStatusPatchTest, RejectsANonObjectStatus) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ProgressingFirstTest, OnlyAHealthyStatusAfterAnotherHealthNeedsIt) {
+  const json healthy = {{"health", {{"status", "Healthy"}}}};
+  EXPECT_TRUE(NeedsProgressingFirst(healthy, std::nullopt)) << "the first write";
+  EXPECT_TRUE(NeedsProgressingFirst(healthy, "Missing"));
+  EXPECT_TRUE(NeedsProgressingFirst(healthy, "Degraded"));
+  EXPECT_FALSE(NeedsProgressingFirst(healthy, "Healthy"));
+  EXPECT_FALSE(NeedsProgressingFirst(healthy, "Progressing"));
+  EXPECT_FALSE(NeedsProgressingFirst(json{{"health", {{"status", "Degraded"}}}}, std::nullopt));
+  EXPECT_FALSE(NeedsProgressingFirst(json{{"sync", {{"status", "Synced"}}}}, std::nullopt));
+  EXPECT_FALSE(NeedsProgressingFirst(json{{"health", "Healthy"}}, std::nullopt));
+}
+
+TEST(ProgressingFirstTest, TheProgressingPatchDiffersOnlyInHealthStatus) {
+  const json spoke = {{"health", {{"status", "Healthy"}, {"message", "all good"}}},
+                      {"sync", {{"status", "Synced"}, {"revision", "abc"}}}};
+  auto patch = BuildStatusPatch(spoke, {}, kNow);
+  ASSERT_TRUE(patch.ok()) << patch.status();
+  json progressing = ProgressingPatch(*patch);
+  EXPECT_EQ(progressing["status"]["health"]["status"], "Progressing");
+  EXPECT_EQ(HealthOf(progressing["status"]), "Progressing");
+  progressing["status"]["health"]["status"] = "Healthy";
+  EXPECT_EQ(progressing, *patch);
+}
+
 }  // namespace
 }  // namespace mmi::status_sink

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "services/status-sink/status_patch.h"
+
 namespace mmi::status_sink {
 
 kube::ResourceRef ApplicationsRef(std::string hub_namespace) {
@@ -32,22 +34,50 @@ Writer::Writer(WriterSettings settings, kube::KubeClient& client, Executor& exec
       clock_(clock),
       metrics_(metrics) {}
 
+WriteOutcome Writer::Patch(const std::string& hub_namespace, const std::string& hub_name,
+                           const nlohmann::json& patch,
+                           std::chrono::steady_clock::duration& elapsed) {
+  const auto start = clock_.MonotonicNow();
+  kube::PatchOptions options;
+  options.field_manager = settings_.field_manager;
+  auto result = client_.Patch(ApplicationsRef(hub_namespace), hub_name, kube::PatchType::kMerge,
+                              patch, options, "");
+  elapsed = clock_.MonotonicNow() - start;
+  WriteOutcome outcome;
+  outcome.result = ClassifyWriteError(result.status());
+  if (!result.ok()) {
+    outcome.status = result.status();
+  }
+  return outcome;
+}
+
 void Writer::Write(std::string hub_namespace, std::string hub_name, nlohmann::json patch,
                    WriteDone done) {
   executor_.Submit([this, ns = std::move(hub_namespace), name = std::move(hub_name),
                     patch = std::move(patch), done = std::move(done)]() mutable {
-    const auto start = clock_.MonotonicNow();
-    kube::PatchOptions options;
-    options.field_manager = settings_.field_manager;
-    auto result =
-        client_.Patch(ApplicationsRef(ns), name, kube::PatchType::kMerge, patch, options, "");
-    WriteOutcome outcome;
-    outcome.result = ClassifyWriteError(result.status());
-    if (!result.ok()) {
-      outcome.status = result.status();
-    }
-    metrics_.Write(outcome.result, clock_.MonotonicNow() - start);
+    std::chrono::steady_clock::duration elapsed{};
+    WriteOutcome outcome = Patch(ns, name, patch, elapsed);
+    metrics_.Write(outcome.result, elapsed);
     std::move(done)(std::move(outcome));
+  });
+}
+
+void Writer::WriteProgressingFirst(std::string hub_namespace, std::string hub_name,
+                                   nlohmann::json patch, WriteDone done) {
+  executor_.Submit([this, ns = std::move(hub_namespace), name = std::move(hub_name),
+                    patch = std::move(patch), done = std::move(done)]() mutable {
+    // Sequential on this thread, so the hub sees Progressing strictly before Healthy.
+    std::chrono::steady_clock::duration elapsed{};
+    WriteOutcome first = Patch(ns, name, ProgressingPatch(patch), elapsed);
+    metrics_.ProgressingWrite(first.result, elapsed);
+    if (first.result != WriteResult::kOk) {
+      std::move(done)(std::move(first));
+      return;
+    }
+    WriteOutcome second = Patch(ns, name, patch, elapsed);
+    metrics_.Write(second.result, elapsed);
+    second.progressing_written = true;
+    std::move(done)(std::move(second));
   });
 }
 

@@ -8,6 +8,7 @@
 // Thread-safe. `done` runs on a pool thread and must only enqueue. Collaborators are borrowed.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include "absl/functional/any_invocable.h"
@@ -28,6 +29,8 @@ struct WriterSettings {
 struct WriteOutcome {
   WriteResult result = WriteResult::kOk;
   absl::Status status;  // the error, when not kOk
+  // WriteProgressingFirst only: the Progressing write landed (whatever became of the second).
+  bool progressing_written = false;
 };
 
 using WriteDone = absl::AnyInvocable<void(WriteOutcome) &&>;
@@ -41,9 +44,19 @@ class Writer {
   Writer(WriterSettings settings, kube::KubeClient& client, Executor& executor, const Clock& clock,
          SinkMetrics& metrics);
 
+  // One merge patch; counted in mmi_status_updates_total.
   void Write(std::string hub_namespace, std::string hub_name, nlohmann::json patch, WriteDone done);
+  // Two merge patches in order on one pool thread: ProgressingPatch(patch) first (counted in
+  // mmi_status_progressing_writes_total), then `patch` once the first landed (counted in
+  // mmi_status_updates_total). `done` gets the first failure, or the second write's outcome.
+  void WriteProgressingFirst(std::string hub_namespace, std::string hub_name, nlohmann::json patch,
+                             WriteDone done);
 
  private:
+  // One PATCH, classified and timed (not yet counted).
+  WriteOutcome Patch(const std::string& hub_namespace, const std::string& hub_name,
+                     const nlohmann::json& patch, std::chrono::steady_clock::duration& elapsed);
+
   const WriterSettings settings_;
   kube::KubeClient& client_;
   Executor& executor_;

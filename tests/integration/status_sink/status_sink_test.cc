@@ -249,6 +249,10 @@ TEST(StatusSinkIntegrationTest, WritesAnAgentsStatusOntoTheHubApplicationOnceOnl
   EXPECT_EQ(status["sync"]["status"], "Synced");
   EXPECT_EQ(status["sync"]["revision"], "53e28ff20cc530b9ada2173fbbd64d48338583ba");
   EXPECT_EQ(MetricValue(sink.registry(), "mmi_status_updates_total", {{"result", "ok"}}), 1);
+  // The first Healthy status was preceded by the same status with health Progressing
+  // (RollingSync, hub-apis.md §5.6), and the API server accepted it against the CRD.
+  EXPECT_EQ(MetricValue(sink.registry(), "mmi_status_progressing_writes_total", {{"result", "ok"}}),
+            1);
 
   // The same status again (a newer event, same statushash): no second write.
   auto again = cloudevents::EncodeMqtt(AgentStatusEvent(2, AppStatus()));
