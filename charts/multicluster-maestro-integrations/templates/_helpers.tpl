@@ -104,7 +104,7 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- if and (eq $t.type "kafka") $t.kafka.sasl.mechanism (or (not $t.kafka.sasl.username) (not $t.credentials.existingSecret)) -}}
 {{- fail "transport.kafka.sasl.mechanism needs transport.kafka.sasl.username and transport.credentials.existingSecret (the password)" -}}
 {{- end -}}
-{{- if and $t.tls.certKey (not $t.tls.existingSecret) -}}
+{{- if and $t.tls.enabled $t.tls.certKey (not $t.tls.existingSecret) -}}
 {{- fail "transport.tls.certKey needs transport.tls.existingSecret" -}}
 {{- end -}}
 {{- end -}}

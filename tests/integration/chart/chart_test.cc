@@ -327,8 +327,9 @@ TEST_F(ChartTest, RenderedConfigFilesLoadWithTheServicesSettingsLoaders) {
 }
 
 // Every chart setting reaches the field the values.yaml comment names: a values file with a
-// non-default value for each is rendered, loaded with the services' loaders and compared field by
-// field (the loaders ignore unknown keys, so a misspelt key would otherwise go unnoticed).
+// non-default value for each is rendered, loaded with the services' loaders (which reject any key
+// they do not know, by its full path) and compared field by field, so a value that lands on the
+// wrong field is caught too.
 constexpr char kEverySetting[] = R"(
 store: {existingSecret: pg}
 transport:
@@ -392,7 +393,6 @@ dispatcher:
     fieldManager: fm-d
     managedBy: mb-d
     orphanSecretPolicy: DeleteWhenUndecided
-  transportOverrides: {sharedGroup: grp-d, groupID: gid-d}
 statusSink:
   logLevel: warn
   adminPort: 9091
@@ -413,7 +413,6 @@ statusSink:
     maxStatusBytes: 2048
     writers: 6
     fieldManager: fm-s
-  transportOverrides: {sharedGroup: grp-s, groupID: gid-s}
 )";
 
 struct LoadedSettings {
@@ -431,8 +430,19 @@ TEST_F(ChartTest, EverySettingReachesTheServices) {
   for (const char* type : {"mqtt", "grpc", "kafka"}) {
     SCOPED_TRACE(type);
     const std::string out = work_dir_ + "/" + type + ".yaml";
-    const CommandResult r =
-        Template(out, absl::StrCat("-f ", Quote(values), " --set transport.type=", type));
+    // Per-service overrides are keys of one transport's section: set only the selected one's.
+    std::string overrides;
+    if (std::string(type) == "mqtt") {
+      overrides =
+          " --set dispatcher.transportOverrides.sharedGroup=grp-d"
+          " --set statusSink.transportOverrides.sharedGroup=grp-s";
+    } else if (std::string(type) == "kafka") {
+      overrides =
+          " --set dispatcher.transportOverrides.groupID=gid-d"
+          " --set statusSink.transportOverrides.groupID=gid-s";
+    }
+    const CommandResult r = Template(
+        out, absl::StrCat("-f ", Quote(values), " --set transport.type=", type, overrides));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const auto docs = Documents(ReadFile(out));
     const auto config_map = FindKind(docs, "ConfigMap");
@@ -578,6 +588,43 @@ TEST_F(ChartTest, EverySettingReachesTheServices) {
   EXPECT_EQ(std::get<transport::KafkaSettings>(loaded["kafka"].dispatcher.transport).group_id,
             "gid-d");
   EXPECT_EQ(std::get<transport::KafkaSettings>(loaded["kafka"].sink.transport).group_id, "gid-s");
+}
+
+// A misspelt key, or a key of another transport's section, in a rendered config file stops the
+// service at start-up with the key's full path (the loaders used to ignore such keys silently).
+TEST_F(ChartTest, ServicesRejectUnknownKeysInTheRenderedConfigFiles) {
+  const std::string mqtt_values = ExamplesDir() + "/values-mqtt.yaml";
+  const std::string out = work_dir_ + "/typo.yaml";
+  const CommandResult r =
+      Template(out, absl::StrCat("-f ", Quote(mqtt_values),
+                                 " --set dispatcher.transportOverrides.brokerHots=b:1883"
+                                 " --set statusSink.transportOverrides.groupID=gid-s"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto config_map = FindKind(Documents(ReadFile(out)), "ConfigMap");
+  ASSERT_TRUE(config_map.has_value());
+  const std::string dispatcher_yaml = (*config_map)["data"]["dispatcher.yaml"].as<std::string>();
+  const std::string sink_yaml = (*config_map)["data"]["status-sink.yaml"].as<std::string>();
+
+  auto d = dispatcher::ParseSettingsYaml(dispatcher_yaml);
+  ASSERT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << dispatcher_yaml;
+  EXPECT_TRUE(absl::StrContains(d.status().message(), "transport.mqtt.brokerHots: unknown key"))
+      << d.status();
+  auto s = status_sink::ParseSettingsYaml(sink_yaml);
+  ASSERT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << sink_yaml;
+  EXPECT_TRUE(absl::StrContains(s.status().message(), "transport.mqtt.groupID: unknown key"))
+      << s.status();
+
+  // Without the typos the same values load.
+  const std::string clean = work_dir_ + "/clean.yaml";
+  ASSERT_EQ(Template(clean, "-f " + Quote(mqtt_values)).exit_code, 0);
+  const auto clean_map = FindKind(Documents(ReadFile(clean)), "ConfigMap");
+  ASSERT_TRUE(clean_map.has_value());
+  EXPECT_TRUE(
+      dispatcher::ParseSettingsYaml((*clean_map)["data"]["dispatcher.yaml"].as<std::string>())
+          .ok());
+  EXPECT_TRUE(
+      status_sink::ParseSettingsYaml((*clean_map)["data"]["status-sink.yaml"].as<std::string>())
+          .ok());
 }
 
 // Metric names a PromQL expression or dashboard refers to, without histogram suffixes.
