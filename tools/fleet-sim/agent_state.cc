@@ -610,8 +610,12 @@ std::vector<Event> ClusterAgent::Tick(int* refreshes, int* transitions) {
 
 // --- Fleet ---------------------------------------------------------------------------------------
 
-std::string ClusterName(std::string_view prefix, int index) {
-  return absl::StrCat(std::string(prefix), index);
+std::string ClusterName(std::string_view prefix, int index, int digits) {
+  std::string number = absl::StrCat(index);
+  if (static_cast<int>(number.size()) < digits) {
+    number.insert(0, static_cast<std::size_t>(digits) - number.size(), '0');
+  }
+  return absl::StrCat(std::string(prefix), number);
 }
 
 Fleet::Fleet(const FleetSettings& settings, const Clock& clock, FleetMetrics& metrics)
@@ -621,7 +625,7 @@ Fleet::Fleet(const FleetSettings& settings, const Clock& clock, FleetMetrics& me
       settings.clusters > 0 ? settings.changes_per_minute / settings.clusters : 0.0;
   std::mt19937_64 seeds(settings.seed);
   for (int i = 1; i <= settings.clusters; ++i) {
-    std::string name = ClusterName(settings.cluster_prefix, i);
+    std::string name = ClusterName(settings.cluster_prefix, i, settings.cluster_digits);
     auto agent_state = std::make_unique<ClusterAgent>(name, agent, clock_, sequence_ids_, seeds());
     agents_.emplace(std::move(name), std::move(agent_state));
   }

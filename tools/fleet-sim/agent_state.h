@@ -142,8 +142,10 @@ class ClusterAgent {
 };
 
 struct FleetSettings {
-  // Clusters are named `<cluster_prefix><i>` for i in [1, clusters].
+  // Clusters are named `<cluster_prefix><i>` for i in [1, clusters], i zero-padded to
+  // `cluster_digits` digits (0 = no padding), e.g. prefix "cluster-", 4 digits: cluster-0001.
   std::string cluster_prefix = "cluster";
+  int cluster_digits = 0;
   int clusters = 1;
   // Sync/health transitions per minute across the whole fleet (spread evenly over clusters).
   double changes_per_minute = 0.0;
@@ -151,8 +153,8 @@ struct FleetSettings {
   std::uint64_t seed = 1;
 };
 
-// The cluster name for index i (1-based): `<prefix><i>`.
-std::string ClusterName(std::string_view prefix, int index);
+// The cluster name for index i (1-based): `<prefix><i>`, i zero-padded to `digits` digits.
+std::string ClusterName(std::string_view prefix, int index, int digits = 0);
 
 class Fleet {
  public:

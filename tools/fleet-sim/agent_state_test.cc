@@ -451,5 +451,22 @@ TEST_F(FleetTest, SpecResyncRequestsListEveryHeldWork) {
   EXPECT_EQ(metrics_.spec_resyncs_sent.Value(), 2);
 }
 
+TEST(ClusterNameTest, PadsTheIndexToTheConfiguredDigits) {
+  EXPECT_EQ(ClusterName("cluster", 7), "cluster7");
+  EXPECT_EQ(ClusterName("cluster-", 7, 4), "cluster-0007");
+  EXPECT_EQ(ClusterName("cluster-", 12345, 4), "cluster-12345");
+}
+
+TEST_F(FleetTest, ZeroPaddedClusterNamesRouteEvents) {
+  FleetSettings settings = Settings(2);
+  settings.cluster_prefix = "cluster-";
+  settings.cluster_digits = 4;
+  Fleet fleet(settings, clock_, metrics_);
+  EXPECT_EQ(fleet.Handle("cluster-0002", CreateEvent("cluster-0002", "res-1")).size(), 1u);
+  ASSERT_NE(fleet.FindForTest("cluster-0002"), nullptr);
+  EXPECT_EQ(fleet.FindForTest("cluster-0002")->work_count(), 1u);
+  EXPECT_EQ(fleet.FindForTest("cluster2"), nullptr);
+}
+
 }  // namespace
 }  // namespace mmi::fleet_sim

@@ -32,6 +32,16 @@ FleetMetrics::FleetMetrics(prometheus::Registry& registry)
                            .Help("Publishes the broker did not acknowledge.")
                            .Register(registry)
                            .Add({})),
+      publish_retries(prometheus::BuildCounter()
+                          .Name("mmi_fleet_sim_publish_retries_total")
+                          .Help("Failed publishes sent again on the next tick.")
+                          .Register(registry)
+                          .Add({})),
+      retry_dropped(prometheus::BuildCounter()
+                        .Name("mmi_fleet_sim_retry_dropped_total")
+                        .Help("Failed publishes dropped because the retry queue was full.")
+                        .Register(registry)
+                        .Add({})),
       intake_dropped(prometheus::BuildCounter()
                          .Name("mmi_fleet_sim_intake_dropped_total")
                          .Help("Received events dropped because the intake queue was full.")

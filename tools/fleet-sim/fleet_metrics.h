@@ -10,6 +10,8 @@
 //   mmi_fleet_sim_events_rejected_total{reason}     reason: malformed, unknown_cluster, stale,
 //                                                   other_cluster, unsupported
 //   mmi_fleet_sim_publish_failures_total            publishes the broker did not acknowledge
+//   mmi_fleet_sim_publish_retries_total             failed publishes sent again (next tick)
+//   mmi_fleet_sim_retry_dropped_total               failed publishes dropped on a full retry queue
 //   mmi_fleet_sim_intake_dropped_total              received events dropped on a full queue
 //   mmi_fleet_sim_intake_queue_depth                received events waiting for the loop
 //   mmi_fleet_sim_connected                         1 while the transport is connected
@@ -41,6 +43,8 @@ struct FleetMetrics {
   prometheus::Counter& spec_resyncs_sent;
   prometheus::Family<prometheus::Counter>& rejected;
   prometheus::Counter& publish_failures;
+  prometheus::Counter& publish_retries;
+  prometheus::Counter& retry_dropped;
   prometheus::Counter& intake_dropped;
   prometheus::Gauge& intake_queue_depth;
   prometheus::Gauge& connected;

@@ -85,6 +85,9 @@ absl::StatusOr<AppSettings> ParseFlags(int argc, char** argv) {
       ->capture_default_str();
   cli.add_option("--cluster-prefix", fleet.cluster_prefix, "cluster names are <prefix><i>")
       ->capture_default_str();
+  cli.add_option("--cluster-digits", fleet.cluster_digits,
+                 "zero-pad <i> to this many digits (4: cluster-0001); 0 = no padding")
+      ->capture_default_str();
   cli.add_option("--refresh-min", refresh_min, "min seconds between reconciledAt bumps")
       ->capture_default_str();
   cli.add_option("--refresh-max", refresh_max, "max seconds between reconciledAt bumps; 0 = off")
@@ -117,6 +120,9 @@ absl::StatusOr<AppSettings> ParseFlags(int argc, char** argv) {
   if (refresh_min < 1 || (refresh_max != 0 && refresh_max < refresh_min)) {
     return absl::InvalidArgumentError(
         "--refresh-min/--refresh-max: need 1 <= refresh-min <= refresh-max (or refresh-max 0)");
+  }
+  if (fleet.cluster_digits < 0 || fleet.cluster_digits > 9) {
+    return absl::InvalidArgumentError("--cluster-digits: must be in [0, 9]");
   }
   if (fleet.changes_per_minute < 0) {
     return absl::InvalidArgumentError("--changes-per-minute: must not be negative");

@@ -68,12 +68,31 @@ void FleetSimulator::Enqueue(Item item) {
 
 void FleetSimulator::PublishAll(std::vector<cloudevents::Event> events) {
   for (cloudevents::Event& event : events) {
-    transport_.Publish(std::move(event), [this](absl::Status status) {
-      if (!status.ok()) {
-        metrics_.publish_failures.Increment();
-      }
-    });
+    PublishOne(std::move(event));
   }
+}
+
+void FleetSimulator::PublishOne(cloudevents::Event event) {
+  // The transport consumes its event; the copy is what a retry sends.
+  cloudevents::Event copy = event;
+  transport_.Publish(std::move(event), [this, copy = std::move(copy)](absl::Status status) mutable {
+    if (!status.ok()) {
+      OnPublishFailed(std::move(copy));
+    }
+  });
+}
+
+void FleetSimulator::OnPublishFailed(cloudevents::Event event) {
+  metrics_.publish_failures.Increment();
+  absl::MutexLock lock(&mu_);
+  if (stopping_) {
+    return;
+  }
+  if (retry_.size() >= settings_.max_retry) {
+    retry_.pop_front();
+    metrics_.retry_dropped.Increment();
+  }
+  retry_.push_back(std::move(event));
 }
 
 void FleetSimulator::Loop() {
@@ -111,6 +130,15 @@ void FleetSimulator::Loop() {
       }
     }
     if (clock_.MonotonicNow() >= next_tick) {
+      std::deque<cloudevents::Event> retry;
+      if (transport_.connected()) {
+        absl::MutexLock lock(&mu_);
+        retry.swap(retry_);
+      }
+      metrics_.publish_retries.Increment(static_cast<double>(retry.size()));
+      for (cloudevents::Event& event : retry) {
+        PublishOne(std::move(event));
+      }
       PublishAll(fleet_.Tick());
       next_tick = clock_.MonotonicNow() + settings_.tick;
     }

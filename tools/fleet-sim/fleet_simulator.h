@@ -33,6 +33,10 @@ struct SimulatorSettings {
   // Received events waiting for the loop; beyond this they are dropped and counted (the
   // source's own resync recovers them).
   std::size_t max_intake = 200'000;
+  // Publishes the transport refused or the broker did not acknowledge wait here and are sent
+  // again on the next tick while connected (an agent does not lose its status); beyond this many
+  // the oldest are dropped and counted (the source's status resync recovers them).
+  std::size_t max_retry = 200'000;
 };
 
 class FleetSimulator {
@@ -63,6 +67,9 @@ class FleetSimulator {
   void Enqueue(Item item);
   void Loop();
   void PublishAll(std::vector<cloudevents::Event> events);
+  // Publishes once; a failure queues the event for the next tick.
+  void PublishOne(cloudevents::Event event);
+  void OnPublishFailed(cloudevents::Event event);
 
   const SimulatorSettings settings_;
   AgentTransport& transport_;
@@ -72,6 +79,7 @@ class FleetSimulator {
 
   absl::Mutex mu_;
   std::deque<Item> intake_ ABSL_GUARDED_BY(mu_);
+  std::deque<cloudevents::Event> retry_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ = false;
   std::thread thread_;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/kafka_codec.h"
 #include "libs/common/log.h"
+#include "libs/transport/kafka/internal/kafka_record.h"
 
 namespace mmi::fleet_sim {
 namespace {
@@ -26,27 +27,6 @@ std::string RandomHex(int digits) {
     out.push_back("0123456789abcdef"[nibble(device)]);
   }
   return out;
-}
-
-cloudevents::KafkaRecord ToRecord(RdKafka::Message& message) {
-  cloudevents::KafkaRecord record;
-  record.topic = message.topic_name();
-  if (message.key() != nullptr) {
-    record.key = *message.key();
-  }
-  if (message.payload() != nullptr) {
-    record.value.assign(static_cast<const char*>(message.payload()), message.len());
-  }
-  if (const RdKafka::Headers* headers = message.headers(); headers != nullptr) {
-    for (const RdKafka::Headers::Header& header : headers->get_all()) {
-      std::string value;
-      if (header.value() != nullptr) {
-        value.assign(static_cast<const char*>(header.value()), header.value_size());
-      }
-      record.headers.emplace_back(header.key(), std::move(value));
-    }
-  }
-  return record;
 }
 
 absl::Status Set(RdKafka::Conf& conf, const std::string& name, const std::string& value) {
@@ -204,7 +184,8 @@ void KafkaAgentTransport::Loop() {
       Logger().Warn("consume error", {{"error", message->errstr()}});
       continue;
     }
-    ReceivedEvent received{"", cloudevents::DecodeKafka(ToRecord(*message), settings_.limits)};
+    ReceivedEvent received{"", cloudevents::DecodeKafka(
+                                   transport::internal::ToKafkaRecord(*message), settings_.limits)};
     absl::MutexLock lock(&mu_);
     if (!stopped_ && on_receive_) {
       on_receive_(std::move(received));

@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "libs/cloudevents/mqtt_codec.h"
 #include "libs/common/log.h"
+#include "libs/transport/mqtt/internal/paho_message.h"
 
 namespace mmi::fleet_sim {
 namespace {
@@ -28,44 +29,6 @@ std::string RandomHex(int digits) {
     out.push_back("0123456789abcdef"[nibble(device)]);
   }
   return out;
-}
-
-// Converts Paho's received PUBLISH into the codec's plain message. Never throws.
-cloudevents::MqttMessage FromPaho(const mqtt::message& message) {
-  cloudevents::MqttMessage out;
-  out.payload = message.get_payload_str();
-  const mqtt::properties& props = message.get_properties();
-  try {
-    if (props.contains(mqtt::property::CONTENT_TYPE)) {
-      out.content_type = mqtt::get<std::string>(props, mqtt::property::CONTENT_TYPE);
-    }
-    const std::size_t n = props.count(mqtt::property::USER_PROPERTY);
-    for (std::size_t i = 0; i < n; ++i) {
-      auto pair = mqtt::get<mqtt::string_pair>(props, mqtt::property::USER_PROPERTY, i);
-      out.user_properties.emplace_back(std::get<0>(pair), std::get<1>(pair));
-    }
-  } catch (const std::exception&) {
-    // A property of an unexpected type: keep what was read; the decoder rejects the rest.
-  }
-  return out;
-}
-
-mqtt::message_ptr ToPaho(const std::string& topic, int qos,
-                         const cloudevents::MqttMessage& message) {
-  mqtt::properties props;
-  if (message.content_type.has_value()) {
-    props.add(mqtt::property(mqtt::property::CONTENT_TYPE, *message.content_type));
-  }
-  for (const auto& [name, value] : message.user_properties) {
-    props.add(mqtt::property(mqtt::property::USER_PROPERTY, name, value));
-  }
-  return mqtt::message_ptr_builder()
-      .topic(topic)
-      .payload(message.payload)
-      .qos(qos)
-      .retained(false)
-      .properties(std::move(props))
-      .finalize();
 }
 
 }  // namespace
@@ -247,8 +210,11 @@ absl::Status MqttAgentTransport::Start(ReceiveHandler on_receive, SubscribedHand
   options_ = builder.finalize();
   const std::string uri = absl::StrCat(settings_.tls ? "ssl://" : "tcp://", settings_.broker_host);
   try {
-    client_ = std::make_unique<mqtt::async_client>(uri, settings_.client_id,
-                                                   mqtt::create_options(MQTTVERSION_5));
+    // Paho refuses publishes beyond 100 pending by default; one process speaks for thousands of
+    // agents, so allow a cold start's worth in flight (failures are retried by the simulator).
+    constexpr int kMaxPendingPublishes = 100'000;
+    client_ = std::make_unique<mqtt::async_client>(
+        uri, settings_.client_id, mqtt::create_options(MQTTVERSION_5, kMaxPendingPublishes));
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("mqtt: cannot create client: ", e.what()));
   }
@@ -282,8 +248,9 @@ void MqttAgentTransport::OnMessage(const mqtt::const_message_ptr& message) {
       break;
     }
   }
-  ReceivedEvent received{std::move(cluster),
-                         cloudevents::DecodeMqtt(FromPaho(*message), settings_.limits)};
+  ReceivedEvent received{
+      std::move(cluster),
+      cloudevents::DecodeMqtt(transport::internal::FromPahoMessage(*message), settings_.limits)};
   absl::MutexLock lock(&mu_);
   if (!stopped_ && on_receive_) {
     on_receive_(std::move(received));
@@ -388,7 +355,8 @@ void MqttAgentTransport::Publish(cloudevents::Event event, PublishDone done) {
     pending_.emplace(listener, std::move(owned));
   }
   try {
-    client_->publish(ToPaho(topic, settings_.qos, *encoded), nullptr, *listener);
+    client_->publish(transport::internal::ToPahoMessage(topic, settings_.qos, *encoded), nullptr,
+                     *listener);
   } catch (const std::exception& e) {
     listener->Finish(absl::UnavailableError(absl::StrCat("mqtt: publish failed: ", e.what())));
   }
