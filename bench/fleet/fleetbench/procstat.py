@@ -1,0 +1,70 @@
+"""RSS and CPU seconds of a process (optionally with its descendants) from /proc."""
+
+import os
+
+_TICKS = os.sysconf('SC_CLK_TCK')
+
+
+def _children(pid):
+    out = []
+    try:
+        for tid in os.listdir(f'/proc/{pid}/task'):
+            try:
+                with open(f'/proc/{pid}/task/{tid}/children') as f:
+                    out.extend(int(c) for c in f.read().split())
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return out
+
+
+def tree(pid):
+    """pid and every descendant (PostgreSQL's backends are children of the postmaster)."""
+    seen, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.append(p)
+        todo.extend(_children(p))
+    return seen
+
+
+def one(pid):
+    """{'rss_bytes', 'cpu_seconds'} of one process, or None when it is gone."""
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            stat = f.read()
+        fields = stat[stat.rindex(')') + 2:].split()
+        cpu = (int(fields[11]) + int(fields[12])) / _TICKS  # utime + stime
+        rss = 0
+        with open(f'/proc/{pid}/status') as f:
+            for line in f:
+                if line.startswith('VmRSS:'):
+                    rss = int(line.split()[1]) * 1024
+                    break
+        return {'rss_bytes': rss, 'cpu_seconds': cpu}
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def stats(pid, with_children=False):
+    """Summed RSS and CPU seconds of pid (and its descendants), or None when pid is gone.
+
+    CPU seconds of descendants that already exited are not counted (short-lived backends).
+    """
+    if pid is None:
+        return None
+    pids = tree(pid) if with_children else [pid]
+    acc = None
+    for p in pids:
+        s = one(p)
+        if s is None:
+            continue
+        if acc is None:
+            acc = {'rss_bytes': 0, 'cpu_seconds': 0.0, 'processes': 0}
+        acc['rss_bytes'] += s['rss_bytes']
+        acc['cpu_seconds'] += s['cpu_seconds']
+        acc['processes'] += 1
+    return acc

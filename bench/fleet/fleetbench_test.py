@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Unit tests of bench/fleet's helpers (no peers): histogram quantiles, counter deltas across a
+restart, the upstream ManifestWork and cost model."""
+
+import math
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from fleetbench import baseline, prom  # noqa: E402
+
+TEXT = '''# HELP mmi_status_lag_seconds lag
+# TYPE mmi_status_lag_seconds histogram
+mmi_status_lag_seconds_bucket{le="0.1"} 50
+mmi_status_lag_seconds_bucket{le="1"} 90
+mmi_status_lag_seconds_bucket{le="10"} 100
+mmi_status_lag_seconds_bucket{le="+Inf"} 100
+mmi_status_lag_seconds_sum 80
+mmi_status_lag_seconds_count 100
+mmi_status_updates_total{result="ok"} 7
+mmi_status_updates_total{result="retry"} 3
+apiserver_request_total{code="200",resource="applications",verb="PATCH"} 12
+apiserver_request_total{code="409",resource="applications",verb="PATCH"} 1
+apiserver_request_total{code="200",resource="leases",verb="PUT"} 4
+'''
+
+
+class PromTest(unittest.TestCase):
+    def test_parse_and_totals(self):
+        m = prom.parse(TEXT)
+        self.assertEqual(prom.total(m, 'mmi_status_updates_total'), 10)
+        self.assertEqual(prom.total(m, 'mmi_status_updates_total', {'result': 'ok'}), 7)
+        self.assertEqual(prom.by_label(m, 'apiserver_request_total', ('verb', 'resource')),
+                         {('PATCH', 'applications'): 13, ('PUT', 'leases'): 4})
+
+    def test_quantiles_interpolate_within_the_bucket(self):
+        b = prom.buckets(prom.parse(TEXT), 'mmi_status_lag_seconds')
+        self.assertEqual(b[-1], (math.inf, 100))
+        self.assertAlmostEqual(prom.quantile(0.5, b), 0.1)
+        # rank 99 lies in (1, 10]: 1 + 9 * (99 - 90) / 10
+        self.assertAlmostEqual(prom.quantile(0.99, b), 9.1)
+        self.assertIsNone(prom.quantile(0.5, [(1.0, 0), (math.inf, 0)]))
+
+    def test_quantile_in_the_inf_bucket_is_a_floor(self):
+        b = [(1.0, 10), (math.inf, 100)]
+        self.assertEqual(prom.quantile(0.99, b), 1.0)
+        self.assertTrue(prom.summary(b)['p99_at_least'])
+
+    def test_deltas_and_counter_reset(self):
+        before = prom.parse(TEXT)
+        after = prom.parse(TEXT.replace('{result="ok"} 7', '{result="ok"} 19'))
+        self.assertEqual(prom.counter_delta(before, after, 'mmi_status_updates_total'), 12)
+        restarted = prom.parse('mmi_status_updates_total{result="ok"} 2\n')
+        self.assertEqual(prom.counter_delta(before, restarted, 'mmi_status_updates_total'), 2)
+        self.assertEqual(prom.delta_by_label(before, restarted, 'mmi_status_updates_total',
+                                             ('result',)), {('ok',): 2})
+        later = prom.parse(TEXT.replace('le="10"} 100', 'le="10"} 110').replace(
+            'le="+Inf"} 100', 'le="+Inf"} 110'))
+        d = prom.bucket_delta(before, later, 'mmi_status_lag_seconds')
+        self.assertEqual(d, [(0.1, 0), (1.0, 0), (10.0, 10), (math.inf, 10)])
+        self.assertEqual(prom.summary(d)['count'], 10)
+
+
+APP = {
+    'apiVersion': 'argoproj.io/v1alpha1', 'kind': 'Application',
+    'metadata': {
+        'name': 'cluster-0001-appset-000', 'namespace': 'openshift-gitops',
+        'uid': 'abcdef12-0000-4000-8000-000000000001',
+        'labels': {'apps.open-cluster-management.io/pull-to-ocm-managed-cluster': 'true'},
+        'annotations': {
+            'apps.open-cluster-management.io/ocm-managed-cluster': 'cluster-0001',
+            'apps.open-cluster-management.io/ocm-managed-cluster-app-namespace':
+                'openshift-gitops',
+            'argocd.argoproj.io/skip-reconcile': 'true'},
+        'finalizers': ['resources-finalizer.argocd.argoproj.io'],
+        'ownerReferences': [{'apiVersion': 'argoproj.io/v1alpha1', 'kind': 'ApplicationSet',
+                             'name': 'appset-000', 'uid': 'u'}]},
+    'spec': {'project': 'default',
+             'source': {'repoURL': 'https://example/repo.git', 'targetRevision': 'HEAD',
+                        'path': 'guestbook'},
+             'destination': {'server': 'https://cluster-0001-control-plane',
+                             'namespace': 'guestbook'}},
+}
+
+
+class BaselineTest(unittest.TestCase):
+    def test_manifestwork_follows_the_basic_controller(self):
+        w = baseline.build_manifestwork(APP)
+        self.assertEqual(w['metadata']['namespace'], 'cluster-0001')
+        self.assertEqual(w['metadata']['name'], 'cluster-0001-appset-000-abcde')
+        self.assertEqual(w['metadata']['labels'][baseline.APPSET_LABEL], 'true')
+        # sha1("openshift-gitops/appset-000")
+        self.assertEqual(len(w['metadata']['labels'][baseline.APPSET_HASH_LABEL]), 40)
+        ns, app = w['spec']['workload']['manifests']
+        self.assertEqual(ns['kind'], 'Namespace')
+        self.assertEqual(app['spec']['destination']['server'], 'https://kubernetes.default.svc')
+        self.assertEqual(app['spec']['destination']['name'], '')
+        self.assertNotIn(baseline.CLUSTER_ANN, app['metadata']['annotations'])
+        self.assertNotIn(baseline.SKIP_ANN, app['metadata']['annotations'])
+        self.assertNotIn(baseline.PULL_LABEL, app['metadata']['labels'])
+        self.assertEqual(app['metadata']['annotations'][baseline.HOSTING_ANN],
+                         'openshift-gitops/appset-000')
+        rules = w['spec']['manifestConfigs'][0]['feedbackRules']
+        self.assertEqual(len(rules), 5)
+        status = baseline.manifestwork_status(w)
+        self.assertEqual(len(status['resourceStatus']['manifests']), 2)
+
+    def test_cost_model(self):
+        sizes = {'app_get_response': 2000, 'app_stored': 1900, 'work_get_response': 6000,
+                 'work_stored': 5900}
+        c = baseline.compute(300000, sizes, 120, 180, 3000)
+        ss = c['steady_state_per_minute']
+        self.assertEqual(c['hub_objects']['total'], 600000)
+        self.assertEqual(ss['status_poll_gets'], 1800000)  # 300,000 every 10 s
+        self.assertEqual(ss['application_status_updates'], 300000 * 60 / 150 + 3000)
+        self.assertEqual(ss['manifestwork_status_updates'], 3000)
+        self.assertEqual(ss['bytes']['status_poll_gets'], 1800000 * 2000)
+        self.assertEqual(ss['bytes']['total'], 1800000 * 2000 + 123000 * 3 * 2000 +
+                         3000 * 3 * 6000)
+
+
+if __name__ == '__main__':
+    unittest.main()
