@@ -1,7 +1,6 @@
 #include "services/dispatcher/spec_resync.h"
 
 #include <algorithm>
-
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"

@@ -241,8 +241,9 @@ Coalescer::OfferOutcome Coalescer::Offer(StatusUpdate update, transport::AckFn a
     return out;
   }
 
-  task.material_hash = material ? *std::move(material)
-                                : MaterialHash(update.status, settings_.ignore_resource_health_messages);
+  task.material_hash = material
+                           ? *std::move(material)
+                           : MaterialHash(update.status, settings_.ignore_resource_health_messages);
   task.update = std::move(update);
   const std::string& hub_material = st.in_flight ? st.in_flight_material : st.applied_material;
   if (task.material_hash != hub_material) {

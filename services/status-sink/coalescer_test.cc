@@ -263,7 +263,7 @@ TEST_F(CoalescerTest, AFullQueueShedsNothingForAReportThatNeedsNoWrite) {
     Offer(Update(2, Status("Healthy", "2026-06-01T10:06:00Z"), id));
   }
   Offer(Update(1, Status("Healthy"), "r9"));  // full now
-  auto ready = coalescer_.TakeReady(1);      // r9 (material first)
+  auto ready = coalescer_.TakeReady(1);       // r9 (material first)
   ASSERT_EQ(ready.tasks.size(), 1U);
   coalescer_.Written(ready.tasks[0]);
   Offer(Update(1, Status("Healthy"), "r8"));  // full again (r0, r1, r8)
