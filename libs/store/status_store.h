@@ -89,7 +89,9 @@ class StatusStore {
   // The agent confirmed the deletion (Deleted=True): in one transaction, sets the dispatched
   // resource's deletion_state to 2 (as DispatchStore::MarkDeletionConfirmed), removes its
   // resource_status row and sends `NOTIFY mmi_deletion_confirmed, '<resource_id>'` so the
-  // dispatcher reacts. Idempotent; OK when the resource is unknown.
+  // dispatcher reacts. Only for a resource being deleted (deletion_state 1 or 2): for a live one
+  // (never asked to delete, or re-created since) a late or redelivered Deleted report changes
+  // nothing. Idempotent; OK (and nothing done) when the resource is unknown or live.
   virtual absl::Status MarkDeletionConfirmed(const std::string& resource_id) = 0;
 
   // Per-ApplicationSet counts by sync and health over resource_status (Applications without an

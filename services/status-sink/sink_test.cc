@@ -344,6 +344,10 @@ TEST_F(SinkTest, AnUnavailableStoreDelaysTheAckButLosesNothing) {
 }
 
 TEST_F(SinkTest, ADeletionCompleteStatusIsHandedToTheDispatcher) {
+  // The dispatcher asked for the deletion: the row says so.
+  store::HubAppRef ref = *store_.LookupHubApps({kResource})->begin();
+  ref.deletion_state = store::DeletionState::kDeleteRequested;
+  store_.AddResourceForTest(ref);
   StartSink();
   json data = {
       {"conditions",

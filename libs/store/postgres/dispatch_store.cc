@@ -258,12 +258,17 @@ absl::Status PostgresDispatchStore::RecordPublishFailure(int64_t seq, const std:
 absl::Status PostgresDispatchStore::MarkDeletionConfirmed(const std::string& resource_id) {
   return pool_.Run("confirm a deletion", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
-    tx.exec_params0(
+    // Only a resource being deleted: a late or redelivered Deleted report for a live (re-created)
+    // resource must not end it.
+    const pqxx::result updated = tx.exec_params(
         "UPDATE dispatched_resources SET deletion_state = 2, updated_at = now() "
-        "WHERE resource_id = $1::uuid",
+        "WHERE resource_id = $1::uuid AND deletion_state <> 0 RETURNING 1",
         resource_id);
-    // Delivered to listeners only when the transaction commits (same as the StatusStore's).
-    tx.exec_params("SELECT pg_notify($1, $2)", std::string(kDeletionConfirmedChannel), resource_id);
+    if (!updated.empty()) {
+      // Delivered to listeners only when the transaction commits (same as the StatusStore's).
+      tx.exec_params("SELECT pg_notify($1, $2)", std::string(kDeletionConfirmedChannel),
+                     resource_id);
+    }
     tx.commit();
   });
 }

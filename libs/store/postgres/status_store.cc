@@ -221,13 +221,17 @@ absl::Status PostgresStatusStore::MarkDeletionConfirmed(const std::string& resou
   const std::string id = absl::AsciiStrToLower(resource_id);
   return pool_.Run("confirm a deletion", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
-    tx.exec_params0(
+    // Only a resource being deleted: a late or redelivered Deleted report for a live (re-created)
+    // resource must not end it.
+    const pqxx::result updated = tx.exec_params(
         "UPDATE dispatched_resources SET deletion_state = 2, updated_at = now() "
-        "WHERE resource_id = $1::uuid",
+        "WHERE resource_id = $1::uuid AND deletion_state <> 0 RETURNING 1",
         id);
-    tx.exec_params0("DELETE FROM resource_status WHERE resource_id = $1::uuid", id);
-    // Delivered to listeners only when the transaction commits.
-    tx.exec_params("SELECT pg_notify($1, $2)", std::string(kDeletionConfirmedChannel), id);
+    if (!updated.empty()) {
+      tx.exec_params0("DELETE FROM resource_status WHERE resource_id = $1::uuid", id);
+      // Delivered to listeners only when the transaction commits.
+      tx.exec_params("SELECT pg_notify($1, $2)", std::string(kDeletionConfirmedChannel), id);
+    }
     tx.commit();
   });
 }

@@ -128,8 +128,17 @@ TEST_P(DispatchStoreContract, WalksEveryResourceAndForgetsDeletedOnes) {
   EXPECT_EQ(seen, 1200);
 
   const std::string id = changes[5].resource.resource_id;
-  ASSERT_TRUE(store_->MarkDeletionConfirmed(id).ok());
+  ASSERT_TRUE(store_->MarkDeletionConfirmed(id).ok());  // live: nothing happens
   auto got = store_->GetResource(id);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->deletion_state, DeletionState::kLive);
+  DispatchChange deleting = changes[5];
+  deleting.resource.deletion_state = DeletionState::kDeleteRequested;
+  deleting.event.action = OutboxAction::kDelete;
+  deleting.resource.version = deleting.event.version = 1;
+  ASSERT_TRUE(store_->Record({deleting}).ok());
+  ASSERT_TRUE(store_->MarkDeletionConfirmed(id).ok());
+  got = store_->GetResource(id);
   ASSERT_TRUE(got.ok() && got->has_value());
   EXPECT_EQ((*got)->deletion_state, DeletionState::kDeleteConfirmed);
   ASSERT_TRUE(store_->Forget(id).ok());
@@ -142,9 +151,13 @@ TEST_P(DispatchStoreContract, WalksEveryResourceAndForgetsDeletedOnes) {
 }
 
 TEST_P(DispatchStoreContract, ListsConfirmedDeletionsForTheSweep) {
+  const auto deleting = [](int n, const std::string& cluster) {
+    DispatchChange c = Change(n, cluster, OutboxAction::kDelete, 2);
+    c.resource.deletion_state = DeletionState::kDeleteRequested;
+    return c;
+  };
   ASSERT_TRUE(store_
-                  ->Record({Change(3, "c1", OutboxAction::kCreate, 1),
-                            Change(1, "c1", OutboxAction::kCreate, 1),
+                  ->Record({deleting(3, "c1"), deleting(1, "c1"),
                             Change(2, "c2", OutboxAction::kCreate, 1)})
                   .ok());
   auto none = store_->ConfirmedDeletions();
@@ -159,6 +172,11 @@ TEST_P(DispatchStoreContract, ListsConfirmedDeletionsForTheSweep) {
   ASSERT_TRUE(
       store_->MarkDeletionConfirmed(Change(9, "c1", OutboxAction::kCreate, 1).resource.resource_id)
           .ok());  // unknown: fine
+  const std::string id2 = Change(2, "c2", OutboxAction::kCreate, 1).resource.resource_id;
+  ASSERT_TRUE(store_->MarkDeletionConfirmed(id2).ok());  // live: stays live
+  auto live = store_->GetResource(id2);
+  ASSERT_TRUE(live.ok() && live->has_value());
+  EXPECT_EQ((*live)->deletion_state, DeletionState::kLive);
   auto confirmed = store_->ConfirmedDeletions();
   ASSERT_TRUE(confirmed.ok()) << confirmed.status();
   EXPECT_EQ(*confirmed, (std::vector<std::string>{id1, id3}));

@@ -21,7 +21,16 @@ TEST(FakeDispatchStoreTest, InjectedFaultsFailEveryCall) {
 
 TEST(FakeDispatchStoreTest, RecordsTheNotificationOfEachConfirmedDeletion) {
   FakeDispatchStore store;
+  DispatchChange deleting;
+  deleting.resource.resource_id = "00000000-0000-5000-8000-000000000001";
+  deleting.resource.cluster = "c1";
+  deleting.resource.deletion_state = DeletionState::kDeleteRequested;
+  deleting.event.resource_id = deleting.resource.resource_id;
+  deleting.event.cluster = "c1";
+  deleting.event.action = OutboxAction::kDelete;
+  ASSERT_TRUE(store.Record({deleting}).ok());
   ASSERT_TRUE(store.MarkDeletionConfirmed("00000000-0000-5000-8000-000000000001").ok());
+  ASSERT_TRUE(store.MarkDeletionConfirmed("00000000-0000-5000-8000-000000000002").ok());  // unknown
   EXPECT_EQ(store.notifications(),
             std::vector<std::string>{"00000000-0000-5000-8000-000000000001"});
   store.FailWithForTest(absl::UnavailableError("db down"));

@@ -54,12 +54,16 @@ class FakeLockedStore {
   // Marks `resource_id` in `resources` (when present) kDeleteConfirmed and sends its
   // notification. The caller holds mu_.
   template <typename Resources>
-  void ConfirmDeletionLocked(Resources& resources, const std::string& resource_id) {
+  // As the PostgreSQL stores: only a resource being deleted is confirmed (and notified); false
+  // for a live or unknown one.
+  bool ConfirmDeletionLocked(Resources& resources, const std::string& resource_id) {
     auto it = resources.find(resource_id);
-    if (it != resources.end()) {
-      it->second.deletion_state = DeletionState::kDeleteConfirmed;
+    if (it == resources.end() || it->second.deletion_state == DeletionState::kLive) {
+      return false;
     }
+    it->second.deletion_state = DeletionState::kDeleteConfirmed;
     notifications_.push_back(resource_id);
+    return true;
   }
 
   mutable std::mutex mu_;

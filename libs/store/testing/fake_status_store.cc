@@ -70,8 +70,9 @@ absl::Status FakeStatusStore::MarkDeletionConfirmed(const std::string& resource_
   if (!fault_.ok()) {
     return fault_;
   }
-  ConfirmDeletionLocked(resources_, resource_id);
-  applied_.erase(resource_id);
+  if (ConfirmDeletionLocked(resources_, resource_id)) {
+    applied_.erase(resource_id);
+  }
   return absl::OkStatus();
 }
 

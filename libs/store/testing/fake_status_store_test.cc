@@ -20,7 +20,17 @@ INSTANTIATE_TEST_SUITE_P(Fake, StatusStoreContract,
 
 TEST(FakeStatusStoreTest, SendsOneNotificationPerConfirmedDeletion) {
   FakeStatusStore store;
+  HubAppRef deleting;
+  deleting.resource_id = "00000000-0000-5000-8000-000000000001";
+  deleting.cluster = "c1";
+  deleting.deletion_state = DeletionState::kDeleteRequested;
+  store.AddResourceForTest(deleting);
+  HubAppRef live = deleting;
+  live.resource_id = "00000000-0000-5000-8000-000000000002";
+  live.deletion_state = DeletionState::kLive;
+  store.AddResourceForTest(live);
   ASSERT_TRUE(store.MarkDeletionConfirmed("00000000-0000-5000-8000-000000000001").ok());
+  ASSERT_TRUE(store.MarkDeletionConfirmed("00000000-0000-5000-8000-000000000002").ok());
   EXPECT_EQ(store.notifications(),
             std::vector<std::string>{"00000000-0000-5000-8000-000000000001"});
 }

@@ -146,7 +146,9 @@ TEST_P(StatusStoreContract, ResyncEntriesCoverEveryDispatchedResource) {
 }
 
 TEST_P(StatusStoreContract, DeletionConfirmationUpdatesTheDispatchedResourceAndForgetsStatus) {
-  seed_(Ref(1, "c1"));
+  HubAppRef deleting = Ref(1, "c1");
+  deleting.deletion_state = DeletionState::kDeleteRequested;
+  seed_(deleting);
   ASSERT_TRUE(store_->SaveAppliedStatuses({Applied(1, "Synced", "Healthy")}).ok());
   ASSERT_TRUE(store_->MarkDeletionConfirmed(Id(1)).ok());
   ASSERT_TRUE(store_->MarkDeletionConfirmed(Id(1)).ok());  // idempotent
@@ -158,6 +160,19 @@ TEST_P(StatusStoreContract, DeletionConfirmationUpdatesTheDispatchedResourceAndF
   int rows = 0;
   ASSERT_TRUE(store_->ForEachAppliedStatus([&](const AppliedStatus&) { ++rows; }).ok());
   EXPECT_EQ(rows, 0);
+}
+
+TEST_P(StatusStoreContract, ADeletedReportForALiveResourceChangesNothing) {
+  seed_(Ref(2, "c2"));  // live: never asked to delete, or re-created since
+  ASSERT_TRUE(store_->SaveAppliedStatuses({Applied(2, "Synced", "Healthy")}).ok());
+  ASSERT_TRUE(store_->MarkDeletionConfirmed(Id(2)).ok());
+  auto got = store_->LookupHubApps({Id(2)});
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 1U);
+  EXPECT_EQ((*got)[0].deletion_state, DeletionState::kLive);
+  int rows = 0;
+  ASSERT_TRUE(store_->ForEachAppliedStatus([&](const AppliedStatus&) { ++rows; }).ok());
+  EXPECT_EQ(rows, 1);
 }
 
 }  // namespace mmi::store::testing
