@@ -138,15 +138,16 @@ class FleetBench:
                     d[k] = d.get(k, 0.0) + v
             return {'/'.join(k): int(v) for k, v in sorted(d.items()) if v}
 
-        def hist(proc, metric):
+        def hist(proc, metric, where=None):
             if proc in restarted:
                 # Histogram of the new process only (the old one's observations are lost in the
                 # merge: bucket bounds are equal, so add them).
-                a = dict(prom.bucket_delta(m(before, proc), m(restarted[proc], proc), metric))
-                b = prom.buckets(m(after, proc), metric)
+                a = dict(prom.bucket_delta(m(before, proc), m(restarted[proc], proc), metric,
+                                           where))
+                b = prom.buckets(m(after, proc), metric, where)
                 merged = [(le, c + a.get(le, 0.0)) for le, c in b] if b else sorted(a.items())
                 return prom.summary(merged)
-            return prom.summary(prom.bucket_delta(m(before, proc), m(after, proc), metric))
+            return prom.summary(prom.bucket_delta(m(before, proc), m(after, proc), metric, where))
 
         # Hub API requests by verb and resource (kube-apiserver's own counters), minus the bench's.
         api = prom.delta_by_label(m(before, 'kube-apiserver'), m(after, 'kube-apiserver'),
@@ -240,6 +241,9 @@ class FleetBench:
             'resync_requests': ldelta('status-sink', 'mmi_status_resync_requests_total',
                                       ('result',)),
             'lag': hist('status-sink', 'mmi_status_lag_seconds'),
+            # material: a sync/health/... change; volatile: reconciledAt-only, throttled
+            'lag_material': hist('status-sink', 'mmi_status_lag_seconds', {'write': 'material'}),
+            'lag_volatile': hist('status-sink', 'mmi_status_lag_seconds', {'write': 'volatile'}),
             'write_duration': hist('status-sink', 'mmi_status_write_duration_seconds'),
         }
 
@@ -1121,7 +1125,9 @@ def print_window(w, indent='  '):
           f"publish latency {fmt_lag(d['publish_latency'])}")
     print(f"{indent}status-sink: received {s['events_received']}, dropped {s['events_dropped']}, "
           f"coalesced {s['events_coalesced']}, hub writes {s['hub_writes']} "
-          f"({s['hub_writes_per_second']}/s), lag {fmt_lag(s['lag'])}")
+          f"({s['hub_writes_per_second']}/s), lag {fmt_lag(s['lag'])} "
+          f"(material writes {fmt_lag(s['lag_material'])}, "
+          f"volatile-only {fmt_lag(s['lag_volatile'])})")
     hb = w.get('hub_bytes', {})
     if hb:
         print(f"{indent}hub bytes (excluding the bench): {mib(hb['total_excluding_bench'])} MiB "

@@ -43,6 +43,17 @@ class PromTest(unittest.TestCase):
         self.assertAlmostEqual(prom.quantile(0.99, b), 9.1)
         self.assertIsNone(prom.quantile(0.5, [(1.0, 0), (math.inf, 0)]))
 
+    def test_labelled_histograms_are_summed_or_selected(self):
+        text = '\n'.join(
+            f'mmi_status_lag_seconds_bucket{{write="{w}",le="{le}"}} {c}'
+            for w, counts in (('material', (8, 10, 10)), ('volatile', (0, 5, 30)))
+            for le, c in zip(('1', '10', '+Inf'), counts)) + '\n'
+        m = prom.parse(text)
+        self.assertEqual(prom.buckets(m, 'mmi_status_lag_seconds'),
+                         [(1.0, 8), (10.0, 15), (math.inf, 40)])
+        self.assertEqual(prom.buckets(m, 'mmi_status_lag_seconds', {'write': 'material'}),
+                         [(1.0, 8), (10.0, 10), (math.inf, 10)])
+
     def test_quantile_in_the_inf_bucket_is_a_floor(self):
         b = [(1.0, 10), (math.inf, 100)]
         self.assertEqual(prom.quantile(0.99, b), 1.0)

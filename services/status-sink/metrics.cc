@@ -97,11 +97,14 @@ SinkMetrics::SinkMetrics(prometheus::Registry& registry)
                           .Help("Duration of one hub status PATCH")
                           .Register(registry)
                           .Add({}, LatencyBuckets())),
-      lag_(prometheus::BuildHistogram()
-               .Name("mmi_status_lag_seconds")
-               .Help("From the agent's status event time to the hub write")
-               .Register(registry)
-               .Add({}, LatencyBuckets())),
+      lag_family_(prometheus::BuildHistogram()
+                      .Name("mmi_status_lag_seconds")
+                      .Help("From the agent's status event time to the hub write, by write: "
+                            "material (sync, health, ... changed) or volatile "
+                            "(reconciledAt/observedAt only, throttled)")
+                      .Register(registry)),
+      lag_material_(lag_family_.Add({{"write", "material"}}, LatencyBuckets())),
+      lag_volatile_(lag_family_.Add({{"write", "volatile"}}, LatencyBuckets())),
       queue_depth_(prometheus::BuildGauge()
                        .Name("mmi_status_queue_depth")
                        .Help("Items waiting in the status sink, by queue")
@@ -154,8 +157,9 @@ void SinkMetrics::ProgressingWrite(WriteResult result,
   write_duration_.Observe(std::chrono::duration<double>(elapsed).count());
 }
 
-void SinkMetrics::Lag(std::chrono::system_clock::duration lag) {
-  lag_.Observe(std::max(0.0, std::chrono::duration<double>(lag).count()));
+void SinkMetrics::Lag(std::chrono::system_clock::duration lag, bool volatile_only) {
+  (volatile_only ? lag_volatile_ : lag_material_)
+      .Observe(std::max(0.0, std::chrono::duration<double>(lag).count()));
 }
 
 void SinkMetrics::QueueDepth(Queue queue, double depth) {

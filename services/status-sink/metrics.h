@@ -11,7 +11,7 @@
 //   mmi_status_write_duration_seconds                     one hub PATCH (both kinds above)
 //   mmi_status_queue_depth{queue}                         intake, lookup, pending, in_flight,
 //                                                         persist
-//   mmi_status_lag_seconds                                agent event time -> hub write done
+//   mmi_status_lag_seconds{write=material|volatile}       agent event time -> hub write done
 //   mmi_status_deletions_confirmed_total                  Deleted=True handed to the dispatcher
 //   mmi_status_resync_requests_total{result}              ok, error
 //   mmi_status_resync_suppressed_total                    resync triggers deferred by the minimum
@@ -70,7 +70,9 @@ class SinkMetrics {
   void Write(WriteResult result, std::chrono::steady_clock::duration elapsed);
   // The Progressing write before a Healthy status (not counted in Write()).
   void ProgressingWrite(WriteResult result, std::chrono::steady_clock::duration elapsed);
-  void Lag(std::chrono::system_clock::duration lag);
+  // `volatile_only`: the write changed only reconciledAt/observedAt (label write="volatile",
+  // else write="material").
+  void Lag(std::chrono::system_clock::duration lag, bool volatile_only);
   void QueueDepth(Queue queue, double depth);
   void DeletionConfirmed() { deletions_.Increment(); }
   void Resync(bool ok) { resyncs_.Add({{"result", ok ? "ok" : "error"}}).Increment(); }
@@ -92,7 +94,9 @@ class SinkMetrics {
   prometheus::Counter* writes_ok_;
   prometheus::Family<prometheus::Counter>& progressing_writes_;
   prometheus::Histogram& write_duration_;
-  prometheus::Histogram& lag_;
+  prometheus::Family<prometheus::Histogram>& lag_family_;
+  prometheus::Histogram& lag_material_;  // writes that change sync, health, ...
+  prometheus::Histogram& lag_volatile_;  // reconciledAt/observedAt-only writes (throttled)
   prometheus::Family<prometheus::Gauge>& queue_depth_;
   prometheus::Counter& deletions_;
   prometheus::Family<prometheus::Counter>& resyncs_;

@@ -515,7 +515,7 @@ void Sink::OnWriteDone(WriteTask task, WriteOutcome outcome) {
         row.appset_name = ref->second.appset_name;
       }
       if (task.update.event_time) {
-        metrics_.Lag(clock_.Now() - *task.update.event_time);
+        metrics_.Lag(clock_.Now() - *task.update.event_time, task.volatile_only);
       }
       logger_.Debug("hub status written", {{"resource", task.update.resource_id},
                                            {"application", app},
