@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -976,6 +977,7 @@ class FleetBench:
             'build_dir': a.build_dir, 'scenarios': scenarios,
             'steady_state_seconds': a.steady_seconds, 'ci_mode': a.ci,
             'machine': machine_info(),
+            'commit': git_commit(),
             'measured_vs_computed': 'every number is measured on this run except the '
                                     "'baseline' section (upstream, computed from its algorithm "
                                     'with measured byte sizes)'}
@@ -1016,6 +1018,18 @@ class FleetBench:
         self.report['meta']['finished'] = iso_now()
         self.report['ok'] = all(s.get('ok') for s in self.report['scenarios'].values())
         return self.report
+
+
+def git_commit():
+    """The source the binaries are assumed to come from: HEAD, '+dirty' with local changes."""
+    try:
+        head = subprocess.run(['git', '-C', REPO_ROOT, 'rev-parse', '--short=12', 'HEAD'],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(['git', '-C', REPO_ROOT, 'status', '--porcelain', '-uno'],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return head + ('+dirty' if dirty else '')
+    except (OSError, subprocess.CalledProcessError):
+        return 'unknown'
 
 
 def machine_info():
