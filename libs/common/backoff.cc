@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 namespace mmi {
 
@@ -19,6 +20,13 @@ std::chrono::milliseconds Backoff::Next() {
       std::min(current_ms_ * settings_.multiplier, static_cast<double>(settings_.max.count()));
   ++attempts_;
   return std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, jittered)));
+}
+
+std::chrono::milliseconds BackoffDelay(const BackoffSettings& settings, int retry) {
+  const double factor = std::pow(std::max(1.0, settings.multiplier), std::clamp(retry, 0, 30));
+  const double ms = std::min(static_cast<double>(settings.max.count()),
+                             static_cast<double>(settings.initial.count()) * factor);
+  return std::chrono::milliseconds(static_cast<int64_t>(ms));
 }
 
 void Backoff::Reset() {

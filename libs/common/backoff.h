@@ -15,6 +15,11 @@ struct BackoffSettings {
   double jitter = 0.2;                     // +/- fraction applied to each delay, in [0, 1]
 };
 
+// The un-jittered delay before retry number `retry` (0 = the first retry): initial *
+// multiplier^retry, capped at max. For callers that keep an attempt count per item (queued
+// tasks) instead of a Backoff per loop; the jitter setting is ignored.
+std::chrono::milliseconds BackoffDelay(const BackoffSettings& settings, int retry);
+
 // Not thread-safe: one instance per retry loop.
 class Backoff {
  public:

@@ -42,3 +42,20 @@ TEST(BackoffTest, ResetStartsOver) {
 
 }  // namespace
 }  // namespace mmi
+
+namespace mmi {
+namespace {
+
+TEST(BackoffDelayTest, GrowsPerRetryUpToTheCapWithoutJitter) {
+  const BackoffSettings s{std::chrono::milliseconds(200), std::chrono::milliseconds(10'000), 2.0,
+                          0.5};
+  EXPECT_EQ(BackoffDelay(s, 0), std::chrono::milliseconds(200));
+  EXPECT_EQ(BackoffDelay(s, 1), std::chrono::milliseconds(400));
+  EXPECT_EQ(BackoffDelay(s, 5), std::chrono::milliseconds(6'400));
+  EXPECT_EQ(BackoffDelay(s, 6), std::chrono::milliseconds(10'000));
+  EXPECT_EQ(BackoffDelay(s, 1'000), std::chrono::milliseconds(10'000));
+  EXPECT_EQ(BackoffDelay(s, -3), std::chrono::milliseconds(200));
+}
+
+}  // namespace
+}  // namespace mmi

@@ -1,6 +1,5 @@
 #include "services/dispatcher/spec_resync.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -8,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/resource_id.h"
 #include "libs/cloudevents/resync.h"
+#include "libs/common/backoff.h"
 #include "libs/common/log.h"
 
 namespace mmi::dispatcher {
@@ -210,8 +210,7 @@ void SpecResyncResponder::Completed(PendingAnswer answer, const absl::Status& st
 }
 
 std::chrono::milliseconds SpecResyncResponder::RetryDelay(int attempts) {
-  const int shift = std::clamp(attempts - 1, 0, 6);
-  return std::min(kFirstRetryDelay * (1 << shift), kMaxRetryDelay);
+  return BackoffDelay(BackoffSettings{kFirstRetryDelay, kMaxRetryDelay, 2.0, 0.0}, attempts - 1);
 }
 
 }  // namespace mmi::dispatcher

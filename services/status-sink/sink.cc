@@ -1,7 +1,6 @@
 #include "services/status-sink/sink.h"
 
 #include <algorithm>
-#include <cmath>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -214,11 +213,7 @@ void Sink::UpdateQueueGauges() {
 }
 
 std::chrono::milliseconds Sink::RetryDelay(int attempts) const {
-  const auto& b = settings_.retry_backoff;
-  const double factor = std::pow(std::max(1.0, b.multiplier), std::min(attempts, 30));
-  const double ms =
-      std::min(static_cast<double>(b.max.count()), static_cast<double>(b.initial.count()) * factor);
-  return std::chrono::milliseconds(static_cast<int64_t>(ms));
+  return BackoffDelay(settings_.retry_backoff, attempts);
 }
 
 void Sink::Release(std::vector<transport::AckFn>& acks) {
