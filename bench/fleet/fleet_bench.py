@@ -978,6 +978,10 @@ class FleetBench:
             'steady_state_seconds': a.steady_seconds, 'ci_mode': a.ci,
             'machine': machine_info(),
             'commit': git_commit(),
+            # chart values changed from examples/values-<transport>.yaml (--set), and the Go
+            # runtime settings the hub's etcd and kube-apiserver inherited (peer tuning)
+            'helm_set': list(a.set),
+            'peer_env': {k: os.environ[k] for k in ('GOMEMLIMIT', 'GOGC') if k in os.environ},
             'measured_vs_computed': 'every number is measured on this run except the '
                                     "'baseline' section (upstream, computed from its algorithm "
                                     'with measured byte sizes)'}
@@ -1195,6 +1199,9 @@ def parse_args(argv):
                    help='(a) up to this many Applications: LIST them all to check statuses')
     p.add_argument('--verify-sample', type=int, default=3000)
     p.add_argument('--log-level', default='info')
+    p.add_argument('--set', action='append', default=[], metavar='KEY=VALUE',
+                   help='chart value over examples/values-<transport>.yaml (helm --set; '
+                        'repeatable), recorded in the report')
     a = p.parse_args(argv)
     full = a.scale == 'full'
     a.clusters = a.clusters or (3000 if full else 300)
@@ -1227,7 +1234,7 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, on_term)
     stack = Stack(StackConfig(work_dir=args.work_dir, build_dir=args.build_dir,
                               transport=args.transport, clusters=args.clusters,
-                              log_level=args.log_level,
+                              log_level=args.log_level, helm_set=list(args.set),
                               # readiness is awaited (and reported) by the bench itself; Stack
                               # kills a process that is not ready within ready_timeout
                               ready_timeout=float(min(max(args.timeout, 600), 3600))))
