@@ -726,11 +726,20 @@ std::vector<Event> Fleet::Handle(std::string_view topic_cluster,
   return out;
 }
 
-std::vector<Event> Fleet::SpecResyncRequests() {
+std::vector<Event> Fleet::SpecResyncRequests(const std::vector<std::string>& clusters) {
   std::vector<Event> out;
-  out.reserve(agents_.size());
-  for (auto& [name, agent] : agents_) {
-    out.push_back(agent->SpecResyncRequest());
+  if (clusters.empty()) {
+    out.reserve(agents_.size());
+    for (auto& [name, agent] : agents_) {
+      out.push_back(agent->SpecResyncRequest());
+    }
+  } else {
+    out.reserve(clusters.size());
+    for (const std::string& cluster : clusters) {
+      if (auto it = agents_.find(cluster); it != agents_.end()) {
+        out.push_back(it->second->SpecResyncRequest());
+      }
+    }
   }
   metrics_.spec_resyncs_sent.Increment(static_cast<double>(out.size()));
   return out;

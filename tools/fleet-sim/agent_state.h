@@ -167,8 +167,9 @@ class Fleet {
   std::vector<cloudevents::Event> Handle(std::string_view topic_cluster,
                                          const absl::StatusOr<cloudevents::Event>& event);
 
-  // One spec resync request per cluster (after a (re)connect).
-  std::vector<cloudevents::Event> SpecResyncRequests();
+  // One spec resync request per cluster of `clusters` (after their subscription became active);
+  // every cluster when `clusters` is empty. Names the fleet does not simulate are skipped.
+  std::vector<cloudevents::Event> SpecResyncRequests(const std::vector<std::string>& clusters = {});
 
   // Churn due now, across all clusters.
   std::vector<cloudevents::Event> Tick();

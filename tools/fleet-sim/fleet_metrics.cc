@@ -57,6 +57,11 @@ FleetMetrics::FleetMetrics(prometheus::Registry& registry)
                     .Help("1 while the transport is connected to the broker.")
                     .Register(registry)
                     .Add({})),
+      subscribed_clusters(prometheus::BuildGauge()
+                              .Name("mmi_fleet_sim_subscribed_clusters")
+                              .Help("Simulated clusters whose subscription is active.")
+                              .Register(registry)
+                              .Add({})),
       clusters(prometheus::BuildGauge()
                    .Name("mmi_fleet_sim_clusters")
                    .Help("Simulated managed clusters.")

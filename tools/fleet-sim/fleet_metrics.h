@@ -15,6 +15,8 @@
 //   mmi_fleet_sim_intake_dropped_total              received events dropped on a full queue
 //   mmi_fleet_sim_intake_queue_depth                received events waiting for the loop
 //   mmi_fleet_sim_connected                         1 while the transport is connected
+//   mmi_fleet_sim_subscribed_clusters               clusters whose subscription is active (gRPC
+//                                                   broker: one Subscribe stream per cluster)
 //   mmi_fleet_sim_clusters                          simulated clusters
 //   mmi_fleet_sim_applications                      works currently held across the fleet
 //
@@ -48,6 +50,7 @@ struct FleetMetrics {
   prometheus::Counter& intake_dropped;
   prometheus::Gauge& intake_queue_depth;
   prometheus::Gauge& connected;
+  prometheus::Gauge& subscribed_clusters;
   prometheus::Gauge& clusters;
   prometheus::Gauge& applications;
 };

@@ -15,6 +15,9 @@
 #include "libs/metrics/admin_server.h"
 #include "prometheus/registry.h"
 #include "tools/fleet-sim/fleet_metrics.h"
+#ifdef MMI_FLEET_SIM_WITH_GRPC
+#include "tools/fleet-sim/grpc_broker_agent_transport.h"
+#endif
 #ifdef MMI_FLEET_SIM_WITH_KAFKA
 #include "tools/fleet-sim/kafka_agent_transport.h"
 #endif
@@ -55,8 +58,26 @@ absl::StatusOr<std::unique_ptr<AgentTransport>> MakeTransport(const AppSettings&
     return std::make_unique<KafkaAgentTransport>(std::move(kafka));
   }
 #endif
-  return absl::InvalidArgumentError(
-      absl::StrCat("--transport: must be mqtt or kafka (if built), got \"", s.transport, "\""));
+#ifdef MMI_FLEET_SIM_WITH_GRPC
+  if (s.transport == "grpc") {
+    GrpcBrokerAgentSettings grpc;
+    grpc.grpc.url = s.broker;
+    grpc.grpc.tls.enabled = !s.grpc_ca_file.empty() || !s.grpc_cert_file.empty();
+    grpc.grpc.tls.ca_file = s.grpc_ca_file;
+    grpc.grpc.tls.client_cert_file = s.grpc_cert_file;
+    grpc.grpc.tls.client_key_file = s.grpc_key_file;
+    const FleetSettings& fleet = s.simulator.fleet;
+    for (int i = 1; i <= fleet.clusters; ++i) {
+      grpc.clusters.push_back(ClusterName(fleet.cluster_prefix, i, fleet.cluster_digits));
+    }
+    if (absl::Status status = ValidateGrpcBrokerAgentSettings(grpc); !status.ok()) {
+      return status;
+    }
+    return std::make_unique<GrpcBrokerAgentTransport>(std::move(grpc));
+  }
+#endif
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--transport: must be mqtt, kafka or grpc (if built), got \"", s.transport, "\""));
 }
 
 }  // namespace
@@ -70,8 +91,12 @@ absl::StatusOr<AppSettings> ParseFlags(int argc, char** argv) {
   int duration = 0;
   int tick_ms = 1000;
   CLI::App cli{"fleet-sim: N managed clusters' Maestro work agents (agent side of the protocol)"};
-  cli.add_option("--transport", s.transport, "mqtt|kafka")->capture_default_str();
-  cli.add_option("--broker", s.broker, "broker host:port (Kafka: bootstrap servers)")->required();
+  cli.add_option("--transport", s.transport,
+                 "mqtt | kafka | grpc (Maestro's gRPC broker: one Subscribe stream per cluster)")
+      ->capture_default_str();
+  cli.add_option("--broker", s.broker,
+                 "broker host:port (Kafka: bootstrap servers; grpc: Maestro's gRPC broker)")
+      ->required();
   cli.add_option("--source-id", s.source_id, "source id whose topics the agents use")
       ->capture_default_str();
   cli.add_option("--client-id", s.client_id, "MQTT client id / Kafka group id (default random)");
@@ -81,6 +106,9 @@ absl::StatusOr<AppSettings> ParseFlags(int argc, char** argv) {
   cli.add_option("--mqtt-ca-file", s.mqtt_ca_file, "PEM CA bundle; enables TLS");
   cli.add_option("--mqtt-cert-file", s.mqtt_cert_file, "PEM client certificate (mTLS)");
   cli.add_option("--mqtt-key-file", s.mqtt_key_file, "PEM client key (mTLS)");
+  cli.add_option("--grpc-ca-file", s.grpc_ca_file, "PEM CA bundle of the gRPC broker; enables TLS");
+  cli.add_option("--grpc-cert-file", s.grpc_cert_file, "PEM client certificate (mTLS)");
+  cli.add_option("--grpc-key-file", s.grpc_key_file, "PEM client key (mTLS)");
   cli.add_option("--clusters", fleet.clusters, "number of simulated clusters")
       ->capture_default_str();
   cli.add_option("--cluster-prefix", fleet.cluster_prefix, "cluster names are <prefix><i>")

@@ -13,8 +13,9 @@
 namespace mmi::fleet_sim {
 
 struct AppSettings {
-  std::string transport = "mqtt";               // --transport mqtt|kafka
-  std::string broker;                           // --broker host:port (Kafka: bootstrap servers)
+  std::string transport = "mqtt";  // --transport mqtt|kafka|grpc
+  // --broker host:port (Kafka: bootstrap servers; grpc: Maestro's gRPC broker, port 8091)
+  std::string broker;
   std::string source_id = "app-work-client";    // --source-id
   std::string client_id;                        // --client-id (MQTT client id / Kafka group id)
   std::string mqtt_username;                    // --mqtt-username
@@ -22,6 +23,9 @@ struct AppSettings {
   std::string mqtt_ca_file;                     // --mqtt-ca-file (enables TLS)
   std::string mqtt_cert_file;                   // --mqtt-cert-file
   std::string mqtt_key_file;                    // --mqtt-key-file
+  std::string grpc_ca_file;                     // --grpc-ca-file (enables TLS)
+  std::string grpc_cert_file;                   // --grpc-cert-file
+  std::string grpc_key_file;                    // --grpc-key-file
   std::string metrics_listen = "0.0.0.0:9090";  // --metrics-listen; "" = no admin server
   std::chrono::seconds duration{0};             // --duration; 0 = until a signal
   std::string log_level = "info";               // --log-level

@@ -34,7 +34,7 @@ absl::Status FleetSimulator::Start() {
   thread_ = std::thread([this] { Loop(); });
   absl::Status status =
       transport_.Start([this](ReceivedEvent received) { Enqueue(std::move(received)); },
-                       [this](bool reconnect) { Enqueue(Subscribed{reconnect}); });
+                       [this](Subscription subscription) { Enqueue(std::move(subscription)); });
   if (!status.ok()) {
     Stop();
   }
@@ -116,16 +116,19 @@ void FleetSimulator::Loop() {
       batch.swap(intake_);
       metrics_.intake_queue_depth.Set(0);
       metrics_.connected.Set(transport_.connected() ? 1 : 0);
+      metrics_.subscribed_clusters.Set(
+          static_cast<double>(transport_.SubscribedClusters(fleet_.cluster_count())));
     }
     for (Item& item : batch) {
       if (auto* received = std::get_if<ReceivedEvent>(&item)) {
         PublishAll(fleet_.Handle(received->topic_cluster, received->event));
       } else {
-        const bool reconnect = std::get<Subscribed>(item).reconnect;
-        Logger().Info(
-            "subscribed; sending spec resync requests",
-            {{"clusters", static_cast<int64_t>(fleet_.cluster_count())}, {"reconnect", reconnect}});
-        PublishAll(fleet_.SpecResyncRequests());
+        const Subscription& subscription = std::get<Subscription>(item);
+        std::vector<cloudevents::Event> requests = fleet_.SpecResyncRequests(subscription.clusters);
+        Logger().Info("subscribed; sending spec resync requests",
+                      {{"clusters", static_cast<int64_t>(requests.size())},
+                       {"reconnect", subscription.reconnect}});
+        PublishAll(std::move(requests));
         ++resync_rounds_;
       }
     }

@@ -59,10 +59,7 @@ class FleetSimulator {
   int resync_rounds() const { return resync_rounds_.load(); }
 
  private:
-  struct Subscribed {
-    bool reconnect = false;
-  };
-  using Item = std::variant<ReceivedEvent, Subscribed>;
+  using Item = std::variant<ReceivedEvent, Subscription>;
 
   void Enqueue(Item item);
   void Loop();

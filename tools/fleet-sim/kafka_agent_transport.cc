@@ -75,7 +75,7 @@ void KafkaAgentTransport::Callbacks::rebalance_cb(
     Logger().Info("partitions assigned", {{"partitions", static_cast<int64_t>(partitions.size())}});
     absl::MutexLock lock(&owner_->mu_);
     if (!owner_->stopped_ && owner_->on_subscribed_) {
-      owner_->on_subscribed_(reconnect);
+      owner_->on_subscribed_(Subscription{.reconnect = reconnect, .clusters = {}});
     }
   } else {
     consumer->unassign();

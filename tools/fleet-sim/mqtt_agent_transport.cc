@@ -303,7 +303,7 @@ void MqttAgentTransport::Loop() {
       {
         absl::MutexLock lock(&mu_);
         if (!stopped_ && on_subscribed_) {
-          on_subscribed_(ever);
+          on_subscribed_(Subscription{.reconnect = ever, .clusters = {}});
         }
       }
       ever = true;
