@@ -94,8 +94,9 @@ class DispatchStore {
   // kDeleteConfirmed and, with the same commit, notifies kDeletionConfirmedChannel with the
   // resource id, as StatusStore::MarkDeletionConfirmed does. Only for a resource being deleted:
   // a live one stays live (a late Deleted report must not end a re-created resource).
-  // Idempotent; OK (and nothing done) when unknown or live.
-  virtual absl::Status MarkDeletionConfirmed(const std::string& resource_id) = 0;
+  // Idempotent. True when the resource is (now) confirmed deleted; false (and nothing done) when
+  // it is unknown or live.
+  virtual absl::StatusOr<bool> MarkDeletionConfirmed(const std::string& resource_id) = 0;
   // The ids of every resource in state kDeleteConfirmed, ascending: the sweep a listener of
   // kDeletionConfirmedChannel runs after (re)subscribing, for confirmations sent while nobody
   // listened (notifications are not queued).

@@ -91,8 +91,9 @@ class StatusStore {
   // resource_status row and sends `NOTIFY mmi_deletion_confirmed, '<resource_id>'` so the
   // dispatcher reacts. Only for a resource being deleted (deletion_state 1 or 2): for a live one
   // (never asked to delete, or re-created since) a late or redelivered Deleted report changes
-  // nothing. Idempotent; OK (and nothing done) when the resource is unknown or live.
-  virtual absl::Status MarkDeletionConfirmed(const std::string& resource_id) = 0;
+  // nothing. Idempotent. Returns true when the resource is (now) confirmed deleted, false (and
+  // nothing done) when it is unknown or live: the caller reports such a Deleted report.
+  virtual absl::StatusOr<bool> MarkDeletionConfirmed(const std::string& resource_id) = 0;
 
   // Per-ApplicationSet counts by sync and health over resource_status (Applications without an
   // ApplicationSet are not counted). Sorted by (namespace, name, sync, health).

@@ -55,7 +55,7 @@ absl::Status TimedDispatchStore::RecordPublishFailure(int64_t seq, const std::st
   return Timed("record_publish_failure", [&] { return inner_.RecordPublishFailure(seq, error); });
 }
 
-absl::Status TimedDispatchStore::MarkDeletionConfirmed(const std::string& resource_id) {
+absl::StatusOr<bool> TimedDispatchStore::MarkDeletionConfirmed(const std::string& resource_id) {
   return Timed("mark_deletion_confirmed",
                [&] { return inner_.MarkDeletionConfirmed(resource_id); });
 }

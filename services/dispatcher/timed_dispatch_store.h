@@ -28,7 +28,7 @@ class TimedDispatchStore final : public store::DispatchStore {
   absl::Status MarkPublished(const std::vector<int64_t>& seqs,
                              std::chrono::system_clock::time_point at) override;
   absl::Status RecordPublishFailure(int64_t seq, const std::string& error) override;
-  absl::Status MarkDeletionConfirmed(const std::string& resource_id) override;
+  absl::StatusOr<bool> MarkDeletionConfirmed(const std::string& resource_id) override;
   absl::StatusOr<std::vector<std::string>> ConfirmedDeletions() override;
   absl::Status Forget(const std::string& resource_id) override;
 

@@ -49,6 +49,8 @@ std::string_view DropReasonName(DropReason reason) {
       return "unchanged";
     case DropReason::kVolatileShed:
       return "volatile_shed";
+    case DropReason::kDeletedWhileLive:
+      return "deleted_while_live";
   }
   return "other";
 }
@@ -134,7 +136,7 @@ SinkMetrics::SinkMetrics(prometheus::Registry& registry)
                    .Register(registry)) {
   for (auto reason : {DropReason::kStale, DropReason::kDuplicate, DropReason::kMalformed,
                       DropReason::kUnknownResource, DropReason::kUnchanged, DropReason::kOverflow,
-                      DropReason::kVolatileShed}) {
+                      DropReason::kVolatileShed, DropReason::kDeletedWhileLive}) {
     dropped_.Add({{"reason", std::string(DropReasonName(reason))}});
   }
   for (auto result : {WriteResult::kNotFound, WriteResult::kInvalid, WriteResult::kRetry}) {

@@ -50,6 +50,9 @@ enum class DropReason {
   kOverflow,
   kUnchanged,
   kVolatileShed,  // a waiting volatile-only write dropped to make room (coalescer full)
+  // Deleted=True for a resource that is not being deleted (never asked, or re-created since):
+  // a late or redelivered report; the resource stays live.
+  kDeletedWhileLive,
 };
 std::string_view DropReasonName(DropReason reason);
 

@@ -33,7 +33,8 @@ absl::StatusOr<StatusSinkSettings> ParseSettingsYaml(std::string_view yaml) {
   st.Duration("countsInterval", s.sink.counts_interval);
   st.Scalar("resyncChunk", s.sink.resync_chunk);
   st.Scalar("maxStatusBytes", s.sink.patch.max_status_bytes);
-  st.Scalar("progressingBeforeHealthy", s.sink.progressing_before_healthy);
+  std::string progressing(ProgressingModeName(s.sink.progressing_before_healthy));
+  st.Scalar("progressingBeforeHealthy", progressing);
   st.Duration("statusResyncMinInterval", s.sink.status_resync_min_interval);
   st.Scalar("writers", s.writers);
   st.Scalar("fieldManager", s.writer.field_manager);
@@ -41,6 +42,7 @@ absl::StatusOr<StatusSinkSettings> ParseSettingsYaml(std::string_view yaml) {
   if (absl::Status status = reader.Finish(); !status.ok()) {
     return status;
   }
+  ASSIGN_OR_RETURN(s.sink.progressing_before_healthy, ParseProgressingMode(progressing));
   return s;
 }
 
@@ -116,6 +118,8 @@ std::string SettingsSummary(const StatusSinkSettings& s) {
       " leaderElection.lease=", s.leader.lease_namespace, "/", s.leader.lease_name,
       " identity=", s.leader.identity, " transport=", transport::RedactedSummary(s.transport),
       " status.maxInFlight=", s.sink.max_in_flight, " status.writers=", s.writers,
+      " status.progressingBeforeHealthy=",
+      std::string(ProgressingModeName(s.sink.progressing_before_healthy)),
       " status.volatileInterval=", s.sink.coalescer.volatile_interval.count(), "ms");
 }
 

@@ -65,6 +65,21 @@ leaderElection: {leaseDuration: 20s, lease: x}
   EXPECT_EQ(StatusSinkSettings{}.leader.lease_name, "mmi-status-sink");
 }
 
+TEST(SettingsTest, ProgressingBeforeHealthyIsAModeRollingSyncByDefault) {
+  EXPECT_EQ(ParseSettingsYaml("{}")->sink.progressing_before_healthy,
+            ProgressingMode::kRollingSync);
+  EXPECT_EQ(ParseSettingsYaml("status: {progressingBeforeHealthy: Always}\n")
+                ->sink.progressing_before_healthy,
+            ProgressingMode::kAlways);
+  // The boolean of earlier releases still reads: true = Always, false = Never.
+  EXPECT_EQ(ParseSettingsYaml("status: {progressingBeforeHealthy: false}\n")
+                ->sink.progressing_before_healthy,
+            ProgressingMode::kNever);
+  auto bad = ParseSettingsYaml("status: {progressingBeforeHealthy: sometimes}\n");
+  ASSERT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("status.progressingBeforeHealthy"), std::string::npos);
+}
+
 TEST(SettingsTest, EnvironmentAndFlagsOverrideTheFile) {
   const char* argv[] = {"status-sink", "--kubeconfig", "/flag/kc", "--leader-elect", "false"};
   auto s = LoadSettings(5, argv,

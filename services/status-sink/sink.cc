@@ -26,7 +26,8 @@ constexpr std::string_view kHubAppNameAnnotation =
 
 Sink::Sink(SinkSettings settings, transport::Subscriber& subscriber,
            transport::Publisher& publisher, store::StatusStore& store, Writer& writer,
-           Executor& store_executor, const Clock& clock, SinkMetrics& metrics)
+           Executor& store_executor, const Clock& clock, SinkMetrics& metrics,
+           const RollingSyncLookup* rolling_sync)
     : settings_(std::move(settings)),
       subscriber_(subscriber),
       publisher_(publisher),
@@ -35,6 +36,7 @@ Sink::Sink(SinkSettings settings, transport::Subscriber& subscriber,
       store_executor_(store_executor),
       clock_(clock),
       metrics_(metrics),
+      rolling_sync_(rolling_sync),
       coalescer_(settings_.coalescer, clock) {}
 
 Sink::~Sink() { Stop(std::chrono::milliseconds(0)); }
@@ -457,9 +459,9 @@ void Sink::Dispatch(WriteTask task) {
   }
   if (task.kind == TaskKind::kConfirmDeletion) {
     store_executor_.Submit([this, task = std::move(task)]() mutable {
-      absl::Status status = store_.MarkDeletionConfirmed(task.update.resource_id);
-      Post([this, task = std::move(task), status = std::move(status)]() mutable {
-        OnDeletionDone(std::move(task), std::move(status));
+      absl::StatusOr<bool> confirmed = store_.MarkDeletionConfirmed(task.update.resource_id);
+      Post([this, task = std::move(task), confirmed = std::move(confirmed)]() mutable {
+        OnDeletionDone(std::move(task), std::move(confirmed));
       });
     });
     return;
@@ -478,8 +480,11 @@ void Sink::Dispatch(WriteTask task) {
   // Decided here, with no write of this resource in flight, so the last written health is
   // what the hub shows. A volatile-only write changes no health: no transition to show.
   const bool progressing_first =
-      settings_.progressing_before_healthy && !task.volatile_only &&
-      NeedsProgressingFirst(task.update.status, coalescer_.WrittenHealth(task.update.resource_id));
+      !task.volatile_only &&
+      NeedsProgressingFirst(task.update.status,
+                            coalescer_.WrittenHealth(task.update.resource_id)) &&
+      WantsProgressingFirst(settings_.progressing_before_healthy, rolling_sync_,
+                            ref->second.appset_namespace, ref->second.appset_name);
   WriteDone done = [this, task = std::move(task)](WriteOutcome outcome) mutable {
     Post([this, task = std::move(task), outcome = std::move(outcome)]() mutable {
       OnWriteDone(std::move(task), std::move(outcome));
@@ -548,13 +553,28 @@ void Sink::OnWriteDone(WriteTask task, WriteOutcome outcome) {
   Pump();
 }
 
-void Sink::OnDeletionDone(WriteTask task, absl::Status status) {
-  if (!status.ok()) {
+void Sink::OnDeletionDone(WriteTask task, absl::StatusOr<bool> confirmed) {
+  if (!confirmed.ok()) {
     metrics_.StoreError("deletion");
     const auto delay = RetryDelay(task.attempts);
     logger_.Warn("cannot record a confirmed deletion; retrying",
-                 {{"resource", task.update.resource_id}, {"error", status.ToString()}});
+                 {{"resource", task.update.resource_id}, {"error", confirmed.status().ToString()}});
     coalescer_.Requeue(std::move(task), delay);
+    return;
+  }
+  if (!*confirmed) {
+    // A late or redelivered Deleted report for a resource that is live again (re-created) or
+    // was never asked to go: the store changed nothing, and the resource keeps its state here.
+    metrics_.Dropped(DropReason::kDeletedWhileLive);
+    const auto ref = refs_.find(task.update.resource_id);
+    logger_.Warn("Deleted report for a resource that is not being deleted; ignored",
+                 {{"resource", task.update.resource_id},
+                  {"application", ref == refs_.end()
+                                      ? std::string()
+                                      : ref->second.hub_namespace + "/" + ref->second.hub_name}});
+    coalescer_.Dropped(task);
+    Release(task.acks);
+    Pump();
     return;
   }
   metrics_.DeletionConfirmed();

@@ -39,6 +39,7 @@
 #include "services/status-sink/coalescer.h"
 #include "services/status-sink/executor.h"
 #include "services/status-sink/metrics.h"
+#include "services/status-sink/rolling_sync.h"
 #include "services/status-sink/status_patch.h"
 #include "services/status-sink/writer.h"
 
@@ -58,9 +59,11 @@ struct SinkSettings {
   // (status.progressingBeforeHealthy) Before writing a Healthy status onto a hub Application
   // whose last written health was neither Healthy nor Progressing (first write, Missing,
   // Degraded, ...), write the same status with health Progressing, so that the ApplicationSet
-  // controller's RollingSync observes the transition (hub-apis.md §1.7, §5.6). One extra write
-  // per such transition (mmi_status_progressing_writes_total).
-  bool progressing_before_healthy = true;
+  // controller's RollingSync observes the transition (hub-apis.md §1.7, §5.6): for Applications
+  // of a RollingSync ApplicationSet (kRollingSync, rolling_sync.h), for all (kAlways, as
+  // upstream) or never. One extra write per such transition
+  // (mmi_status_progressing_writes_total).
+  ProgressingMode progressing_before_healthy = ProgressingMode::kRollingSync;
   // (status.statusResyncMinInterval) Least time between two status resyncs (one resync = the
   // requests to every cluster). What asks for one in between - (re)subscriptions of a flapping
   // broker connection, dropped events - is counted (mmi_status_resync_suppressed_total) and served
@@ -75,9 +78,11 @@ struct SinkSettings {
 
 class Sink {
  public:
+  // `rolling_sync` (nullable, borrowed) tells which ApplicationSets use RollingSync; without it
+  // ProgressingMode::kRollingSync treats every ApplicationSet as one that does.
   Sink(SinkSettings settings, transport::Subscriber& subscriber, transport::Publisher& publisher,
        store::StatusStore& store, Writer& writer, Executor& store_executor, const Clock& clock,
-       SinkMetrics& metrics);
+       SinkMetrics& metrics, const RollingSyncLookup* rolling_sync = nullptr);
   ~Sink();
   Sink(const Sink&) = delete;
   Sink& operator=(const Sink&) = delete;
@@ -130,7 +135,7 @@ class Sink {
   void Pump();
   void Dispatch(WriteTask task);
   void OnWriteDone(WriteTask task, WriteOutcome outcome);
-  void OnDeletionDone(WriteTask task, absl::Status status);
+  void OnDeletionDone(WriteTask task, absl::StatusOr<bool> confirmed);
   void FlushPersist(bool force);
   void OnPersistDone(std::vector<Persist> batch, absl::Status status);
   // Asks for a status resync because events were dropped (any thread); counted as one ask per
@@ -152,6 +157,7 @@ class Sink {
   Executor& store_executor_;
   const Clock& clock_;
   SinkMetrics& metrics_;
+  const RollingSyncLookup* const rolling_sync_;
   const log::Logger logger_{"status_sink"};
 
   // Shared with transport threads.

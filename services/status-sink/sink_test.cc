@@ -103,6 +103,8 @@ class SinkTest : public ::testing::Test {
     EXPECT_TRUE(kube_.Create(ApplicationsRef("argocd"), app, {}).ok());
     EXPECT_TRUE(publisher_.Start().ok());
     settings_.source_id = "mmi-status-sink";
+    // The Progressing mechanics for every Application; RollingSync selection has its own tests.
+    settings_.progressing_before_healthy = ProgressingMode::kAlways;
     settings_.persist_interval = std::chrono::milliseconds(0);
   }
 
@@ -114,7 +116,7 @@ class SinkTest : public ::testing::Test {
 
   void StartSink() {
     sink_ = std::make_unique<Sink>(settings_, subscriber_, publisher_, store_, writer_, executor_,
-                                   clock_, metrics_);
+                                   clock_, metrics_, rolling_sync_);
     ASSERT_TRUE(sink_->Resume().ok());
     ASSERT_TRUE(sink_->StartWithoutThreadForTest().ok());
     sink_->RunUntilIdleForTest();
@@ -149,6 +151,7 @@ class SinkTest : public ::testing::Test {
     return MetricValue(registry_, "mmi_status_events_dropped_total", {{"reason", reason}});
   }
 
+  const RollingSyncLookup* rolling_sync_ = nullptr;
   testing::FakeClock clock_;
   prometheus::Registry registry_;
   SinkMetrics metrics_{registry_};
@@ -363,6 +366,73 @@ TEST_F(SinkTest, ADeletionCompleteStatusIsHandedToTheDispatcher) {
   EXPECT_EQ(MetricValue(registry_, "mmi_status_deletions_confirmed_total", {}), 1);
 }
 
+// What a watch cache of ApplicationSets answers, scripted.
+class ScriptedRollingSync final : public RollingSyncLookup {
+ public:
+  explicit ScriptedRollingSync(std::optional<bool> answer) : answer_(answer) {}
+  std::optional<bool> UsesRollingSync(std::string_view ns, std::string_view name) const override {
+    asked_ = std::string(ns) + "/" + std::string(name);
+    return answer_;
+  }
+  std::string asked() const { return asked_; }
+
+ private:
+  std::optional<bool> answer_;
+  mutable std::string asked_;
+};
+
+TEST_F(SinkTest, RollingSyncModeWritesProgressingFirstOnlyForARollingSyncApplicationSet) {
+  settings_.progressing_before_healthy = ProgressingMode::kRollingSync;
+  ScriptedRollingSync other_strategy(false);
+  rolling_sync_ = &other_strategy;
+  StartSink();
+  Deliver(StatusEventOf(1, Status("Healthy")));
+  EXPECT_EQ(other_strategy.asked(), "argocd/guestbook");
+  EXPECT_EQ(PatchedHealth(), std::vector<std::string>{"Healthy"}) << "one write, no Progressing";
+}
+
+TEST_F(SinkTest, RollingSyncModeWritesProgressingFirstForARollingSyncApplicationSet) {
+  settings_.progressing_before_healthy = ProgressingMode::kRollingSync;
+  ScriptedRollingSync rolling(true);
+  rolling_sync_ = &rolling;
+  StartSink();
+  Deliver(StatusEventOf(1, Status("Healthy")));
+  EXPECT_EQ(PatchedHealth(), (std::vector<std::string>{"Progressing", "Healthy"}));
+}
+
+TEST_F(SinkTest, RollingSyncModeWritesProgressingFirstWhileTheStrategyIsUnknown) {
+  settings_.progressing_before_healthy = ProgressingMode::kRollingSync;
+  ScriptedRollingSync not_synced(std::nullopt);  // one write too many beats a stuck rollout
+  rolling_sync_ = &not_synced;
+  StartSink();
+  Deliver(StatusEventOf(1, Status("Healthy")));
+  EXPECT_EQ(PatchedHealth(), (std::vector<std::string>{"Progressing", "Healthy"}));
+}
+
+TEST_F(SinkTest, ADeletedReportForALiveResourceIsCountedAndTheResourceStaysLive) {
+  // Live: never asked to delete, or re-created since; the report is late or redelivered.
+  StartSink();
+  Deliver(StatusEventOf(1, Status("Healthy")));
+  const std::size_t patches = Patches();
+  json data = {{"conditions", json::array({{{"type", "Deleted"},
+                                            {"status", "True"},
+                                            {"lastTransitionTime", "2026-06-01T10:00:04Z"},
+                                            {"reason", "ManifestsDeleted"},
+                                            {"message", "The manifests are deleted"}}})}};
+  auto id = subscriber_.Deliver(StatusEvent(2, data.dump()));
+  ASSERT_TRUE(id.ok());
+  sink_->RunUntilIdleForTest();
+  EXPECT_TRUE(subscriber_.acked(*id));
+  EXPECT_EQ(store_.DeletionStateForTest(kResource), store::DeletionState::kLive);
+  EXPECT_TRUE(store_.notifications().empty());
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_deletions_confirmed_total", {}), 0);
+  EXPECT_EQ(Dropped("deleted_while_live"), 1);
+  // The resource keeps its state: its next real change is written as before.
+  Deliver(StatusEventOf(3, Status("Degraded")));
+  EXPECT_EQ(Patches(), patches + 1);
+  EXPECT_TRUE(store_.AppliedForTest(kResource).has_value());
+}
+
 TEST_F(SinkTest, RequestsAStatusResyncWhenSubscribedAndAfterAReconnect) {
   StartSink();
   ASSERT_EQ(publisher_.published().size(), 1U);
@@ -489,7 +559,7 @@ TEST_F(SinkTest, AProgressingToHealthyChangeNeedsNoExtraWrite) {
 }
 
 TEST_F(SinkTest, WhenDisabledAHealthyStatusIsOneWrite) {
-  settings_.progressing_before_healthy = false;
+  settings_.progressing_before_healthy = ProgressingMode::kNever;
   StartSink();
   Deliver(StatusEventOf(1, Status("Healthy")));
   EXPECT_EQ(PatchedHealth(), (std::vector<std::string>{"Healthy"}));

@@ -33,6 +33,7 @@ struct StatusSinkApp::Components {
   std::unique_ptr<ThreadPool> writer_pool;
   std::unique_ptr<ThreadPool> store_pool;
   std::unique_ptr<Writer> writer;
+  std::unique_ptr<InformerRollingSyncLookup> rolling_sync;
   std::unique_ptr<Sink> sink;
   std::unique_ptr<service::LeaderCampaign> leader;
   std::unique_ptr<metrics::AdminServer> admin;
@@ -76,8 +77,15 @@ absl::Status StatusSinkApp::Start() {
   c.store_pool = std::make_unique<ThreadPool>("status-store", settings_.store.pool_size);
   c.writer =
       std::make_unique<Writer>(settings_.writer, *c.hub.client, *c.writer_pool, clock, *c.metrics);
+  if (settings_.sink.progressing_before_healthy == ProgressingMode::kRollingSync) {
+    // Which ApplicationSets use RollingSync; until its first list the sink assumes they all do.
+    c.rolling_sync =
+        std::make_unique<InformerRollingSyncLookup>(*c.hub.client, clock, registry_.get());
+    c.rolling_sync->Start();
+  }
   c.sink = std::make_unique<Sink>(settings_.sink, *c.transport.subscriber, *c.transport.publisher,
-                                  *c.store, *c.writer, *c.store_pool, clock, *c.metrics);
+                                  *c.store, *c.writer, *c.store_pool, clock, *c.metrics,
+                                  c.rolling_sync.get());
 
   // Readiness is about dependencies (broker connected; for the leader: resumed from the store
   // and subscribed), so a standby replica is ready. Leadership is the
@@ -169,6 +177,9 @@ void StatusSinkApp::Stop() {
   }
   if (c.writer_pool) {
     c.writer_pool->Stop();
+  }
+  if (c.rolling_sync) {
+    c.rolling_sync->Stop();
   }
   if (c.store_pool) {
     c.store_pool->Stop();

@@ -255,8 +255,9 @@ absl::Status PostgresDispatchStore::RecordPublishFailure(int64_t seq, const std:
   });
 }
 
-absl::Status PostgresDispatchStore::MarkDeletionConfirmed(const std::string& resource_id) {
-  return pool_.Run("confirm a deletion", [&](pqxx::connection& conn) {
+absl::StatusOr<bool> PostgresDispatchStore::MarkDeletionConfirmed(const std::string& resource_id) {
+  bool confirmed = false;
+  absl::Status status = pool_.Run("confirm a deletion", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     // Only a resource being deleted: a late or redelivered Deleted report for a live (re-created)
     // resource must not end it.
@@ -270,7 +271,12 @@ absl::Status PostgresDispatchStore::MarkDeletionConfirmed(const std::string& res
                      resource_id);
     }
     tx.commit();
+    confirmed = !updated.empty();
   });
+  if (!status.ok()) {
+    return status;
+  }
+  return confirmed;
 }
 
 absl::StatusOr<std::vector<std::string>> PostgresDispatchStore::ConfirmedDeletions() {

@@ -213,13 +213,14 @@ absl::Status PostgresStatusStore::ForEachResyncEntry(
   });
 }
 
-absl::Status PostgresStatusStore::MarkDeletionConfirmed(const std::string& resource_id) {
+absl::StatusOr<bool> PostgresStatusStore::MarkDeletionConfirmed(const std::string& resource_id) {
   if (!IsUuid(resource_id)) {
     return absl::InvalidArgumentError(
         absl::StrCat("confirm a deletion: resource id ", resource_id, " is not a UUID"));
   }
   const std::string id = absl::AsciiStrToLower(resource_id);
-  return pool_.Run("confirm a deletion", [&](pqxx::connection& conn) {
+  bool confirmed = false;
+  absl::Status status = pool_.Run("confirm a deletion", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     // Only a resource being deleted: a late or redelivered Deleted report for a live (re-created)
     // resource must not end it.
@@ -233,7 +234,12 @@ absl::Status PostgresStatusStore::MarkDeletionConfirmed(const std::string& resou
       tx.exec_params("SELECT pg_notify($1, $2)", std::string(kDeletionConfirmedChannel), id);
     }
     tx.commit();
+    confirmed = !updated.empty();
   });
+  if (!status.ok()) {
+    return status;
+  }
+  return confirmed;
 }
 
 absl::StatusOr<std::vector<AppSetCount>> PostgresStatusStore::AppSetCounts() {

@@ -17,7 +17,7 @@ class PostgresStatusStore final : public StatusStore {
   absl::Status ForEachAppliedStatus(const std::function<void(const AppliedStatus&)>& fn) override;
   absl::Status SaveAppliedStatuses(const std::vector<AppliedStatus>& statuses) override;
   absl::Status ForEachResyncEntry(const std::function<void(const ResyncEntry&)>& fn) override;
-  absl::Status MarkDeletionConfirmed(const std::string& resource_id) override;
+  absl::StatusOr<bool> MarkDeletionConfirmed(const std::string& resource_id) override;
   absl::StatusOr<std::vector<AppSetCount>> AppSetCounts() override;
 
  private:

@@ -128,7 +128,9 @@ TEST_P(DispatchStoreContract, WalksEveryResourceAndForgetsDeletedOnes) {
   EXPECT_EQ(seen, 1200);
 
   const std::string id = changes[5].resource.resource_id;
-  ASSERT_TRUE(store_->MarkDeletionConfirmed(id).ok());  // live: nothing happens
+  auto live = store_->MarkDeletionConfirmed(id);  // live: nothing happens
+  ASSERT_TRUE(live.ok()) << live.status();
+  EXPECT_FALSE(*live);
   auto got = store_->GetResource(id);
   ASSERT_TRUE(got.ok() && got->has_value());
   EXPECT_EQ((*got)->deletion_state, DeletionState::kLive);
@@ -137,7 +139,9 @@ TEST_P(DispatchStoreContract, WalksEveryResourceAndForgetsDeletedOnes) {
   deleting.event.action = OutboxAction::kDelete;
   deleting.resource.version = deleting.event.version = 1;
   ASSERT_TRUE(store_->Record({deleting}).ok());
-  ASSERT_TRUE(store_->MarkDeletionConfirmed(id).ok());
+  auto confirmed = store_->MarkDeletionConfirmed(id);
+  ASSERT_TRUE(confirmed.ok()) << confirmed.status();
+  EXPECT_TRUE(*confirmed);
   got = store_->GetResource(id);
   ASSERT_TRUE(got.ok() && got->has_value());
   EXPECT_EQ((*got)->deletion_state, DeletionState::kDeleteConfirmed);
@@ -166,14 +170,13 @@ TEST_P(DispatchStoreContract, ListsConfirmedDeletionsForTheSweep) {
 
   const std::string id1 = Change(1, "c1", OutboxAction::kCreate, 1).resource.resource_id;
   const std::string id3 = Change(3, "c1", OutboxAction::kCreate, 1).resource.resource_id;
-  ASSERT_TRUE(store_->MarkDeletionConfirmed(id3).ok());
-  ASSERT_TRUE(store_->MarkDeletionConfirmed(id1).ok());
-  ASSERT_TRUE(store_->MarkDeletionConfirmed(id1).ok());  // idempotent
-  ASSERT_TRUE(
-      store_->MarkDeletionConfirmed(Change(9, "c1", OutboxAction::kCreate, 1).resource.resource_id)
-          .ok());  // unknown: fine
+  EXPECT_EQ(store_->MarkDeletionConfirmed(id3).value_or(false), true);
+  EXPECT_EQ(store_->MarkDeletionConfirmed(id1).value_or(false), true);
+  EXPECT_EQ(store_->MarkDeletionConfirmed(id1).value_or(false), true);  // idempotent
+  const std::string id9 = Change(9, "c1", OutboxAction::kCreate, 1).resource.resource_id;
+  EXPECT_EQ(store_->MarkDeletionConfirmed(id9).value_or(true), false);  // unknown: not confirmed
   const std::string id2 = Change(2, "c2", OutboxAction::kCreate, 1).resource.resource_id;
-  ASSERT_TRUE(store_->MarkDeletionConfirmed(id2).ok());  // live: stays live
+  EXPECT_EQ(store_->MarkDeletionConfirmed(id2).value_or(true), false);  // live: stays live
   auto live = store_->GetResource(id2);
   ASSERT_TRUE(live.ok() && live->has_value());
   EXPECT_EQ((*live)->deletion_state, DeletionState::kLive);

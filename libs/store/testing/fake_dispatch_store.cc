@@ -116,13 +116,12 @@ absl::Status FakeDispatchStore::RecordPublishFailure(int64_t seq, const std::str
   return absl::OkStatus();
 }
 
-absl::Status FakeDispatchStore::MarkDeletionConfirmed(const std::string& resource_id) {
+absl::StatusOr<bool> FakeDispatchStore::MarkDeletionConfirmed(const std::string& resource_id) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!fault_.ok()) {
     return fault_;
   }
-  ConfirmDeletionLocked(resources_, resource_id);
-  return absl::OkStatus();
+  return ConfirmDeletionLocked(resources_, resource_id);
 }
 
 absl::StatusOr<std::vector<std::string>> FakeDispatchStore::ConfirmedDeletions() {

@@ -65,15 +65,16 @@ absl::Status FakeStatusStore::ForEachResyncEntry(
       fn);
 }
 
-absl::Status FakeStatusStore::MarkDeletionConfirmed(const std::string& resource_id) {
+absl::StatusOr<bool> FakeStatusStore::MarkDeletionConfirmed(const std::string& resource_id) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!fault_.ok()) {
     return fault_;
   }
-  if (ConfirmDeletionLocked(resources_, resource_id)) {
-    applied_.erase(resource_id);
+  if (!ConfirmDeletionLocked(resources_, resource_id)) {
+    return false;
   }
-  return absl::OkStatus();
+  applied_.erase(resource_id);
+  return true;
 }
 
 absl::StatusOr<std::vector<AppSetCount>> FakeStatusStore::AppSetCounts() {

@@ -21,7 +21,7 @@ class FakeStatusStore final : public StatusStore, public FakeLockedStore {
   absl::Status ForEachAppliedStatus(const std::function<void(const AppliedStatus&)>& fn) override;
   absl::Status SaveAppliedStatuses(const std::vector<AppliedStatus>& statuses) override;
   absl::Status ForEachResyncEntry(const std::function<void(const ResyncEntry&)>& fn) override;
-  absl::Status MarkDeletionConfirmed(const std::string& resource_id) override;
+  absl::StatusOr<bool> MarkDeletionConfirmed(const std::string& resource_id) override;
   absl::StatusOr<std::vector<AppSetCount>> AppSetCounts() override;
 
   // A dispatched resource, as the dispatcher would have recorded it.

@@ -150,9 +150,9 @@ TEST_P(StatusStoreContract, DeletionConfirmationUpdatesTheDispatchedResourceAndF
   deleting.deletion_state = DeletionState::kDeleteRequested;
   seed_(deleting);
   ASSERT_TRUE(store_->SaveAppliedStatuses({Applied(1, "Synced", "Healthy")}).ok());
-  ASSERT_TRUE(store_->MarkDeletionConfirmed(Id(1)).ok());
-  ASSERT_TRUE(store_->MarkDeletionConfirmed(Id(1)).ok());  // idempotent
-  ASSERT_TRUE(store_->MarkDeletionConfirmed(Id(9)).ok());  // unknown: fine
+  EXPECT_EQ(store_->MarkDeletionConfirmed(Id(1)).value_or(false), true);
+  EXPECT_EQ(store_->MarkDeletionConfirmed(Id(1)).value_or(false), true);  // idempotent
+  EXPECT_EQ(store_->MarkDeletionConfirmed(Id(9)).value_or(true), false);  // unknown: not confirmed
   auto got = store_->LookupHubApps({Id(1)});
   ASSERT_TRUE(got.ok());
   ASSERT_EQ(got->size(), 1U);
@@ -165,7 +165,9 @@ TEST_P(StatusStoreContract, DeletionConfirmationUpdatesTheDispatchedResourceAndF
 TEST_P(StatusStoreContract, ADeletedReportForALiveResourceChangesNothing) {
   seed_(Ref(2, "c2"));  // live: never asked to delete, or re-created since
   ASSERT_TRUE(store_->SaveAppliedStatuses({Applied(2, "Synced", "Healthy")}).ok());
-  ASSERT_TRUE(store_->MarkDeletionConfirmed(Id(2)).ok());
+  auto confirmed = store_->MarkDeletionConfirmed(Id(2));
+  ASSERT_TRUE(confirmed.ok()) << confirmed.status();
+  EXPECT_FALSE(*confirmed);  // the caller reports the report
   auto got = store_->LookupHubApps({Id(2)});
   ASSERT_TRUE(got.ok());
   ASSERT_EQ(got->size(), 1U);

@@ -39,7 +39,7 @@ class OwningPostgresStore final : public DispatchStore {
   absl::Status RecordPublishFailure(int64_t seq, const std::string& e) override {
     return store_.RecordPublishFailure(seq, e);
   }
-  absl::Status MarkDeletionConfirmed(const std::string& id) override {
+  absl::StatusOr<bool> MarkDeletionConfirmed(const std::string& id) override {
     return store_.MarkDeletionConfirmed(id);
   }
   absl::StatusOr<std::vector<std::string>> ConfirmedDeletions() override {

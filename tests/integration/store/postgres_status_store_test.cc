@@ -31,7 +31,7 @@ class OwningPostgresStatusStore final : public StatusStore {
   absl::Status ForEachResyncEntry(const std::function<void(const ResyncEntry&)>& fn) override {
     return store_.ForEachResyncEntry(fn);
   }
-  absl::Status MarkDeletionConfirmed(const std::string& id) override {
+  absl::StatusOr<bool> MarkDeletionConfirmed(const std::string& id) override {
     return store_.MarkDeletionConfirmed(id);
   }
   absl::StatusOr<std::vector<AppSetCount>> AppSetCounts() override { return store_.AppSetCounts(); }
