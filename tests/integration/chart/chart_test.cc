@@ -913,6 +913,10 @@ TEST_F(ChartOnHubTest, ServiceAccountsMayDoExactlyWhatTheCodeDoes) {
       {&sink, "patch applications.argoproj.io -n openshift-gitops", true},
       {&sink, "get applications.argoproj.io -n openshift-gitops", false},
       {&sink, "list applications.argoproj.io -A", false},
+      // ... and watches ApplicationSets for their strategy (progressingBeforeHealthy RollingSync).
+      {&sink, "list applicationsets.argoproj.io -A", true},
+      {&sink, "watch applicationsets.argoproj.io -A", true},
+      {&sink, "patch applicationsets.argoproj.io -n openshift-gitops", false},
       {&sink, "get secrets -n openshift-gitops", false},
       {&sink, "create leases.coordination.k8s.io -n " + ns, true},
       {&sink, "get leases.coordination.k8s.io/mmi-status-sink -n " + ns, true},

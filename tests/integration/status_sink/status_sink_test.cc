@@ -139,6 +139,34 @@ TEST(StatusSinkIntegrationTest, WritesAnAgentsStatusOntoTheHubApplicationOnceOnl
       {"", "v1", "namespaces", ""},
       {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "argocd"}}}}, {});
   ASSERT_TRUE(ns.ok() || ns.status().code() == absl::StatusCode::kAlreadyExists) << ns.status();
+  // The Application's ApplicationSet progresses with RollingSync, so the sink (default
+  // status.progressingBeforeHealthy: RollingSync, watching ApplicationSets on this real hub)
+  // writes Progressing before the first Healthy; a second ApplicationSet without it does not
+  // need that write.
+  const json rolling_appset = {
+      {"apiVersion", "argoproj.io/v1alpha1"},
+      {"kind", "ApplicationSet"},
+      {"metadata", {{"name", "guestbook"}, {"namespace", "argocd"}}},
+      {"spec",
+       {{"generators", json::array({{{"list", {{"elements", json::array()}}}}})},
+        {"strategy",
+         {{"type", "RollingSync"},
+          {"rollingSync",
+           {{"steps", json::array({{{"matchExpressions",
+                                     json::array({{{"key", "envLabel"},
+                                                   {"operator", "In"},
+                                                   {"values", json::array({"env-dev"})}}})}}})}}}}},
+        {"template",
+         {{"metadata", {{"name", "{{name}}-guestbook"}}},
+          {"spec",
+           {{"project", "default"},
+            {"destination", {{"server", "{{server}}"}, {"namespace", "guestbook"}}},
+            {"source",
+             {{"repoURL", "https://github.com/argoproj/argocd-example-apps.git"},
+              {"path", "guestbook"}}}}}}}}}};
+  auto appset =
+      kube.Create({"argoproj.io", "v1alpha1", "applicationsets", "argocd"}, rolling_appset, {});
+  ASSERT_TRUE(appset.ok()) << appset.status();
   const json app = {
       {"apiVersion", "argoproj.io/v1alpha1"},
       {"kind", "Application"},
@@ -249,9 +277,13 @@ TEST(StatusSinkIntegrationTest, WritesAnAgentsStatusOntoTheHubApplicationOnceOnl
   EXPECT_EQ(status["sync"]["status"], "Synced");
   EXPECT_EQ(status["sync"]["revision"], "53e28ff20cc530b9ada2173fbbd64d48338583ba");
   EXPECT_EQ(MetricValue(sink.registry(), "mmi_status_updates_total", {{"result", "ok"}}), 1);
-  // The first Healthy status was preceded by the same status with health Progressing
-  // (RollingSync, hub-apis.md §5.6), and the API server accepted it against the CRD.
+  // The first Healthy status was preceded by the same status with health Progressing (its
+  // ApplicationSet uses RollingSync, hub-apis.md §5.6), and the API server accepted it.
   EXPECT_EQ(MetricValue(sink.registry(), "mmi_status_progressing_writes_total", {{"result", "ok"}}),
+            1);
+  // ... decided from the sink's watch cache of this hub's ApplicationSets.
+  EXPECT_EQ(MetricValue(sink.registry(), "mmi_kube_cache_objects",
+                        {{"resource", "applicationsets.argoproj.io"}}),
             1);
 
   // The same status again (a newer event, same statushash): no second write.
