@@ -19,6 +19,8 @@ std::string_view QueueName(Queue queue) {
       return "in_flight";
     case Queue::kPersist:
       return "persist";
+    case Queue::kLost:
+      return "lost";
   }
   return "other";
 }

@@ -59,7 +59,9 @@ std::string_view DropReasonName(DropReason reason);
 enum class WriteResult { kOk, kNotFound, kInvalid, kRetry };
 std::string_view WriteResultName(WriteResult result);
 
-enum class Queue { kIntake, kLookup, kPending, kInFlight, kPersist };
+// kLost: resources whose report was dropped for want of room, waiting for a resync that lists
+// only them (Sink::RequestLostResync).
+enum class Queue { kIntake, kLookup, kPending, kInFlight, kPersist, kLost };
 
 class SinkMetrics {
  public:

@@ -196,6 +196,9 @@ void Sink::Tick() {
                intake_depth_.load() <= settings_.intake_capacity / 2) {
       RequestResync();
     }
+  } else if (!lost_.empty() && !draining_ && !resync_in_flight_ && now >= next_resync_at_ &&
+             now >= resync_retry_at_ && intake_depth_.load() <= settings_.intake_capacity / 2) {
+    RequestLostResync(now);
   }
   StartLookup();
   Pump();
@@ -212,6 +215,7 @@ void Sink::UpdateQueueGauges() {
   metrics_.QueueDepth(Queue::kPending, static_cast<double>(coalescer_.pending()));
   metrics_.QueueDepth(Queue::kInFlight, static_cast<double>(coalescer_.in_flight()));
   metrics_.QueueDepth(Queue::kPersist, static_cast<double>(to_persist_.size()));
+  metrics_.QueueDepth(Queue::kLost, static_cast<double>(lost_.size()));
 }
 
 std::chrono::milliseconds Sink::RetryDelay(int attempts) const {
@@ -319,7 +323,7 @@ void Sink::HandleEvent(cloudevents::Event event, transport::AckFn ack) {
   }
   if (awaiting_count_ >= settings_.max_awaiting_lookup) {
     metrics_.Dropped(DropReason::kOverflow);
-    ResyncAfterLoss();
+    RememberLost(item.update.resource_id, item.cluster);
     std::move(item.ack)();
     return;
   }
@@ -350,6 +354,10 @@ void Sink::Admit(const store::HubAppRef& ref, Awaiting item) {
          {"application", ref.hub_namespace + "/" + ref.hub_name}});
   }
   auto outcome = coalescer_.Offer(std::move(item.update), std::move(item.ack));
+  if (!lost_.empty() && outcome.result != OfferResult::kOverflow &&
+      outcome.result != OfferResult::kStale) {
+    lost_.erase(ref.resource_id);  // a newer report of it arrived: nothing left to recover
+  }
   Release(outcome.release);
   for (int i = 0; i < outcome.shed; ++i) {
     metrics_.Dropped(DropReason::kVolatileShed);
@@ -371,7 +379,7 @@ void Sink::Admit(const store::HubAppRef& ref, Awaiting item) {
       break;
     case OfferResult::kOverflow:
       metrics_.Dropped(DropReason::kOverflow);
-      ResyncAfterLoss();
+      RememberLost(ref.resource_id, ref.cluster);
       break;
   }
   Pump();
@@ -653,6 +661,79 @@ void Sink::ResyncAfterLoss() {
   }
 }
 
+void Sink::RememberLost(const std::string& resource_id, const std::string& cluster) {
+  if (resource_id.empty() || cluster.empty() || lost_.size() >= settings_.max_lost) {
+    ResyncAfterLoss();
+    return;
+  }
+  lost_.insert_or_assign(resource_id, cluster);
+}
+
+bool Sink::RequestLostResync(std::chrono::steady_clock::time_point now) {
+  const std::size_t max_pending = settings_.coalescer.max_pending;
+  const std::size_t busy = coalescer_.pending() + awaiting_count_;
+  const std::size_t room = busy >= max_pending ? 0 : max_pending - busy;
+  // Half the room (rounded up) for the answers, the rest for what the agents report meanwhile;
+  // no round of crumbs while much more is lost.
+  const std::size_t budget = room - room / 2;
+  if (budget == 0 ||
+      (budget < lost_.size() && budget < std::max<std::size_t>(1, max_pending / 8))) {
+    return false;
+  }
+  next_resync_at_ = now + settings_.status_resync_min_interval;
+  std::map<std::string, cloudevents::ResourceStatusHashList> per_cluster;
+  std::size_t asked = 0;
+  for (auto it = lost_.begin(); it != lost_.end() && asked < budget; ++asked) {
+    // The hash of the last report the sink holds (if any): the agent answers because its
+    // current one differs - that is the report that was dropped, or a newer one.
+    per_cluster[it->second].status_hashes.push_back({it->first, coalescer_.LatestHash(it->first)});
+    it = lost_.erase(it);
+  }
+  int requests = 0;
+  for (auto& [cluster, list] : per_cluster) {
+    const auto& all = list.status_hashes;
+    for (std::size_t start = 0; start < all.size(); start += settings_.resync_chunk) {
+      cloudevents::ResourceStatusHashList chunk;
+      const std::size_t end = std::min(all.size(), start + settings_.resync_chunk);
+      chunk.status_hashes.assign(all.begin() + static_cast<std::ptrdiff_t>(start),
+                                 all.begin() + static_cast<std::ptrdiff_t>(end));
+      auto event = transport::MakeStatusResyncRequest(
+          settings_.source_id, cluster, chunk, cloudevents::NewUuidV4(),
+          std::chrono::time_point_cast<std::chrono::nanoseconds>(clock_.Now()));
+      if (!event.ok()) {
+        // Cannot happen for ids the sink took from events; fall back to asking for everything.
+        logger_.Warn("cannot build a status resync request for lost reports",
+                     {{"cluster", cluster}, {"error", event.status().ToString()}});
+        ResyncAfterLoss();
+        continue;
+      }
+      ++requests;
+      publisher_.Publish(*std::move(event), [this, cluster = cluster,
+                                             ids = std::move(chunk)](absl::Status status) mutable {
+        metrics_.Resync(status.ok());
+        if (status.ok()) {
+          return;
+        }
+        Post(
+            [this, cluster = std::move(cluster), ids = std::move(ids), status = std::move(status)] {
+              for (const auto& entry : ids.status_hashes) {
+                lost_.emplace(entry.resource_id, cluster);  // asked again in a later round
+              }
+              resync_retry_at_ = clock_.MonotonicNow() + RetryDelay(resync_failures_++);
+              logger_.Warn("cannot publish a status resync request for lost reports; retrying",
+                           {{"cluster", cluster}, {"error", status.ToString()}});
+            });
+      });
+    }
+  }
+  logger_.Info("status resync of lost reports requested",
+               {{"resources", static_cast<int64_t>(asked)},
+                {"clusters", static_cast<int64_t>(per_cluster.size())},
+                {"requests", requests},
+                {"still_lost", static_cast<int64_t>(lost_.size())}});
+  return true;
+}
+
 void Sink::DeferResync(std::chrono::steady_clock::time_point now) {
   // Stays wanted: sent by the first tick after next_resync_at_, so no ask is lost.
   if (const uint64_t asks = resync_asks_.exchange(0); asks > 0) {
@@ -700,6 +781,8 @@ void Sink::OnResyncEntries(absl::StatusOr<std::vector<store::ResyncEntry>> entri
   // The minimum interval runs from the last resync that publishes (a failed store read above is
   // retried with backoff only).
   next_resync_at_ = clock_.MonotonicNow() + settings_.status_resync_min_interval;
+  // Everything is asked for: the lost resources too.
+  lost_.clear();
   // Per cluster (MQTT routes a request to the cluster's topic), in chunks that fit a message.
   std::map<std::string, cloudevents::ResourceStatusHashList> per_cluster;
   for (const auto& e : *entries) {

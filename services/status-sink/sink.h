@@ -55,7 +55,10 @@ struct SinkSettings {
   std::chrono::milliseconds persist_interval{200};    // longest wait before a partial batch
   std::chrono::milliseconds counts_interval{30'000};  // fleet report refresh
   std::size_t resync_chunk = 5'000;                   // resource hashes per status resync request
-  std::chrono::milliseconds tick{50};                 // loop wake-up for timers
+  // Resources remembered as lost (report dropped for want of room) at most; beyond, a loss asks
+  // for a full status resync instead.
+  std::size_t max_lost = 1'000'000;
+  std::chrono::milliseconds tick{50};  // loop wake-up for timers
   // (status.progressingBeforeHealthy) Before writing a Healthy status onto a hub Application
   // whose last written health was neither Healthy nor Progressing (first write, Missing,
   // Degraded, ...), write the same status with health Progressing, so that the ApplicationSet
@@ -140,9 +143,17 @@ class Sink {
   void OnPersistDone(std::vector<Persist> batch, absl::Status status);
   // Asks for a status resync because events were dropped (any thread); counted as one ask per
   // episode, not per dropped event.
+  // A report was dropped and nothing says which: a full status resync (every resource).
   void ResyncAfterLoss();
+  // The report of `resource_id` (from `cluster`) was dropped for want of room: remembered, and
+  // recovered by RequestLostResync.
+  void RememberLost(const std::string& resource_id, const std::string& cluster);
   void DeferResync(std::chrono::steady_clock::time_point now);
   void RequestResync();
+  // A status resync that lists only lost resources, as many as the pending set has room for
+  // (agents answer only for listed works, maestro-protocol.md §6.6), so the answers are
+  // admitted instead of overflowing again. Returns false (nothing sent) while there is no room.
+  bool RequestLostResync(std::chrono::steady_clock::time_point now);
   void OnResyncEntries(absl::StatusOr<std::vector<store::ResyncEntry>> entries);
   void RefreshCounts();
   void UpdateQueueGauges();
@@ -195,6 +206,9 @@ class Sink {
   std::chrono::steady_clock::time_point resync_retry_at_{};
   std::chrono::steady_clock::time_point next_resync_at_{};  // status_resync_min_interval
   bool resync_deferral_logged_ = false;
+  // Resource id -> cluster of every report dropped for want of room (overflow) and not yet
+  // asked for again. Ordered, so rounds go through it in a stable order.
+  std::map<std::string, std::string> lost_;
   bool draining_ = false;
   std::chrono::steady_clock::time_point last_tick_{};
 };

@@ -465,6 +465,60 @@ TEST_F(SinkTest, AFullIntakeDropsAndLaterAsksForAResync) {
   EXPECT_EQ(MetricValue(registry_, "mmi_status_queue_depth", {{"queue", "intake"}}), 0);
 }
 
+// At fleet scale a cold start offers far more first statuses than status.maxPending holds. What
+// overflows is remembered and asked for again by a resync that lists only those resources, and
+// only once the pending set has room for the answers - not a resync of everything every 30 s,
+// whose answers would overflow again.
+TEST_F(SinkTest, AnOverflowIsRecoveredByAResyncListingOnlyTheLostResources) {
+  constexpr char kResource2[] = "00000000-0000-5000-8000-000000000002";
+  store::HubAppRef ref2;
+  ref2.resource_id = kResource2;
+  ref2.cluster = "cluster2";
+  ref2.hub_namespace = "argocd";
+  ref2.hub_name = "guestbook-cluster2";
+  store_.AddResourceForTest(ref2);
+  settings_.coalescer.max_pending = 1;
+  settings_.max_in_flight = 1;
+  StartSink();
+  const std::size_t resyncs = publisher_.published().size();  // the one on subscribing
+
+  // The first resource's write fails and waits for its retry: the pending set is full.
+  kube_.FailNext("PATCH", absl::UnavailableError("hub busy"));
+  auto waiting = subscriber_.Deliver(StatusEventOf(1, Status("Healthy")));
+  ASSERT_TRUE(waiting.ok());
+  sink_->RunUntilIdleForTest();
+  EXPECT_FALSE(subscriber_.acked(*waiting)) << "acknowledged once written and saved";
+  Deliver(StatusEvent(2, FeedbackData(Status("Healthy").dump()), kResource2, "cluster2"));
+  EXPECT_EQ(Dropped("overflow"), 1);
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_queue_depth", {{"queue", "lost"}}), 1);
+
+  // The retry lands, the room is back; the next resync lists the lost resource alone.
+  clock_.Advance(settings_.status_resync_min_interval);
+  sink_->RunUntilIdleForTest();
+  clock_.Advance(std::chrono::seconds(1));
+  sink_->RunUntilIdleForTest();
+  EXPECT_TRUE(subscriber_.acked(*waiting));
+  ASSERT_EQ(publisher_.published().size(), resyncs + 1);
+  const cloudevents::Event request = publisher_.published().back();
+  EXPECT_EQ(request.type, cloudevents::kStatusResyncRequestType);
+  EXPECT_EQ(request.ClusterName().value_or(""), "cluster2");
+  auto listed = cloudevents::DecodeResourceStatusHashList(request.data.value_or(""));
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->status_hashes.size(), 1U);
+  EXPECT_EQ(listed->status_hashes[0].resource_id, kResource2);
+  EXPECT_EQ(listed->status_hashes[0].status_hash, "") << "nothing held: any report answers";
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_queue_depth", {{"queue", "lost"}}), 0);
+
+  // The agent's answer is admitted and written like any report.
+  const std::size_t patches = Patches();
+  Deliver(StatusEvent(3, FeedbackData(Status("Healthy").dump()), kResource2, "cluster2"));
+  EXPECT_GT(Patches(), patches);
+  EXPECT_EQ(Dropped("overflow"), 1);
+  clock_.Advance(settings_.status_resync_min_interval);
+  sink_->RunUntilIdleForTest();
+  EXPECT_EQ(publisher_.published().size(), resyncs + 1) << "nothing lost any more";
+}
+
 TEST_F(SinkTest, StopDrainsWhatTheLoopThreadHasNotWrittenYet) {
   sink_ = std::make_unique<Sink>(settings_, subscriber_, publisher_, store_, writer_, executor_,
                                  clock_, metrics_);
