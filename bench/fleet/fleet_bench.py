@@ -68,6 +68,11 @@ class FleetBench:
         self.report = {'scenarios': {}}
         self.changes_per_minute = max(1, round(self.n_apps * args.change_percent / 100.0))
 
+    def checkpoint(self):
+        """The report so far, at --json, marked in progress: a full-scale run takes hours, and
+        one cut short (a session limit, a killed machine) keeps what it had measured."""
+        write_json(self.args.json, dict(self.report, ok=False, in_progress=True))
+
     # ---- processes, metrics, snapshots --------------------------------------------------------
 
     def peer_pid(self, name):
@@ -93,7 +98,16 @@ class FleetBench:
             s = procstat.stats(pid, with_children=(name == 'postgres'))
             if s is not None:
                 out[name] = s
+        self.note_swap()
         return out
+
+    def note_swap(self):
+        """The most swap in use at any snapshot (meta.swap_used_max_mib): 0 means every figure
+        was taken with everything in RAM."""
+        used = procstat.swap_used_bytes()
+        if used is not None:
+            meta = self.report.setdefault('meta', {})
+            meta['swap_used_max_mib'] = max(meta.get('swap_used_max_mib', 0), mib(used))
 
     def metrics(self, name):
         try:
@@ -989,6 +1003,7 @@ class FleetBench:
             self.report['meta']['steady_state_note'] = (
                 f'steady state ran {a.steady_seconds} s instead of the 600 s of the full scale')
         self.setup()
+        self.checkpoint()
         # (a) always runs: every other scenario needs a dispatched, acknowledged fleet.
         for key in ['a'] + [s for s in scenarios if s != 'a']:
             label = f'{key}_{SCENARIO_NAMES[key]}'
@@ -1002,6 +1017,7 @@ class FleetBench:
             res['ok'] = not res.get('failures')
             self.report['scenarios'][label] = res
             log(f'{label}: {"ok" if res["ok"] else "FAILED: " + "; ".join(res["failures"])}')
+            self.checkpoint()
             if key == 'a' and 'traceback' in res:
                 log('cold start broke off: the other scenarios are skipped')
                 break
@@ -1024,6 +1040,15 @@ class FleetBench:
         return self.report
 
 
+def write_json(path, obj):
+    """Writes obj to path through a temporary file, so a reader never sees half a report."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f'{path}.tmp'
+    with open(tmp, 'w') as f:
+        json.dump(obj, f, indent=1, sort_keys=False)
+    os.replace(tmp, path)
+
+
 def git_commit():
     """The source the binaries are assumed to come from: HEAD, '+dirty' with local changes."""
     try:
@@ -1041,7 +1066,11 @@ def machine_info():
             'python': platform.python_version()}
     try:
         with open('/proc/meminfo') as f:
-            info['mem_gib'] = round(int(f.readline().split()[1]) / 1048576.0, 1)
+            meminfo = {k: v.split() for k, v in (line.split(':', 1) for line in f)}
+        info['mem_gib'] = round(int(meminfo['MemTotal'][0]) / 1048576.0, 1)
+        # swap present during the run (a safety net for a full-scale run's peak, not a resource
+        # the figures should rely on): its size, and how much was in use when this was read
+        info['swap_gib'] = round(int(meminfo['SwapTotal'][0]) / 1048576.0, 1)
         with open('/proc/cpuinfo') as f:
             for line in f:
                 if line.startswith('model name'):
@@ -1257,9 +1286,7 @@ def main(argv=None):
             log(f'stack left running; stop it with tests/peers/bin/stop on {args.work_dir}/peers/*')
     report.setdefault('meta', {})['total_s'] = round(time.monotonic() - t0, 1)
     report['meta']['logs'] = os.path.join(args.work_dir, 'logs')
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, 'w') as f:
-        json.dump(report, f, indent=1, sort_keys=False)
+    write_json(args.json, report)
     if 'scenarios' in report and 'meta' in report and 'clusters' in report['meta']:
         print_report(report)
     print(f'report: {args.json} (total {report["meta"]["total_s"]} s)')

@@ -68,3 +68,13 @@ def stats(pid, with_children=False):
         acc['cpu_seconds'] += s['cpu_seconds']
         acc['processes'] += 1
     return acc
+
+
+def swap_used_bytes():
+    """Swap in use on the machine (SwapTotal - SwapFree), or None when /proc says nothing."""
+    try:
+        with open('/proc/meminfo') as f:
+            kib = {k: int(v.split()[0]) for k, v in (line.split(':', 1) for line in f)}
+        return (kib['SwapTotal'] - kib['SwapFree']) * 1024
+    except (OSError, KeyError, ValueError):
+        return None
