@@ -10,7 +10,7 @@
 //                                                         before a Healthy status (same results)
 //   mmi_status_write_duration_seconds                     one hub PATCH (both kinds above)
 //   mmi_status_queue_depth{queue}                         intake, lookup, pending, in_flight,
-//                                                         persist
+//                                                         persist, lost
 //   mmi_status_lag_seconds{write=material|volatile}       agent event time -> hub write done
 //   mmi_status_deletions_confirmed_total                  Deleted=True handed to the dispatcher
 //   mmi_status_resync_requests_total{result}              ok, error

@@ -70,7 +70,7 @@ std::optional<bool> InformerRollingSyncLookup::UsesRollingSync(std::string_view 
   }
   const kube::ObjectPtr appset = informer_.Get(ns, name);
   if (appset == nullptr) {
-    return false;
+    return std::nullopt;  // not seen yet (watch lag) or deleted: unknown
   }
   const nlohmann::json* type = nullptr;
   if (auto spec = appset->find("spec"); spec != appset->end() && spec->is_object()) {

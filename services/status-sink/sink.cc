@@ -717,7 +717,7 @@ bool Sink::RequestLostResync(std::chrono::steady_clock::time_point now) {
         Post(
             [this, cluster = std::move(cluster), ids = std::move(ids), status = std::move(status)] {
               for (const auto& entry : ids.status_hashes) {
-                lost_.emplace(entry.resource_id, cluster);  // asked again in a later round
+                RememberLost(entry.resource_id, cluster);  // asked again in a later round
               }
               resync_retry_at_ = clock_.MonotonicNow() + RetryDelay(resync_failures_++);
               logger_.Warn("cannot publish a status resync request for lost reports; retrying",
@@ -726,6 +726,7 @@ bool Sink::RequestLostResync(std::chrono::steady_clock::time_point now) {
       });
     }
   }
+  resync_failures_ = 0;  // as after a full resync: a failed publish counts up again
   logger_.Info("status resync of lost reports requested",
                {{"resources", static_cast<int64_t>(asked)},
                 {"clusters", static_cast<int64_t>(per_cluster.size())},

@@ -477,6 +477,11 @@ TEST_F(SinkTest, AnOverflowIsRecoveredByAResyncListingOnlyTheLostResources) {
   ref2.hub_namespace = "argocd";
   ref2.hub_name = "guestbook-cluster2";
   store_.AddResourceForTest(ref2);
+  json app2 = {{"apiVersion", "argoproj.io/v1alpha1"},
+               {"kind", "Application"},
+               {"metadata", {{"name", "guestbook-cluster2"}, {"namespace", "argocd"}}},
+               {"spec", {{"project", "default"}}}};
+  ASSERT_TRUE(kube_.Create(ApplicationsRef("argocd"), app2, {}).ok());
   settings_.coalescer.max_pending = 1;
   settings_.max_in_flight = 1;
   StartSink();
@@ -510,9 +515,12 @@ TEST_F(SinkTest, AnOverflowIsRecoveredByAResyncListingOnlyTheLostResources) {
   EXPECT_EQ(MetricValue(registry_, "mmi_status_queue_depth", {{"queue", "lost"}}), 0);
 
   // The agent's answer is admitted and written like any report.
-  const std::size_t patches = Patches();
+  const double written = MetricValue(registry_, "mmi_status_updates_total", {{"result", "ok"}});
   Deliver(StatusEvent(3, FeedbackData(Status("Healthy").dump()), kResource2, "cluster2"));
-  EXPECT_GT(Patches(), patches);
+  EXPECT_GT(MetricValue(registry_, "mmi_status_updates_total", {{"result", "ok"}}), written);
+  auto hub2 = kube_.Get(ApplicationsRef("argocd"), "guestbook-cluster2");
+  ASSERT_TRUE(hub2.ok()) << hub2.status();
+  EXPECT_EQ(hub2->value("/status/health/status"_json_pointer, ""), "Healthy");
   EXPECT_EQ(Dropped("overflow"), 1);
   clock_.Advance(settings_.status_resync_min_interval);
   sink_->RunUntilIdleForTest();

@@ -22,6 +22,10 @@ using io::cloudevents::v1::CloudEvent;
 constexpr auto kLoopInterval = std::chrono::milliseconds(100);
 // At most one "streams ended" warning per this interval (thousands can end at once).
 constexpr auto kEndedLogInterval = std::chrono::seconds(5);
+// Publish calls outstanding at most (as the MQTT transport's pending-publish window): past it a
+// Publish fails at once with kUnavailable and the simulator's bounded retry queue holds the event,
+// instead of a cold start keeping hundreds of thousands of encoded events in flight.
+constexpr std::size_t kMaxPublishesInFlight = 100'000;
 
 const log::Logger& Logger() {
   static const log::Logger* const logger = new log::Logger("fleet_sim.grpc");
@@ -344,17 +348,21 @@ void GrpcBrokerAgentTransport::Publish(cloudevents::Event event, PublishDone don
     return;
   }
   PublishCall* call = nullptr;
+  absl::Status refused;
   {
     absl::MutexLock lock(&mu_);
     if (!started_ || stopping_) {
-      call = nullptr;
+      refused = absl::UnavailableError("grpc broker: transport not running");
+    } else if (publishes_.size() >= kMaxPublishesInFlight) {
+      refused = absl::UnavailableError(
+          absl::StrCat("grpc broker: ", kMaxPublishesInFlight, " publishes already in flight"));
     } else {
       call = new PublishCall(*std::move(message), std::move(done), settings_.grpc.publish_timeout);
       publishes_.insert(call);
     }
   }
   if (call == nullptr) {
-    std::move(done)(absl::UnavailableError("grpc broker: transport not running"));
+    std::move(done)(std::move(refused));
     return;
   }
   stub_->async()->Publish(&call->context(), &call->request(), &call->response(),

@@ -7,14 +7,16 @@
 // on one HTTP/2 connection (Maestro allows 2^32-1 concurrent streams, §4.8). A stream counts as
 // subscribed when the broker's `subscription-id` header arrives (§4.5; the Go SDK v2 client fails
 // a subscription without it, and so does this one). Heartbeats (§4.6) are recognised by type
-// before decoding and only count as activity. Each received spec event is handed on with the
+// before decoding and counted (heartbeats()); nothing uses them for liveness, the channel's
+// keepalive does that. Each received spec event is handed on with the
 // stream's cluster as `topic_cluster`. Agent events (statuses, spec resync requests) go out as
 // unary `Publish` calls in binary mode (§4.3), deadline `publish_timeout`.
 //
 // A stream that ends (server restart, GOAWAY, an error status) is re-opened for its cluster
 // alone after a per-cluster backoff; the SubscribedHandler then names the clusters whose streams
 // became active (batched every 100 ms), so only they send their spec resync requests (§6.5).
-// connected() is true while every cluster's stream is subscribed.
+// connected() is true while every cluster's stream is subscribed (readiness); publishing needs
+// only the channel, and fails at once with kUnavailable past 100,000 publishes in flight.
 //
 // Threads: "fleet-grpc" re-opens streams when their backoff expires and hands out subscription
 // batches; gRPC's callback threads run stream reads and publish completions. Thread-safe.
@@ -92,7 +94,6 @@ class GrpcBrokerAgentTransport final : public AgentTransport {
   void OnEvent(std::size_t index, const io::cloudevents::v1::CloudEvent& message);
   void OnStreamDone(Stream* stream, std::size_t index, bool was_subscribed,
                     const grpc::Status& status);
-  void OnPublishDone(PublishCall* call);
 
   const GrpcBrokerAgentSettings settings_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -88,18 +90,24 @@ class Recorder {
 };
 
 absl::Status PublishAndWait(GrpcBrokerAgentTransport& transport, cloudevents::Event event) {
-  absl::Mutex mu;
-  std::optional<absl::Status> outcome;
-  transport.Publish(std::move(event), [&](absl::Status status) {
-    absl::MutexLock lock(&mu);
-    outcome = std::move(status);
+  // Shared with the callback: it may still run after a timeout returned from here.
+  struct Outcome {
+    absl::Mutex mu;
+    std::optional<absl::Status> status ABSL_GUARDED_BY(mu);
+  };
+  auto outcome = std::make_shared<Outcome>();
+  transport.Publish(std::move(event), [outcome](absl::Status status) {
+    absl::MutexLock lock(&outcome->mu);
+    outcome->status = std::move(status);
   });
-  absl::MutexLock lock(&mu);
-  auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return outcome.has_value(); };
-  if (!mu.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(15))) {
+  absl::MutexLock lock(&outcome->mu);
+  auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(outcome->mu) {
+    return outcome->status.has_value();
+  };
+  if (!outcome->mu.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(15))) {
     return absl::DeadlineExceededError("publish did not complete");
   }
-  return *outcome;
+  return *outcome->status;
 }
 
 TEST(GrpcBrokerAgentSettingsTest, RejectsUnusableSettingsNamingTheField) {
@@ -122,8 +130,8 @@ TEST(GrpcBrokerAgentSettingsTest, RejectsUnusableSettingsNamingTheField) {
 TEST(GrpcBrokerAgentTransportTest, SubscribesEachClusterAndRoutesItsSpecEvents) {
   FakeAgentBroker broker(FakeAgentBrokerSettings{milliseconds(50)});
   ASSERT_TRUE(broker.Start().ok());
+  Recorder recorder;  // declared first: outlives the transport's threads
   GrpcBrokerAgentTransport transport(Settings(broker.address(), {"c1", "c2", "c3"}));
-  Recorder recorder;
   ASSERT_TRUE(transport.Start(recorder.OnReceive(), recorder.OnSubscribed()).ok());
   ASSERT_TRUE(testing::WaitFor([&] { return transport.connected(); }, seconds(10)))
       << transport.subscribed_streams() << " of 3 streams subscribed";
@@ -151,8 +159,8 @@ TEST(GrpcBrokerAgentTransportTest, SubscribesEachClusterAndRoutesItsSpecEvents) 
 TEST(GrpcBrokerAgentTransportTest, PublishesAgentEventsAndReportsTheBrokersRefusals) {
   FakeAgentBroker broker;
   ASSERT_TRUE(broker.Start().ok());
+  Recorder recorder;  // declared first: outlives the transport's threads
   GrpcBrokerAgentTransport transport(Settings(broker.address(), {"c1"}));
-  Recorder recorder;
   ASSERT_TRUE(transport.Start(recorder.OnReceive(), recorder.OnSubscribed()).ok());
   ASSERT_TRUE(testing::WaitFor([&] { return transport.connected(); }, seconds(10)));
 
@@ -186,8 +194,8 @@ TEST(GrpcBrokerAgentTransportTest, PublishesAgentEventsAndReportsTheBrokersRefus
 TEST(GrpcBrokerAgentTransportTest, AnEndedStreamIsReopenedForItsClusterAlone) {
   FakeAgentBroker broker;
   ASSERT_TRUE(broker.Start().ok());
+  Recorder recorder;  // declared first: outlives the transport's threads
   GrpcBrokerAgentTransport transport(Settings(broker.address(), {"c1", "c2", "c3"}));
-  Recorder recorder;
   ASSERT_TRUE(transport.Start(recorder.OnReceive(), recorder.OnSubscribed()).ok());
   ASSERT_TRUE(testing::WaitFor([&] { return transport.connected(); }, seconds(10)));
   ASSERT_EQ(broker.subscribes_accepted(), 3);
@@ -204,8 +212,8 @@ TEST(GrpcBrokerAgentTransportTest, AStreamWithoutSubscriptionIdIsNotSubscribed) 
   FakeAgentBroker broker;
   broker.SetSendSubscriptionId(false);
   ASSERT_TRUE(broker.Start().ok());
+  Recorder recorder;  // declared first: outlives the transport's threads
   GrpcBrokerAgentTransport transport(Settings(broker.address(), {"c1"}));
-  Recorder recorder;
   ASSERT_TRUE(transport.Start(recorder.OnReceive(), recorder.OnSubscribed()).ok());
   // The agent gives up on each such stream and tries again after its backoff.
   ASSERT_TRUE(testing::WaitFor([&] { return broker.subscribes_accepted() >= 3; }, seconds(10)));
@@ -239,6 +247,47 @@ TEST(GrpcBrokerAgentTransportTest, TheBrokerRefusesASubscriptionWithoutClusterNa
 // Thousands of clusters per process: 3,000 Subscribe streams on one channel, a spec resync
 // request from each cluster once subscribed, one work per cluster answered with its status, and
 // after every stream ended (a broker restart) each cluster re-subscribes and resyncs again.
+TEST(GrpcBrokerAgentTransportTest, AFailedPublishIsRetriedWhileAnotherClustersStreamIsDown) {
+  FakeAgentBroker broker;
+  ASSERT_TRUE(broker.Start().ok());
+  SimulatorSettings sim;
+  sim.fleet.clusters = 2;
+  sim.fleet.cluster_prefix = "cluster-";
+  sim.fleet.cluster_digits = 1;
+  sim.fleet.agent.refresh_max = seconds(0);  // no churn: the only status is the one below
+  sim.tick = milliseconds(100);
+  const std::vector<std::string> names = {ClusterName("cluster-", 1, 1),
+                                          ClusterName("cluster-", 2, 1)};
+  GrpcBrokerAgentTransport transport(Settings(broker.address(), names));
+  prometheus::Registry registry;
+  FleetMetrics metrics(registry);
+  FleetSimulator simulator(sim, transport, RealClock::Instance(), metrics);
+  ASSERT_TRUE(simulator.Start().ok());
+  ASSERT_TRUE(testing::WaitFor([&] { return transport.connected(); }, seconds(10)));
+  ASSERT_TRUE(testing::WaitFor([&] { return broker.published_count() >= 2; }, seconds(10)))
+      << "one spec resync request per cluster";
+
+  // The second cluster's stream ends and cannot subscribe again (no subscription-id).
+  broker.SetSendSubscriptionId(false);
+  broker.EndStreams(names[1], grpc::Status(grpc::StatusCode::UNAVAILABLE, "going away"));
+  ASSERT_TRUE(testing::WaitFor([&] { return !transport.connected(); }, seconds(10)));
+
+  // The first cluster's status is refused once by the broker, then retried over the channel.
+  broker.FailNextPublishes(1);
+  const int before = broker.published_count();
+  absl::StatusOr<io::cloudevents::v1::CloudEvent> wire =
+      cloudevents::EncodeGrpc(transport::testing::MakeSpecEvent("maestro", names[0], 1));
+  ASSERT_TRUE(wire.ok());
+  ASSERT_EQ(broker.SendToCluster(names[0], *wire), 1);
+  ASSERT_TRUE(testing::WaitFor([&] { return broker.published_count() > before; }, seconds(10)))
+      << "the failed status was not retried while another cluster was unsubscribed";
+  const cloudevents::Event status = broker.published().back();
+  EXPECT_EQ(status.type, cloudevents::kStatusUpdateRequestType);
+  EXPECT_EQ(status.ClusterName().value_or(""), names[0]);
+  EXPECT_FALSE(transport.connected()) << "retried while the second stream was still down";
+  simulator.Stop();
+}
+
 TEST(GrpcBrokerAgentTransportTest, AFleetOfThreeThousandClustersOnOneChannel) {
   constexpr int kClusters = 3000;
   FakeAgentBroker broker(FakeAgentBrokerSettings{seconds(1)});

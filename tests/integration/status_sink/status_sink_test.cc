@@ -141,8 +141,8 @@ TEST(StatusSinkIntegrationTest, WritesAnAgentsStatusOntoTheHubApplicationOnceOnl
   ASSERT_TRUE(ns.ok() || ns.status().code() == absl::StatusCode::kAlreadyExists) << ns.status();
   // The Application's ApplicationSet progresses with RollingSync, so the sink (default
   // status.progressingBeforeHealthy: RollingSync, watching ApplicationSets on this real hub)
-  // writes Progressing before the first Healthy; a second ApplicationSet without it does not
-  // need that write.
+  // writes Progressing before the first Healthy (Applications of other ApplicationSets get one
+  // write: services/status-sink/sink_test.cc).
   const json rolling_appset = {
       {"apiVersion", "argoproj.io/v1alpha1"},
       {"kind", "ApplicationSet"},
