@@ -125,6 +125,10 @@ absl::StatusOr<AppSettings> ParseFlags(int argc, char** argv) {
       ->capture_default_str();
   cli.add_option("--seed", fleet.seed, "churn random seed")->capture_default_str();
   cli.add_option("--tick-ms", tick_ms, "churn tick in milliseconds")->capture_default_str();
+  cli.add_option("--max-intake", s.simulator.max_intake,
+                 "received events waiting for the loop at most; more are dropped and counted")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cli.add_option("--metrics-listen", s.metrics_listen, "host:port of /metrics; empty = off")
       ->capture_default_str();
   cli.add_option("--duration", duration, "seconds to run; 0 = until SIGINT/SIGTERM")

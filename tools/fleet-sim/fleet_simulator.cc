@@ -134,7 +134,9 @@ void FleetSimulator::Loop() {
     }
     if (clock_.MonotonicNow() >= next_tick) {
       std::deque<cloudevents::Event> retry;
-      if (transport_.connected()) {
+      // Retried while any cluster can publish: over gRPC one stream in its backoff must not hold
+      // back every other cluster's retries (unary Publish needs no Subscribe stream).
+      if (transport_.SubscribedClusters(fleet_.cluster_count()) > 0) {
         absl::MutexLock lock(&mu_);
         retry.swap(retry_);
       }

@@ -30,9 +30,12 @@ struct SimulatorSettings {
   FleetSettings fleet;
   // How often due churn is collected and published.
   std::chrono::milliseconds tick{1'000};
-  // Received events waiting for the loop; beyond this they are dropped and counted (the
-  // source's own resync recovers them).
-  std::size_t max_intake = 200'000;
+  // Received events waiting for the loop; beyond this they are dropped and counted
+  // (mmi_fleet_sim_intake_dropped_total; only a spec resync, i.e. a restart, recovers them).
+  // One process speaks for every agent, so this is the fleet's queue: as large as the broker's
+  // per-client queue (tests/peers/bin/start-mosquitto), so that a cold start of 300,000
+  // Applications published faster than the simulator takes them loses nothing (~3 KB each).
+  std::size_t max_intake = 1'000'000;
   // Publishes the transport refused or the broker did not acknowledge wait here and are sent
   // again on the next tick while connected (an agent does not lose its status); beyond this many
   // the oldest are dropped and counted (the source's status resync recovers them).

@@ -91,12 +91,18 @@ class MqttAgentTransport final : public AgentTransport {
 
   void Loop();
   void Forget(PendingPublish* pending);
+  // Runs every unsettled publish's callback with kUnavailable (`why`).
+  void FailPending(const char* why);
   bool ConnectAndSubscribe();
   void OnMessage(const mqtt::const_message_ptr& message);
 
   const MqttAgentSettings settings_;
   std::vector<std::string> filters_;
   mqtt::connect_options options_;
+  // Created by Start(), destroyed by Stop() (which ends every Paho callback). Publish() uses it
+  // under a reader lock of client_mu_, Stop() destroys it under the writer lock; the loop
+  // thread uses it unlocked and is joined first.
+  absl::Mutex client_mu_;
   std::unique_ptr<mqtt::async_client> client_;
   std::atomic<bool> connected_{false};
 
