@@ -22,6 +22,9 @@ constexpr std::string_view kHubAppNamespaceAnnotation =
 constexpr std::string_view kHubAppNameAnnotation =
     "apps.open-cluster-management.io/hub-application-name";
 
+// How often LogDrops may write its summary line.
+constexpr std::chrono::seconds kDropLogInterval{30};
+
 }  // namespace
 
 Sink::Sink(SinkSettings settings, transport::Subscriber& subscriber,
@@ -206,7 +209,25 @@ void Sink::Tick() {
   if (!counts_in_flight_ && now >= next_counts_at_ && !draining_) {
     RefreshCounts();
   }
+  LogDrops(now);
   UpdateQueueGauges();
+}
+
+void Sink::LogDrops(std::chrono::steady_clock::time_point now) {
+  if ((shed_unlogged_ == 0 && overflow_unlogged_ == 0) || now < next_drop_log_at_) {
+    return;
+  }
+  logger_.Warn(
+      "status reports dropped for want of room: volatile-only writes shed, the rest overflowed "
+      "(remembered and asked for again by status resync)",
+      {{"volatile_shed", shed_unlogged_},
+       {"overflowed", overflow_unlogged_},
+       {"lost_pending", static_cast<uint64_t>(lost_.size())},
+       {"pending", static_cast<uint64_t>(coalescer_.pending())},
+       {"max_pending", static_cast<uint64_t>(settings_.coalescer.max_pending)}});
+  shed_unlogged_ = 0;
+  overflow_unlogged_ = 0;
+  next_drop_log_at_ = now + kDropLogInterval;
 }
 
 void Sink::UpdateQueueGauges() {
@@ -323,6 +344,7 @@ void Sink::HandleEvent(cloudevents::Event event, transport::AckFn ack) {
   }
   if (awaiting_count_ >= settings_.max_awaiting_lookup) {
     metrics_.Dropped(DropReason::kOverflow);
+    ++overflow_unlogged_;
     RememberLost(item.update.resource_id, item.cluster);
     std::move(item.ack)();
     return;
@@ -362,6 +384,7 @@ void Sink::Admit(const store::HubAppRef& ref, Awaiting item) {
   for (int i = 0; i < outcome.shed; ++i) {
     metrics_.Dropped(DropReason::kVolatileShed);
   }
+  shed_unlogged_ += static_cast<uint64_t>(outcome.shed);
   switch (outcome.result) {
     case OfferResult::kQueued:
       break;
@@ -379,6 +402,7 @@ void Sink::Admit(const store::HubAppRef& ref, Awaiting item) {
       break;
     case OfferResult::kOverflow:
       metrics_.Dropped(DropReason::kOverflow);
+      ++overflow_unlogged_;
       RememberLost(ref.resource_id, ref.cluster);
       break;
   }

@@ -157,6 +157,9 @@ class Sink {
   void OnResyncEntries(absl::StatusOr<std::vector<store::ResyncEntry>> entries);
   void RefreshCounts();
   void UpdateQueueGauges();
+  // One warning line summing the reports shed and overflowed since the last one, at most once
+  // per kDropLogInterval (the metrics count each one).
+  void LogDrops(std::chrono::steady_clock::time_point now);
   std::chrono::milliseconds RetryDelay(int attempts) const;
   void Release(std::vector<transport::AckFn>& acks);
 
@@ -209,6 +212,11 @@ class Sink {
   // Resource id -> cluster of every report dropped for want of room (overflow) and not yet
   // asked for again. Ordered, so rounds go through it in a stable order.
   std::map<std::string, std::string> lost_;
+  // Reports shed or overflowed since the last summary line (LogDrops): one warning per
+  // kDropLogInterval instead of one per report, which at fleet scale would be thousands a second.
+  uint64_t shed_unlogged_ = 0;
+  uint64_t overflow_unlogged_ = 0;
+  std::chrono::steady_clock::time_point next_drop_log_at_{};
   bool draining_ = false;
   std::chrono::steady_clock::time_point last_tick_{};
 };

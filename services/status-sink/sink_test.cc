@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "libs/cloudevents/resync.h"
 #include "libs/cloudevents/sequence_id.h"
 #include "libs/cloudevents/status_hash.h"
+#include "libs/common/log.h"
 #include "libs/common/testing/fake_clock.h"
 #include "libs/kube/testing/fake_kube_client.h"
 #include "libs/store/testing/fake_status_store.h"
@@ -484,6 +487,11 @@ TEST_F(SinkTest, AnOverflowIsRecoveredByAResyncListingOnlyTheLostResources) {
   ASSERT_TRUE(kube_.Create(ApplicationsRef("argocd"), app2, {}).ok());
   settings_.coalescer.max_pending = 1;
   settings_.max_in_flight = 1;
+  std::ostringstream log_lines;
+  log::SetOutputForTest(&log_lines);
+  struct RestoreLog {
+    ~RestoreLog() { log::SetOutputForTest(nullptr); }
+  } restore_log;
   StartSink();
   const std::size_t resyncs = publisher_.published().size();  // the one on subscribing
 
@@ -496,6 +504,11 @@ TEST_F(SinkTest, AnOverflowIsRecoveredByAResyncListingOnlyTheLostResources) {
   Deliver(StatusEvent(2, FeedbackData(Status("Healthy").dump()), kResource2, "cluster2"));
   EXPECT_EQ(Dropped("overflow"), 1);
   EXPECT_EQ(MetricValue(registry_, "mmi_status_queue_depth", {{"queue", "lost"}}), 1);
+  // One summary warning for the drops, not one line per report.
+  sink_->RunUntilIdleForTest();
+  EXPECT_NE(log_lines.str().find("status reports dropped for want of room"), std::string::npos)
+      << log_lines.str();
+  EXPECT_NE(log_lines.str().find("\"overflowed\":1"), std::string::npos) << log_lines.str();
 
   // The retry lands, the room is back; the next resync lists the lost resource alone.
   clock_.Advance(settings_.status_resync_min_interval);
