@@ -163,6 +163,19 @@ bool Coalescer::ShedVolatile(std::vector<transport::AckFn>& release) {
   return false;
 }
 
+std::size_t Coalescer::Sheddable() const {
+  std::size_t n = 0;
+  for (const std::string& id : ready_volatile_) {
+    auto it = states_.find(id);
+    // The checks ShedVolatile makes before it drops an entry.
+    if (it != states_.end() && it->second.queued_volatile && !it->second.in_flight &&
+        !it->second.queued && IsVolatileWrite(it->second.pending)) {
+      ++n;
+    }
+  }
+  return n;
+}
+
 void Coalescer::SetPending(const std::string& id, State& state, WriteTask task) {
   if (state.pending) {
     // The superseded report is acknowledged together with the one that replaces it.

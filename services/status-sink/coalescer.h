@@ -139,6 +139,9 @@ class Coalescer {
   bool Knows(const std::string& resource_id) const { return states_.count(resource_id) > 0; }
 
   std::size_t pending() const { return pending_count_; }
+  // Waiting volatile-only writes a new report could shed now (O(waiting volatile-only writes)):
+  // with the free slots, the room a report needing a slot finds.
+  std::size_t Sheddable() const;
   std::size_t in_flight() const { return in_flight_count_; }
   std::size_t known() const { return states_.size(); }
   // The earliest retry time of a delayed report (to time a wake-up), if any.

@@ -235,6 +235,7 @@ TEST_F(CoalescerTest, AFullQueueShedsTheOldestVolatileOnlyWriteForANewReport) {
   }
   EXPECT_EQ(Offer(Update(2, Status("Degraded"), "r2")), OfferResult::kQueued);
   EXPECT_EQ(coalescer_.pending(), 3U);
+  EXPECT_EQ(coalescer_.Sheddable(), 2U) << "r0 and r1 (volatile-only), not r2 (material)";
   const int acked_before = acked_;
   auto out = coalescer_.Offer(Update(1, Status("Healthy"), "r9"), Ack());
   EXPECT_EQ(out.result, OfferResult::kQueued);
@@ -244,6 +245,7 @@ TEST_F(CoalescerTest, AFullQueueShedsTheOldestVolatileOnlyWriteForANewReport) {
   EXPECT_EQ(coalescer_.pending(), 3U);
   EXPECT_EQ(Offer(Update(1, Status("Healthy"), "r8")), OfferResult::kQueued);  // sheds r1
   // Nothing volatile-only is left to shed: the next new resource overflows.
+  EXPECT_EQ(coalescer_.Sheddable(), 0U);
   EXPECT_EQ(Offer(Update(1, Status("Healthy"), "r7")), OfferResult::kOverflow);
   auto ready = coalescer_.TakeReady(10);
   std::vector<std::string> ids;

@@ -24,6 +24,8 @@ constexpr std::string_view kHubAppNameAnnotation =
 
 // How often LogDrops may write its summary line.
 constexpr std::chrono::seconds kDropLogInterval{30};
+// How often RequestLostResync counts sheddable writes (a walk over them) while there is no room.
+constexpr std::chrono::seconds kLostRoomRecheck{1};
 
 }  // namespace
 
@@ -696,12 +698,25 @@ void Sink::RememberLost(const std::string& resource_id, const std::string& clust
 bool Sink::RequestLostResync(std::chrono::steady_clock::time_point now) {
   const std::size_t max_pending = settings_.coalescer.max_pending;
   const std::size_t busy = coalescer_.pending() + awaiting_count_;
-  const std::size_t room = busy >= max_pending ? 0 : max_pending - busy;
+  std::size_t room = busy >= max_pending ? 0 : max_pending - busy;
   // Half the room (rounded up) for the answers, the rest for what the agents report meanwhile;
   // no round of crumbs while much more is lost.
+  const auto enough = [&](std::size_t budget) {
+    return budget != 0 &&
+           (budget >= lost_.size() || budget >= std::max<std::size_t>(1, max_pending / 8));
+  };
+  if (!enough(room - room / 2)) {
+    // Waiting volatile-only writes are room too: an answer (a report the hub lacks) sheds one to
+    // be admitted, as any report needing a slot does. Under Argo CD's refresh churn the pending
+    // set stays full of them, and counting free slots alone never recovered anything lost.
+    if (now < lost_room_check_at_) {
+      return false;
+    }
+    lost_room_check_at_ = now + kLostRoomRecheck;
+    room += coalescer_.Sheddable();
+  }
   const std::size_t budget = room - room / 2;
-  if (budget == 0 ||
-      (budget < lost_.size() && budget < std::max<std::size_t>(1, max_pending / 8))) {
+  if (!enough(budget)) {
     return false;
   }
   next_resync_at_ = now + settings_.status_resync_min_interval;

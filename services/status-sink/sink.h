@@ -151,6 +151,7 @@ class Sink {
   void DeferResync(std::chrono::steady_clock::time_point now);
   void RequestResync();
   // A status resync that lists only lost resources, as many as the pending set has room for
+  // (free slots, and waiting volatile-only writes an answer may shed)
   // (agents answer only for listed works, maestro-protocol.md §6.6), so the answers are
   // admitted instead of overflowing again. Returns false (nothing sent) while there is no room.
   bool RequestLostResync(std::chrono::steady_clock::time_point now);
@@ -212,6 +213,7 @@ class Sink {
   // Resource id -> cluster of every report dropped for want of room (overflow) and not yet
   // asked for again. Ordered, so rounds go through it in a stable order.
   std::map<std::string, std::string> lost_;
+  std::chrono::steady_clock::time_point lost_room_check_at_{};
   // Reports shed or overflowed since the last summary line (LogDrops): one warning per
   // kDropLogInterval instead of one per report, which at fleet scale would be thousands a second.
   uint64_t shed_unlogged_ = 0;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <sstream>
 
 #include "libs/cloudevents/resync.h"
@@ -538,6 +539,106 @@ TEST_F(SinkTest, AnOverflowIsRecoveredByAResyncListingOnlyTheLostResources) {
   clock_.Advance(settings_.status_resync_min_interval);
   sink_->RunUntilIdleForTest();
   EXPECT_EQ(publisher_.published().size(), resyncs + 1) << "nothing lost any more";
+}
+
+// Writes held until the test runs them: the pending set can be filled while writers are busy.
+class HeldExecutor final : public Executor {
+ public:
+  void Submit(Work work) override { held_.push_back(std::move(work)); }
+  void RunAll() {
+    while (!held_.empty()) {
+      Work work = std::move(held_.front());
+      held_.pop_front();
+      std::move(work)();
+    }
+  }
+
+ private:
+  std::deque<Work> held_;
+};
+
+TEST_F(SinkTest, LostReportsAreAskedForWhileThePendingSetIsFullOfVolatileOnlyWrites) {
+  // Argo CD's refresh churn keeps the pending set full of volatile-only writes at the hub rate
+  // limit; lost first statuses must still be asked for again (room = what an answer may shed).
+  const std::vector<std::string> ids = {kResource, "00000000-0000-5000-8000-000000000002",
+                                        "00000000-0000-5000-8000-000000000003",
+                                        "00000000-0000-5000-8000-000000000004"};
+  for (std::size_t i = 1; i < ids.size(); ++i) {
+    store::HubAppRef ref;
+    ref.resource_id = ids[i];
+    ref.cluster = kCluster;
+    ref.hub_namespace = "argocd";
+    ref.hub_name = "app-" + std::to_string(i);
+    store_.AddResourceForTest(ref);
+    json app = {{"apiVersion", "argoproj.io/v1alpha1"},
+                {"kind", "Application"},
+                {"metadata", {{"name", ref.hub_name}, {"namespace", "argocd"}}},
+                {"spec", {{"project", "default"}}}};
+    ASSERT_TRUE(kube_.Create(ApplicationsRef("argocd"), app, {}).ok());
+  }
+  settings_.progressing_before_healthy = ProgressingMode::kNever;
+  settings_.coalescer.max_pending = 2;
+  settings_.coalescer.volatile_interval = std::chrono::minutes(1);
+  settings_.status_resync_min_interval = std::chrono::hours(1);
+  settings_.max_in_flight = 1;
+  HeldExecutor held;
+  Writer writer{WriterSettings{}, kube_, held, clock_, metrics_};
+  Sink sink(settings_, subscriber_, publisher_, store_, writer, executor_, clock_, metrics_);
+  ASSERT_TRUE(sink.Resume().ok());
+  ASSERT_TRUE(sink.StartWithoutThreadForTest().ok());
+  int seq = 0;
+  auto deliver = [&](const std::string& id, const json& status) {
+    ASSERT_TRUE(subscriber_.Deliver(StatusEvent(++seq, FeedbackData(status.dump()), id)).ok());
+    sink.RunUntilIdleForTest();
+  };
+  auto write_all = [&] {
+    for (int i = 0; i < 10; ++i) {
+      held.RunAll();
+      sink.RunUntilIdleForTest();
+    }
+  };
+  sink.RunUntilIdleForTest();
+  const std::size_t resyncs = publisher_.published().size();  // the one on subscribing
+
+  // The writer is busy (resource 2), the pending set fills with first statuses (material) and
+  // resource 3's first status overflows: lost.
+  deliver(ids[2], Status("Healthy"));
+  deliver(ids[0], Status("Healthy"));
+  deliver(ids[1], Status("Healthy"));
+  deliver(ids[3], Status("Healthy"));
+  EXPECT_EQ(Dropped("overflow"), 1);
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_queue_depth", {{"queue", "lost"}}), 1);
+  write_all();
+  ASSERT_EQ(Patches(), 3U);
+
+  // Before the next resync round the writer is busy again and the pending set is full of
+  // refresh churn: volatile-only writes (only reconciledAt changed, the interval passed).
+  clock_.Advance(settings_.coalescer.volatile_interval);
+  deliver(ids[2], Status("Degraded"));
+  deliver(ids[0], Status("Healthy", "2026-06-01T10:05:04Z"));
+  deliver(ids[1], Status("Healthy", "2026-06-01T10:05:04Z"));
+  EXPECT_EQ(Dropped("overflow"), 1);
+  EXPECT_EQ(publisher_.published().size(), resyncs) << "no round before the interval";
+
+  clock_.Advance(settings_.status_resync_min_interval);
+  sink.RunUntilIdleForTest();
+  ASSERT_EQ(publisher_.published().size(), resyncs + 1) << "the lost report is asked for";
+  const cloudevents::Event request = publisher_.published().back();
+  EXPECT_EQ(request.type, cloudevents::kStatusResyncRequestType);
+  auto listed = cloudevents::DecodeResourceStatusHashList(request.data.value_or(""));
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->status_hashes.size(), 1U);
+  EXPECT_EQ(listed->status_hashes[0].resource_id, ids[3]);
+
+  // The answer sheds a volatile-only write and reaches the hub.
+  deliver(ids[3], Status("Healthy"));
+  EXPECT_EQ(Dropped("volatile_shed"), 1);
+  EXPECT_EQ(Dropped("overflow"), 1);
+  write_all();
+  auto hub3 = kube_.Get(ApplicationsRef("argocd"), "app-3");
+  ASSERT_TRUE(hub3.ok()) << hub3.status();
+  EXPECT_EQ(hub3->value("/status/health/status"_json_pointer, ""), "Healthy");
+  sink.Stop(std::chrono::milliseconds(0));
 }
 
 TEST_F(SinkTest, StopDrainsWhatTheLoopThreadHasNotWrittenYet) {
