@@ -216,7 +216,20 @@ void Sink::Tick() {
 }
 
 void Sink::LogDrops(std::chrono::steady_clock::time_point now) {
-  if ((shed_unlogged_ == 0 && overflow_unlogged_ == 0) || now < next_drop_log_at_) {
+  if ((shed_unlogged_ == 0 && overflow_unlogged_ == 0 && lost_resync_failed_unlogged_ == 0) ||
+      now < next_drop_log_at_) {
+    return;
+  }
+  next_drop_log_at_ = now + kDropLogInterval;
+  if (lost_resync_failed_unlogged_ > 0) {
+    logger_.Warn(
+        "cannot publish status resync requests for lost reports; their resources are asked for "
+        "again in a later round",
+        {{"failed_requests", lost_resync_failed_unlogged_},
+         {"last_error", lost_resync_last_error_}});
+    lost_resync_failed_unlogged_ = 0;
+  }
+  if (shed_unlogged_ == 0 && overflow_unlogged_ == 0) {
     return;
   }
   logger_.Warn(
@@ -229,7 +242,6 @@ void Sink::LogDrops(std::chrono::steady_clock::time_point now) {
        {"max_pending", static_cast<uint64_t>(settings_.coalescer.max_pending)}});
   shed_unlogged_ = 0;
   overflow_unlogged_ = 0;
-  next_drop_log_at_ = now + kDropLogInterval;
 }
 
 void Sink::UpdateQueueGauges() {
@@ -759,8 +771,9 @@ bool Sink::RequestLostResync(std::chrono::steady_clock::time_point now) {
                 RememberLost(entry.resource_id, cluster);  // asked again in a later round
               }
               resync_retry_at_ = clock_.MonotonicNow() + RetryDelay(resync_failures_++);
-              logger_.Warn("cannot publish a status resync request for lost reports; retrying",
-                           {{"cluster", cluster}, {"error", status.ToString()}});
+              // Summed by LogDrops: a round may fail for thousands of clusters at once.
+              ++lost_resync_failed_unlogged_;
+              lost_resync_last_error_ = cluster + ": " + status.ToString();
             });
       });
     }

@@ -158,8 +158,9 @@ class Sink {
   void OnResyncEntries(absl::StatusOr<std::vector<store::ResyncEntry>> entries);
   void RefreshCounts();
   void UpdateQueueGauges();
-  // One warning line summing the reports shed and overflowed since the last one, at most once
-  // per kDropLogInterval (the metrics count each one).
+  // Warning lines summing the reports shed and overflowed and the lost-report resync requests
+  // that failed to publish since the last ones, at most once per kDropLogInterval (the metrics
+  // count each one).
   void LogDrops(std::chrono::steady_clock::time_point now);
   std::chrono::milliseconds RetryDelay(int attempts) const;
   void Release(std::vector<transport::AckFn>& acks);
@@ -218,6 +219,8 @@ class Sink {
   // kDropLogInterval instead of one per report, which at fleet scale would be thousands a second.
   uint64_t shed_unlogged_ = 0;
   uint64_t overflow_unlogged_ = 0;
+  uint64_t lost_resync_failed_unlogged_ = 0;  // lost-report resync requests not published
+  std::string lost_resync_last_error_;
   std::chrono::steady_clock::time_point next_drop_log_at_{};
   bool draining_ = false;
   std::chrono::steady_clock::time_point last_tick_{};

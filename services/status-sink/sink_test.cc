@@ -620,9 +620,22 @@ TEST_F(SinkTest, LostReportsAreAskedForWhileThePendingSetIsFullOfVolatileOnlyWri
   EXPECT_EQ(Dropped("overflow"), 1);
   EXPECT_EQ(publisher_.published().size(), resyncs) << "no round before the interval";
 
+  // The first round's request is not published: summed in one warning, asked again later.
+  std::ostringstream log_lines;
+  log::SetOutputForTest(&log_lines);
+  struct RestoreLog {
+    ~RestoreLog() { log::SetOutputForTest(nullptr); }
+  } restore_log;
+  publisher_.FailNext(absl::DeadlineExceededError("no PUBACK"));
   clock_.Advance(settings_.status_resync_min_interval);
   sink.RunUntilIdleForTest();
-  ASSERT_EQ(publisher_.published().size(), resyncs + 1) << "the lost report is asked for";
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_queue_depth", {{"queue", "lost"}}), 1);
+  EXPECT_NE(log_lines.str().find("\"failed_requests\":1"), std::string::npos) << log_lines.str();
+  const std::size_t attempts = publisher_.published().size();
+
+  clock_.Advance(settings_.status_resync_min_interval);
+  sink.RunUntilIdleForTest();
+  ASSERT_EQ(publisher_.published().size(), attempts + 1) << "the lost report is asked for";
   const cloudevents::Event request = publisher_.published().back();
   EXPECT_EQ(request.type, cloudevents::kStatusResyncRequestType);
   auto listed = cloudevents::DecodeResourceStatusHashList(request.data.value_or(""));
