@@ -83,6 +83,19 @@ std::string FeedbackData(const std::string& json_raw) {
   return data.dump();
 }
 
+// Captures the log lines written while it lives.
+class LogCapture {
+ public:
+  LogCapture() { log::SetOutputForTest(&out_); }
+  ~LogCapture() { log::SetOutputForTest(nullptr); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  std::string text() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+};
+
 cloudevents::Event StatusEventOf(int seq, const json& status) {
   return StatusEvent(seq, FeedbackData(status.dump()));
 }
@@ -488,11 +501,7 @@ TEST_F(SinkTest, AnOverflowIsRecoveredByAResyncListingOnlyTheLostResources) {
   ASSERT_TRUE(kube_.Create(ApplicationsRef("argocd"), app2, {}).ok());
   settings_.coalescer.max_pending = 1;
   settings_.max_in_flight = 1;
-  std::ostringstream log_lines;
-  log::SetOutputForTest(&log_lines);
-  struct RestoreLog {
-    ~RestoreLog() { log::SetOutputForTest(nullptr); }
-  } restore_log;
+  LogCapture log_lines;
   StartSink();
   const std::size_t resyncs = publisher_.published().size();  // the one on subscribing
 
@@ -507,9 +516,9 @@ TEST_F(SinkTest, AnOverflowIsRecoveredByAResyncListingOnlyTheLostResources) {
   EXPECT_EQ(MetricValue(registry_, "mmi_status_queue_depth", {{"queue", "lost"}}), 1);
   // One summary warning for the drops, not one line per report.
   sink_->RunUntilIdleForTest();
-  EXPECT_NE(log_lines.str().find("status reports dropped for want of room"), std::string::npos)
-      << log_lines.str();
-  EXPECT_NE(log_lines.str().find("\"overflowed\":1"), std::string::npos) << log_lines.str();
+  EXPECT_NE(log_lines.text().find("status reports dropped for want of room"), std::string::npos)
+      << log_lines.text();
+  EXPECT_NE(log_lines.text().find("\"overflowed\":1"), std::string::npos) << log_lines.text();
 
   // The retry lands, the room is back; the next resync lists the lost resource alone.
   clock_.Advance(settings_.status_resync_min_interval);
@@ -621,16 +630,12 @@ TEST_F(SinkTest, LostReportsAreAskedForWhileThePendingSetIsFullOfVolatileOnlyWri
   EXPECT_EQ(publisher_.published().size(), resyncs) << "no round before the interval";
 
   // The first round's request is not published: summed in one warning, asked again later.
-  std::ostringstream log_lines;
-  log::SetOutputForTest(&log_lines);
-  struct RestoreLog {
-    ~RestoreLog() { log::SetOutputForTest(nullptr); }
-  } restore_log;
+  LogCapture log_lines;
   publisher_.FailNext(absl::DeadlineExceededError("no PUBACK"));
   clock_.Advance(settings_.status_resync_min_interval);
   sink.RunUntilIdleForTest();
   EXPECT_EQ(MetricValue(registry_, "mmi_status_queue_depth", {{"queue", "lost"}}), 1);
-  EXPECT_NE(log_lines.str().find("\"failed_requests\":1"), std::string::npos) << log_lines.str();
+  EXPECT_NE(log_lines.text().find("\"failed_requests\":1"), std::string::npos) << log_lines.text();
   const std::size_t attempts = publisher_.published().size();
 
   clock_.Advance(settings_.status_resync_min_interval);
