@@ -152,7 +152,7 @@ bool Coalescer::ShedVolatile(std::vector<transport::AckFn>& release) {
     }
     State& st = it->second;
     st.queued_volatile = false;
-    if (st.in_flight || st.queued || !IsVolatileWrite(st.pending)) {
+    if (!CanShed(st)) {
       continue;  // taken meanwhile, or now carries a material change
     }
     MoveAcks(st.pending->acks, release);
@@ -163,13 +163,15 @@ bool Coalescer::ShedVolatile(std::vector<transport::AckFn>& release) {
   return false;
 }
 
+bool Coalescer::CanShed(const State& state) {
+  return !state.in_flight && !state.queued && IsVolatileWrite(state.pending);
+}
+
 std::size_t Coalescer::Sheddable() const {
   std::size_t n = 0;
-  for (const std::string& id : ready_volatile_) {
+  for (const std::string& id : ready_volatile_) {  // each id at most once (queued_volatile)
     auto it = states_.find(id);
-    // The checks ShedVolatile makes before it drops an entry.
-    if (it != states_.end() && it->second.queued_volatile && !it->second.in_flight &&
-        !it->second.queued && IsVolatileWrite(it->second.pending)) {
+    if (it != states_.end() && CanShed(it->second)) {
       ++n;
     }
   }

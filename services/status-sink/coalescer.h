@@ -171,6 +171,9 @@ class Coalescer {
   void Enqueue(const std::string& id, State& state);
   // Puts a resource whose delay passed into the queue its pending report belongs to.
   void MakeReady(const std::string& id, State& state);
+  // A waiting report ShedVolatile may drop: volatile-only, not in flight, not delayed or queued
+  // as material.
+  static bool CanShed(const State& state);
   // Drops the oldest waiting volatile-only write to make room; false when there is none.
   bool ShedVolatile(std::vector<transport::AckFn>& release);
 
