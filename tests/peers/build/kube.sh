@@ -1,25 +1,23 @@
 #!/usr/bin/env bash
-# build/kube.sh: builds the kube-apiserver test peer (kube-apiserver + kubectl) from the Go module
-# proxy and provides etcd. Idempotent: when everything is already installed it says so and returns.
+# build/kube.sh: builds the kube-apiserver test peer (kube-apiserver + kubectl + etcd) from the Go
+# module proxy. Idempotent: when everything is already installed it says so and returns.
 #
 #   build/kube.sh                 build/install into $MMI_PEERS_HOME/kube-$MMI_KUBERNETES_VERSION/bin
 #   build/kube.sh --update-go-mod rewrite tests/peers/kube/go.mod (+ go.sum) for $MMI_KUBERNETES_VERSION
 #
 # Sources: k8s.io/kubernetes at $MMI_KUBERNETES_VERSION, required by our own tiny module
-# tests/peers/kube (go.mod lists the two commands as `tool`s and replaces every staging module
+# tests/peers/kube (go.mod lists the three commands as `tool`s and replaces every staging module
 # k8s.io/* v0.0.0 by its published v0.<minor>.<patch>). Nothing third-party is vendored or committed:
 # sources land in the Go module cache, objects in the Go build cache.
 #
-# etcd decision: we use Debian bookworm's `etcd-server` package (etcd 3.4.23) instead of building
-# etcd. Tested with kube-apiserver v1.34.4: CRD install, create/update/delete of custom resources,
-# watches (incl. resume from a resourceVersion), apiserver restarts (TERM and KILL) and etcd
-# compaction (a watch from a compacted resourceVersion gets 410 Expired "too old resource version"
-# once the apiserver's watch cache no longer holds it, e.g. after a restart) all work. kube-apiserver's feature
-# checker sees etcd < 3.4.31 and just disables RequestWatchProgress-based consistent reads from the
-# watch cache (reads go to etcd instead), which is fine for tests. It saves building etcd (~minutes
-# on 2 cores). If a future Kubernetes pin stops working with 3.4, build go.etcd.io/etcd/server/v3
-# here into $BIN/etcd instead of the symlink; start-kube only ever runs $BIN/etcd.
-# Compaction uses etcdctl from Debian's `etcd-client` package (installed here too).
+# etcd: built from go.etcd.io/etcd/server/v3 at the version k8s.io/kubernetes itself requires
+# (v3.6.4 for v1.34.4; our go.mod lists it as a third `tool`), so the hub behaves like a real one:
+# with etcd >= 3.4.31/3.5.13 kube-apiserver enables RequestWatchProgress, which consistent LISTs
+# served from its watch cache and streaming lists (WatchList, `sendInitialEvents=true`) need. With
+# Debian bookworm's etcd 3.4.23 (used until 2026-11-25) both were off: every consistent LIST went
+# to etcd (a paged LIST of 300,000 Applications took 494 s on a busy hub) and WatchList answered
+# 500 "the required storage feature RequestWatchProgress is disabled". etcdctl (compaction only)
+# still comes from Debian's `etcd-client` package: the v3 API it speaks is the same.
 source "$(dirname "$0")/../lib.sh"
 
 MOD_DIR="$MMI_REPO_ROOT/tests/peers/kube"
@@ -66,6 +64,7 @@ update_go_mod() {
     echo "tool ("
     echo "	k8s.io/kubernetes/cmd/kube-apiserver"
     echo "	k8s.io/kubernetes/cmd/kubectl"
+    echo "	go.etcd.io/etcd/server/v3"
     echo ")"
     echo
     echo "require k8s.io/kubernetes $MMI_KUBERNETES_VERSION"
@@ -82,13 +81,20 @@ update_go_mod() {
   log "wrote $MOD_DIR/go.mod and go.sum for k8s.io/kubernetes $MMI_KUBERNETES_VERSION"
 }
 
-ensure_etcd() {
-  if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then
-    log "installing Debian etcd-server and etcd-client"
-    timed "apt-get install etcd-server etcd-client" apt_install etcd-server etcd-client
+ensure_etcdctl() {
+  if ! command -v etcdctl >/dev/null; then
+    log "installing Debian etcd-client (etcdctl)"
+    timed "apt-get install etcd-client" apt_install etcd-client
   fi
-  ln -sfn "$(command -v etcd)" "$BIN/etcd"
   ln -sfn "$(command -v etcdctl)" "$BIN/etcdctl"
+}
+
+# The etcd version our go.mod resolves (the one k8s.io/kubernetes requires).
+etcd_version() { gomod list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3; }
+
+etcd_built() {
+  [ -x "$BIN/etcd" ] && [ ! -L "$BIN/etcd" ] && \
+    "$BIN/etcd" --version 2>/dev/null | grep -qx "etcd Version: ${1#v}"
 }
 
 build_cmd() {
@@ -105,7 +111,9 @@ main() {
   fi
   [ $# -eq 0 ] || die "usage: build/kube.sh [--update-go-mod]"
 
-  if [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kubectl" ] && [ -x "$BIN/etcd" ] && [ -x "$BIN/etcdctl" ]; then
+  local etcd_ver
+  etcd_ver="$(etcd_version)" || die "go.etcd.io/etcd/server/v3 is not in $MOD_DIR/go.mod; run: $0 --update-go-mod"
+  if [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kubectl" ] && etcd_built "$etcd_ver" && [ -x "$BIN/etcdctl" ]; then
     log "kube peer $MMI_KUBERNETES_VERSION already built in $BIN (delete it to rebuild)"
     return 0
   fi
@@ -117,8 +125,7 @@ main() {
   [ "$pinned" = "$MMI_KUBERNETES_VERSION" ] || \
     die "tests/peers/kube/go.mod requires k8s.io/kubernetes '$pinned' but lib.sh pins $MMI_KUBERNETES_VERSION; run: $0 --update-go-mod"
 
-  ensure_etcd
-  log "etcd: $("$BIN/etcd" --version | head -n1)"
+  ensure_etcdctl
 
   timed "go mod download (k8s.io/kubernetes $MMI_KUBERNETES_VERSION and deps)" gomod mod download
 
@@ -142,13 +149,22 @@ main() {
     done
   done
 
-  log "building kube-apiserver (cold builds take several minutes on 2 cores)"
-  timed "go build kube-apiserver" build_cmd kube-apiserver "$ldflags"
-  log "building kubectl"
-  timed "go build kubectl" build_cmd kubectl "$ldflags"
+  if [ ! -x "$BIN/kube-apiserver" ] || [ ! -x "$BIN/kubectl" ]; then
+    log "building kube-apiserver (cold builds take several minutes on 2 cores)"
+    timed "go build kube-apiserver" build_cmd kube-apiserver "$ldflags"
+    log "building kubectl"
+    timed "go build kubectl" build_cmd kubectl "$ldflags"
+  fi
+  if ! etcd_built "$etcd_ver"; then
+    log "building etcd $etcd_ver"
+    rm -f "$BIN/etcd"  # the Debian symlink of older caches
+    timed "go build etcd" gomod build -trimpath -ldflags "-s -w" -o "$BIN/.etcd.tmp" go.etcd.io/etcd/server/v3
+    mv -f "$BIN/.etcd.tmp" "$BIN/etcd"
+  fi
 
   log "kube-apiserver: $("$BIN/kube-apiserver" --version)"
   log "kubectl: $("$BIN/kubectl" version --client 2>/dev/null | head -n1)"
+  log "etcd: $("$BIN/etcd" --version | head -n1)"
   log "kube peer ready in $BIN (total $(( $(date +%s) - t0 ))s)"
 }
 
