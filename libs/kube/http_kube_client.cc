@@ -397,6 +397,10 @@ absl::Status HttpKubeClient::Watch(const ResourceRef& ref, const WatchOptions& o
   if (options.allow_bookmarks) {
     query.emplace_back("allowWatchBookmarks", "true");
   }
+  if (options.send_initial_events) {
+    query.emplace_back("sendInitialEvents", "true");
+    query.emplace_back("resourceVersionMatch", "NotOlderThan");
+  }
   if (options.timeout.count() > 0) {
     query.emplace_back("timeoutSeconds", std::to_string(options.timeout.count()));
   }

@@ -403,6 +403,7 @@ TEST_F(LocalServerTest, InformerResumesAfterADisconnectAndRelistsAfterExpiry) {
   auto client = Client(server);
   InformerSettings settings;
   settings.resource = apps_;
+  settings.watch_list = false;  // paged LISTs (streamed lists: the next test)
   settings.backoff = {
       .initial = milliseconds(1), .max = milliseconds(5), .multiplier = 2, .jitter = 0};
   Informer informer(*client, RealClock::Instance(), settings, nullptr);
@@ -419,6 +420,49 @@ TEST_F(LocalServerTest, InformerResumesAfterADisconnectAndRelistsAfterExpiry) {
   EXPECT_THAT(requests[2].target, HasSubstr("resourceVersion=11&"));  // resumed, not relisted
   EXPECT_THAT(requests[3].target, ::testing::Not(HasSubstr("watch=true")));  // relist after 410
   EXPECT_THAT(requests[4].target, HasSubstr("resourceVersion=14&"));
+  EXPECT_EQ(informer.Size(), 2u);
+  informer.Stop();
+}
+
+TEST_F(LocalServerTest, InformerStreamsItsListThenResumesTheWatchFromTheLastEvent) {
+  ScriptedServer server([](int index, const Request& request, Conn& conn) {
+    if (request.target.find("watch=true") == std::string::npos) {
+      conn.Respond(500, "Internal Server Error", Status(500, "InternalError", "no LIST expected"));
+      return;
+    }
+    conn.StartChunked();
+    if (index == 0) {
+      json end = {
+          {"kind", "Application"},
+          {"apiVersion", "argoproj.io/v1alpha1"},
+          {"metadata",
+           {{"resourceVersion", "12"}, {"annotations", {{"k8s.io/initial-events-end", "true"}}}}}};
+      conn.Chunk(Event("ADDED", App("a", "10")) + Event("ADDED", App("b", "11")) +
+                 Event("BOOKMARK", end) + Event("MODIFIED", App("a", "13")));
+      conn.Abort();  // the connection drops after the list, during the watch
+    } else {
+      conn.Hold();
+    }
+  });
+  auto client = Client(server);
+  InformerSettings settings;
+  settings.resource = apps_;
+  settings.backoff = {
+      .initial = milliseconds(1), .max = milliseconds(5), .multiplier = 2, .jitter = 0};
+  Informer informer(*client, RealClock::Instance(), settings, nullptr);
+  Recorder recorder;
+  informer.AddHandler(recorder);
+  informer.Start();
+  ASSERT_TRUE(recorder.WaitForCount(3));
+  EXPECT_THAT(recorder.Events(), ::testing::ElementsAre("add a@10", "add b@11", "update a@13"));
+  ASSERT_TRUE(server.WaitForRequests(2));
+  const auto requests = server.Requests();
+  EXPECT_THAT(requests[0].target, HasSubstr("sendInitialEvents=true"));
+  EXPECT_THAT(requests[0].target, HasSubstr("resourceVersionMatch=NotOlderThan"));
+  EXPECT_THAT(requests[0].target, ::testing::Not(HasSubstr("resourceVersion=")));
+  EXPECT_THAT(requests[1].target, HasSubstr("resourceVersion=13&"));  // resumed, no relist
+  EXPECT_THAT(requests[1].target, ::testing::Not(HasSubstr("sendInitialEvents")));
+  EXPECT_EQ(informer.Stats().streamed_lists, 1);
   EXPECT_EQ(informer.Size(), 2u);
   informer.Stop();
 }

@@ -433,6 +433,32 @@ TEST_F(HttpKubeClientTest, WatchDecodesEventsSplitAcrossChunks) {
             "resourceVersion=1&allowWatchBookmarks=true&timeoutSeconds=30");
 }
 
+TEST_F(HttpKubeClientTest, StreamedListAsksForInitialEventsNotOlderThanAConsistentRead) {
+  MakeClient(Unlimited());
+  transport_->PushStream({R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7",)"
+                          R"("annotations":{"k8s.io/initial-events-end":"true"}}}})"
+                          "\n"});
+  WatchOptions options;
+  options.send_initial_events = true;
+  options.timeout = std::chrono::seconds(30);
+  std::vector<WatchEvent> events;
+  const absl::Status status = client_->Watch(
+      apps_, options,
+      [&](WatchEvent&& e) {
+        events.push_back(std::move(e));
+        return true;
+      },
+      std::stop_token());
+  ASSERT_TRUE(status.ok()) << status;
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].object["metadata"]["annotations"][std::string(kInitialEventsEndAnnotation)],
+            "true");
+  EXPECT_EQ(transport_->Requests()[0].path,
+            "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications?watch=true&"
+            "allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&"
+            "timeoutSeconds=30");
+}
+
 TEST_F(HttpKubeClientTest, WatchRefusedWith410IsGone) {
   MakeClient(Unlimited());
   transport_->Push(410, ApiStatus(410, "Expired", "too old resource version: 1 (50)"));

@@ -5,6 +5,7 @@
 #include <random>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "libs/common/log.h"
 #include "libs/kube/errors.h"
@@ -19,6 +20,20 @@ namespace {
 const log::Logger& Logger() {
   static const log::Logger* const logger = new log::Logger("kube.informer");
   return *logger;
+}
+
+// The BOOKMARK that ends a streamed list's initial events.
+bool EndsInitialEvents(const nlohmann::json& bookmark) {
+  const auto meta = bookmark.find("metadata");
+  if (meta == bookmark.end() || !meta->is_object()) {
+    return false;
+  }
+  const auto annotations = meta->find("annotations");
+  if (annotations == meta->end() || !annotations->is_object()) {
+    return false;
+  }
+  const auto end = annotations->find(std::string(kInitialEventsEndAnnotation));
+  return end != annotations->end() && *end == "true";
 }
 
 const char* ReasonLabel(int reason) {
@@ -258,8 +273,11 @@ void Informer::CountRestart(WatchEnd reason) {
 void Informer::Run(const std::stop_token& stop) {
   Backoff backoff(settings_.backoff);
   bool need_list = true;
+  bool can_stream = settings_.watch_list;  // false for good once the server says it cannot
+  bool list_next = false;                  // the last streamed list failed: one paged LIST
   while (!stop.stop_requested()) {
-    if (need_list) {
+    const bool streaming = need_list && can_stream && !list_next;
+    if (need_list && !streaming) {
       const absl::Status listed = ListAndReplace(stop);
       if (stop.stop_requested()) {
         break;
@@ -274,18 +292,41 @@ void Informer::Run(const std::stop_token& stop) {
         continue;
       }
       need_list = false;
+      list_next = false;
     }
     const auto started = clock_.MonotonicNow();
-    absl::Status error;
-    const WatchEnd end = WatchOnce(stop, error);
-    if (end == WatchEnd::kStopped || stop.stop_requested()) {
+    const WatchOutcome outcome = WatchOnce(stop, streaming);
+    if (outcome.end == WatchEnd::kStopped || stop.stop_requested()) {
       break;
     }
-    CountRestart(end);
+    if (streaming && !outcome.listed) {
+      // Ended before its initial events were complete: nothing of it was applied.
+      {
+        absl::MutexLock lock(&mu_);
+        ++stats_.watch_list_fallbacks;
+      }
+      if (outcome.unsupported) {
+        can_stream = false;
+        Logger().Info(
+            "the API server cannot stream lists (sendInitialEvents); using paged LISTs",
+            {{"resource", metrics_->resource}, {"error", std::string(outcome.error.message())}});
+      } else {
+        list_next = true;
+        Logger().Warn("streamed list ended before its initial events were complete; listing",
+                      {{"resource", metrics_->resource},
+                       {"error", outcome.error.ok() ? std::string("the stream ended")
+                                                    : std::string(outcome.error.message())}});
+      }
+      continue;
+    }
+    if (streaming) {
+      need_list = false;
+    }
+    CountRestart(outcome.end);
     if (clock_.MonotonicNow() - started >= settings_.backoff_reset_after) {
       backoff.Reset();
     }
-    switch (end) {
+    switch (outcome.end) {
       case WatchEnd::kClosed:
         Logger().Debug("watch ended by the server; resuming",
                        {{"resource", metrics_->resource}, {"resource_version", ResourceVersion()}});
@@ -298,11 +339,11 @@ void Informer::Run(const std::stop_token& stop) {
       case WatchEnd::kError:
       case WatchEnd::kStalled: {
         const auto delay = backoff.Next();
-        Logger().Warn(
-            end == WatchEnd::kStalled ? "watch stalled; reconnecting" : "watch failed; retrying",
-            {{"resource", metrics_->resource},
-             {"error", std::string(error.message())},
-             {"retry_in_ms", static_cast<int64_t>(delay.count())}});
+        Logger().Warn(outcome.end == WatchEnd::kStalled ? "watch stalled; reconnecting"
+                                                        : "watch failed; retrying",
+                      {{"resource", metrics_->resource},
+                       {"error", std::string(outcome.error.message())},
+                       {"retry_in_ms", static_cast<int64_t>(delay.count())}});
         SleepFor(delay, stop);
         break;
       }
@@ -334,6 +375,13 @@ absl::Status Informer::ListAndReplace(const std::stop_token& stop) {
   if (stop.stop_requested()) {
     return absl::CancelledError("stopped");
   }
+  Replace(std::move(listed), *rv, started, /*streamed=*/false);
+  return absl::OkStatus();
+}
+
+void Informer::Replace(std::vector<std::pair<std::string, Entry>> listed,
+                       const std::string& resource_version,
+                       std::chrono::steady_clock::time_point started, bool streamed) {
   // Reconcile with the cache: keep unchanged entries, remember the differences. Added objects
   // are remembered by key (read back from the cache when notifying); replaced and removed
   // entries are moved out of the old cache.
@@ -347,6 +395,9 @@ absl::Status Informer::ListAndReplace(const std::stop_token& stop) {
     absl::MutexLock lock(&mu_);
     fresh.reserve(listed.size());
     for (auto& [key, entry] : listed) {
+      if (key.empty()) {
+        continue;  // a streamed list's object deleted before the list ended
+      }
       const auto old = objects_.find(key);
       if (old == objects_.end()) {
         added.push_back(key);
@@ -363,9 +414,12 @@ absl::Status Informer::ListAndReplace(const std::stop_token& stop) {
       deleted.push_back(std::move(entry));  // what is left was not listed
     }
     objects_.swap(fresh);
-    resource_version_ = *rv;
+    resource_version_ = resource_version;
     first_sync = !synced_;
     lists = ++stats_.lists;
+    if (streamed) {
+      ++stats_.streamed_lists;
+    }
     if (metrics_->objects != nullptr) {
       metrics_->objects->Set(static_cast<double>(objects_.size()));
     }
@@ -420,52 +474,127 @@ absl::Status Informer::ListAndReplace(const std::stop_token& stop) {
   }
   Logger().Info(first_sync ? "informer synced" : "relisted",
                 {{"resource", metrics_->resource},
+                 {"how", streamed ? "streamed list" : "paged list"},
                  {"objects", static_cast<uint64_t>(Size())},
                  {"added", static_cast<uint64_t>(added.size())},
                  {"updated", static_cast<uint64_t>(updated.size())},
                  {"deleted", static_cast<uint64_t>(deleted.size())},
-                 {"resource_version", *rv},
+                 {"resource_version", resource_version},
                  {"ms", static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                  clock_.MonotonicNow() - started)
                                                  .count())}});
-  return absl::OkStatus();
 }
 
-Informer::WatchEnd Informer::WatchOnce(const std::stop_token& stop, absl::Status& error) {
+Informer::WatchOutcome Informer::WatchOnce(const std::stop_token& stop, bool stream_list) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   const int64_t lo = settings_.min_watch_timeout.count();
   const int64_t hi = std::max(lo, static_cast<int64_t>(settings_.max_watch_timeout.count()));
   WatchOptions options;
-  options.resource_version = ResourceVersion();
   options.label_selector = settings_.label_selector;
   options.field_selector = settings_.field_selector;
   options.allow_bookmarks = true;
-  options.timeout = std::chrono::seconds(std::uniform_int_distribution<int64_t>(lo, hi)(rng));
   options.stall_timeout = settings_.stall_timeout;
+  if (stream_list) {
+    options.send_initial_events = true;  // from a consistent read: resource_version stays ""
+    options.timeout = settings_.watch_list_timeout;
+  } else {
+    options.resource_version = ResourceVersion();
+    options.timeout = std::chrono::seconds(std::uniform_int_distribution<int64_t>(lo, hi)(rng));
+  }
   {
     absl::MutexLock lock(&mu_);
     ++stats_.watches;
   }
+  const auto started = clock_.MonotonicNow();
+  WatchOutcome outcome;
+  InitialEvents initial;
   bool expired = false;
   absl::Status event_error;
   const absl::Status status = client_.Watch(
       settings_.resource, options,
-      [&](WatchEvent&& event) { return Apply(std::move(event), expired, event_error); }, stop);
+      [&](WatchEvent&& event) {
+        if (stream_list && !outcome.listed) {
+          return CollectInitial(std::move(event), initial, started, outcome);
+        }
+        return Apply(std::move(event), expired, event_error);
+      },
+      stop);
   if (stop.stop_requested() || absl::IsCancelled(status)) {
-    return WatchEnd::kStopped;
+    outcome.end = WatchEnd::kStopped;
+    return outcome;
+  }
+  if (stream_list && !outcome.listed) {
+    if (outcome.error.ok()) {
+      outcome.error = status;
+    }
+    // 400/422: the server does not know sendInitialEvents or has the feature off; a 500 that
+    // names it or RequestWatchProgress: its storage cannot serve it.
+    const std::string message(outcome.error.message());
+    outcome.unsupported = absl::IsInvalidArgument(outcome.error) ||
+                          absl::StrContains(message, "RequestWatchProgress") ||
+                          absl::StrContains(message, "sendInitialEvents");
+    outcome.end = WatchEnd::kError;
+    return outcome;
   }
   if (expired || IsGone(status)) {
     absl::MutexLock lock(&mu_);
     ++stats_.expired;
-    return WatchEnd::kExpired;
+    outcome.end = WatchEnd::kExpired;
+    return outcome;
   }
   if (!event_error.ok() || !status.ok()) {
-    error = !event_error.ok() ? event_error : status;
+    outcome.error = !event_error.ok() ? event_error : status;
     absl::MutexLock lock(&mu_);
     ++stats_.watch_errors;
-    return absl::IsDeadlineExceeded(status) ? WatchEnd::kStalled : WatchEnd::kError;
+    outcome.end = absl::IsDeadlineExceeded(status) ? WatchEnd::kStalled : WatchEnd::kError;
+    return outcome;
   }
-  return WatchEnd::kClosed;
+  outcome.end = WatchEnd::kClosed;
+  return outcome;
+}
+
+bool Informer::CollectInitial(WatchEvent&& event, InitialEvents& initial,
+                              std::chrono::steady_clock::time_point started,
+                              WatchOutcome& outcome) {
+  switch (event.type) {
+    case WatchEventType::kAdded:
+    case WatchEventType::kModified: {
+      std::string key = ObjectKey(event.object);
+      Entry entry = MakeEntry(Prepare(std::move(event.object)));
+      const auto [it, inserted] = initial.index.try_emplace(key, initial.items.size());
+      if (inserted) {
+        initial.items.emplace_back(std::move(key), std::move(entry));
+      } else {
+        initial.items[it->second].second = std::move(entry);
+      }
+      return true;
+    }
+    case WatchEventType::kDeleted: {
+      const auto it = initial.index.find(ObjectKey(event.object));
+      if (it != initial.index.end()) {
+        initial.items[it->second].first.clear();
+        initial.index.erase(it);
+      }
+      return true;
+    }
+    case WatchEventType::kBookmark: {
+      if (!EndsInitialEvents(event.object)) {
+        return true;  // only the annotated bookmark ends the initial events
+      }
+      initial.index = {};
+      Replace(std::move(initial.items), kube::ResourceVersionOf(event.object), started,
+              /*streamed=*/true);
+      initial.items = {};
+      outcome.listed = true;
+      return true;
+    }
+    case WatchEventType::kError:
+      outcome.error = StatusFromApiStatus(
+          absl::StrCat("WATCH ", settings_.resource.CollectionPath(), " (streamed list)"),
+          event.object);
+      return false;
+  }
+  return true;
 }
 
 bool Informer::Apply(WatchEvent&& event, bool& expired, absl::Status& error) {

@@ -78,7 +78,20 @@ class InformerTest : public ::testing::TestWithParam<bool> {
     s.page_size = 2;  // exercise paging with a handful of objects
     s.backoff = {.initial = milliseconds(1), .max = milliseconds(5), .multiplier = 2, .jitter = 0};
     s.compact_storage = GetParam();
+    s.watch_list = false;  // paged LISTs; the Streamed* tests below cover streamed lists
     return s;
+  }
+  InformerSettings Streaming() {
+    InformerSettings s = Settings();
+    s.watch_list = true;
+    return s;
+  }
+  size_t StreamedListRequests() {
+    size_t n = 0;
+    for (const auto& call : fake_.Calls()) {
+      n += call.verb == "WATCH" && call.detail == "sendInitialEvents" ? 1 : 0;
+    }
+    return n;
   }
   void Start(InformerSettings settings) {
     informer_ = std::make_unique<Informer>(fake_, clock_, std::move(settings), &registry_);
@@ -261,6 +274,98 @@ TEST_P(InformerTest, BookmarksAdvanceTheResumeVersionWithoutEvents) {
   EXPECT_EQ(informer_->ResourceVersion(), fake_.CurrentResourceVersion());
   EXPECT_EQ(informer_->Stats().events, 0);
   EXPECT_THAT(handler_.Events(), ElementsAre("synced"));
+}
+
+TEST_P(InformerTest, StreamedListSyncsAndWatchesOnTheSameStream) {
+  for (const char* name : {"a", "b", "c"}) {
+    ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());
+  }
+  Start(Streaming());
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  ASSERT_TRUE(handler_.WaitForCount(4));
+  EXPECT_THAT(handler_.Events(),
+              ElementsAre("add a 101 initial", "add b 102 initial", "add c 103 initial", "synced"));
+  EXPECT_EQ(informer_->ResourceVersion(), "103");  // the end bookmark's
+  ASSERT_TRUE(fake_.Create(apps_, App("d"), {}).ok());
+  ASSERT_TRUE(handler_.WaitForCount(5));
+  EXPECT_EQ(handler_.Events().back(), "add d 104");
+  EXPECT_EQ(fake_.CountCalls("LIST"), 0u);
+  EXPECT_EQ(fake_.CountCalls("WATCH"), 1u);  // the list and its watch are one request
+  EXPECT_EQ(StreamedListRequests(), 1u);
+  EXPECT_EQ(informer_->Stats().lists, 1);
+  EXPECT_EQ(informer_->Stats().streamed_lists, 1);
+  EXPECT_EQ(informer_->ResourceVersion(), "104");
+}
+
+TEST_P(InformerTest, StreamedListTakesInChangesThatArriveBeforeItsEndBookmark) {
+  for (const char* name : {"a", "b"}) {
+    ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());
+  }
+  fake_.SetInitialEventsEndHeld(true);
+  Start(Streaming());
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  auto a = *fake_.Get(apps_, "a");
+  a["spec"]["project"] = "p2";
+  ASSERT_TRUE(fake_.Update(apps_, a, {}).ok());              // 103
+  ASSERT_TRUE(fake_.Delete(apps_, "b", {}).ok());            // 104
+  ASSERT_TRUE(fake_.Create(apps_, App("c"), {}).ok());       // 105
+  EXPECT_FALSE(informer_->WaitForSynced(milliseconds(50)));  // no end bookmark yet
+  EXPECT_THAT(handler_.Events(), IsEmpty());
+  fake_.SendBookmark();
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  ASSERT_TRUE(handler_.WaitForCount(3));
+  EXPECT_THAT(handler_.Events(), ElementsAre("add a 103 initial", "add c 105 initial", "synced"));
+  EXPECT_EQ(informer_->Size(), 2u);
+  EXPECT_EQ((*informer_->Get("argocd", "a"))["spec"]["project"], "p2");
+}
+
+TEST_P(InformerTest, StreamedListFallsBackToPagedListsForGoodWhenTheServerCannotStream) {
+  ASSERT_TRUE(fake_.Create(apps_, App("a"), {}).ok());
+  fake_.SetWatchListSupported(false);  // a 500 naming RequestWatchProgress, as with etcd 3.4
+  Start(Streaming());
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  ASSERT_TRUE(handler_.WaitForCount(2));
+  EXPECT_THAT(handler_.Events(), ElementsAre("add a 101 initial", "synced"));
+  EXPECT_EQ(fake_.CountCalls("LIST"), 1u);
+  EXPECT_EQ(informer_->Stats().watch_list_fallbacks, 1);
+  EXPECT_EQ(informer_->Stats().streamed_lists, 0);
+  // A 410 later: the relist is a paged LIST at once, no second streamed attempt.
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  fake_.Compact();
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (informer_->Stats().lists < 2 && std::chrono::steady_clock::now() < deadline) {
+    fake_.WaitForOpenWatches(2, milliseconds(5));
+  }
+  EXPECT_EQ(informer_->Stats().lists, 2);
+  EXPECT_EQ(fake_.CountCalls("LIST"), 2u);
+  EXPECT_EQ(StreamedListRequests(), 1u);
+}
+
+TEST_P(InformerTest, StreamedListBrokenBeforeItsEndIsReplacedByOneListThenStreamsAgain) {
+  ASSERT_TRUE(fake_.Create(apps_, App("a"), {}).ok());
+  fake_.SetInitialEventsEndHeld(true);
+  Start(Streaming());
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  fake_.BreakWatches(absl::UnavailableError("connection reset"));  // before the end bookmark
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  ASSERT_TRUE(handler_.WaitForCount(2));
+  EXPECT_THAT(handler_.Events(), ElementsAre("add a 101 initial", "synced"));  // once, not twice
+  EXPECT_EQ(fake_.CountCalls("LIST"), 1u);
+  EXPECT_EQ(informer_->Stats().watch_list_fallbacks, 1);
+  // The next relist (after a 410) streams again and diffs against the cache.
+  fake_.SetInitialEventsEndHeld(false);
+  ASSERT_TRUE(WaitForWatches(2));
+  handler_.Clear();
+  fake_.SetWatchDeliveryPaused(true);
+  ASSERT_TRUE(fake_.Create(apps_, App("b"), {}).ok());
+  fake_.Compact();
+  fake_.SetWatchDeliveryPaused(false);
+  ASSERT_TRUE(handler_.WaitForCount(1));
+  EXPECT_THAT(handler_.Events(), ElementsAre("add b 102"));
+  EXPECT_EQ(informer_->Stats().lists, 2);
+  EXPECT_EQ(informer_->Stats().streamed_lists, 1);
+  EXPECT_EQ(StreamedListRequests(), 2u);
+  EXPECT_EQ(fake_.CountCalls("LIST"), 1u);
 }
 
 TEST_P(InformerTest, TransformRunsBeforeObjectsAreCachedOrHandedOut) {

@@ -43,12 +43,22 @@ struct WatchOptions {
   std::string label_selector;
   std::string field_selector;
   bool allow_bookmarks = true;
+  // A streamed list (sendInitialEvents=true, resourceVersionMatch=NotOlderThan; KEP-3157
+  // "WatchList"): the server first sends the collection's state as ADDED events, then one
+  // BOOKMARK annotated kInitialEventsEndAnnotation: "true" whose resourceVersion is that state's,
+  // then changes as any watch. Needs allow_bookmarks. With resource_version "" the state is a
+  // consistent read. Servers without the feature answer with an error (HTTP 422, or an ERROR
+  // event: kube-apiserver on an etcd without RequestWatchProgress says so with a 500).
+  bool send_initial_events = false;
   // Server-side end of the stream (timeoutSeconds); the stream then ends with an OK status.
   std::chrono::seconds timeout{300};
   // Client-side stall detection: no byte for this long ends the watch with kDeadlineExceeded.
   // Keep it above the server's bookmark interval (about a minute on idle watches).
   std::chrono::milliseconds stall_timeout{150'000};
 };
+
+// On the BOOKMARK that ends a streamed list's initial events (send_initial_events).
+inline constexpr std::string_view kInitialEventsEndAnnotation = "k8s.io/initial-events-end";
 
 enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark, kError };
 std::string_view WatchEventTypeName(WatchEventType type);

@@ -443,7 +443,8 @@ absl::Status FakeKubeClient::Delete(const ResourceRef& ref, std::string_view nam
 absl::Status FakeKubeClient::Watch(const ResourceRef& ref, const WatchOptions& options,
                                    const WatchHandler& handler, std::stop_token stop) {
   std::unique_lock<std::mutex> lock(mu_);
-  Record({"WATCH", ref, "", nullptr, options.resource_version});
+  Record({"WATCH", ref, "", nullptr,
+          options.send_initial_events ? "sendInitialEvents" : options.resource_version});
   if (absl::Status s = TakeFailure("WATCH"); !s.ok()) {
     return s;
   }
@@ -455,7 +456,39 @@ absl::Status FakeKubeClient::Watch(const ResourceRef& ref, const WatchOptions& o
   };
   std::vector<WatchEvent> pending;
   int64_t start_rv = 0;
-  if (options.resource_version.empty() || options.resource_version == "0") {
+  bool awaiting_initial_events_end = false;
+  if (options.send_initial_events) {
+    if (!watch_list_supported_) {
+      lock.unlock();
+      handler({WatchEventType::kError,
+               {{"kind", "Status"},
+                {"apiVersion", "v1"},
+                {"status", "Failure"},
+                {"code", 500},
+                {"reason", "InternalError"},
+                {"message",
+                 "a watch stream was requested by the client but the required storage feature "
+                 "RequestWatchProgress is disabled"}}});
+      return absl::OkStatus();
+    }
+    if (const auto coll = objects_.find(collection); coll != objects_.end()) {
+      for (const auto& [key, object] : coll->second) {
+        if (matches(object)) {
+          pending.push_back({WatchEventType::kAdded, object});
+        }
+      }
+    }
+    start_rv = rv_;
+    if (initial_events_end_held_) {
+      awaiting_initial_events_end = true;
+    } else {
+      pending.push_back({WatchEventType::kBookmark,
+                         {{"kind", "Bookmark"},
+                          {"metadata",
+                           {{"resourceVersion", std::to_string(rv_)},
+                            {"annotations", {{kInitialEventsEndAnnotation, "true"}}}}}}});
+    }
+  } else if (options.resource_version.empty() || options.resource_version == "0") {
     // "Start at the most recent": synthetic ADDED events for the current state first.
     if (const auto coll = objects_.find(collection); coll != objects_.end()) {
       for (const auto& [key, object] : coll->second) {
@@ -494,6 +527,7 @@ absl::Status FakeKubeClient::Watch(const ResourceRef& ref, const WatchOptions& o
   }
   const int id = next_watch_id_++;
   watches_[id].id = id;
+  watches_[id].awaiting_initial_events_end = awaiting_initial_events_end;
   cv_.notify_all();
   auto finish = [&](absl::Status status) {
     if (!lock.owns_lock()) {
@@ -537,7 +571,12 @@ absl::Status FakeKubeClient::Watch(const ResourceRef& ref, const WatchOptions& o
         continue;
       }
       if (e.collection.empty()) {
-        if (options.allow_bookmarks) {
+        if (watches_[id].awaiting_initial_events_end) {
+          WatchEvent end = e.event;
+          end.object["metadata"]["annotations"][std::string(kInitialEventsEndAnnotation)] = "true";
+          pending.push_back(std::move(end));
+          watches_[id].awaiting_initial_events_end = false;
+        } else if (options.allow_bookmarks) {
           pending.push_back(e.event);
         }
       } else if (e.collection == collection && matches(e.event.object)) {
@@ -588,6 +627,16 @@ void FakeKubeClient::Compact(bool expire_open_watches) {
     w.expired = w.expired || expire_open_watches;
   }
   cv_.notify_all();
+}
+
+void FakeKubeClient::SetWatchListSupported(bool supported) {
+  std::lock_guard<std::mutex> lock(mu_);
+  watch_list_supported_ = supported;
+}
+
+void FakeKubeClient::SetInitialEventsEndHeld(bool held) {
+  std::lock_guard<std::mutex> lock(mu_);
+  initial_events_end_held_ = held;
 }
 
 void FakeKubeClient::SetWatchDeliveryPaused(bool paused) {

@@ -81,6 +81,14 @@ class FakeKubeClient final : public KubeClient {
   // instead of delivering an ERROR event (the default, which is what the watch cache does).
   void SetGoneAsHttpError(bool http_error);
 
+  // Streamed lists (WatchOptions::send_initial_events). Supported by default: the current state
+  // as ADDED events, then the BOOKMARK annotated k8s.io/initial-events-end. Unsupported: an
+  // ERROR event with code 500, as kube-apiserver sends when its etcd lacks RequestWatchProgress.
+  void SetWatchListSupported(bool supported);
+  // When held, a streamed list's end BOOKMARK waits for the next SendBookmark() (the API server
+  // sends it on its next bookmark tick); changes made meanwhile reach the stream before it.
+  void SetInitialEventsEndHeld(bool held);
+
   int OpenWatches() const;
   // Blocks until at least `count` watches are open (or `timeout` passes).
   bool WaitForOpenWatches(int count, std::chrono::milliseconds timeout) const;
@@ -101,6 +109,7 @@ class FakeKubeClient final : public KubeClient {
     bool end = false;
     absl::Status end_status;
     bool expired = false;
+    bool awaiting_initial_events_end = false;  // a streamed list whose end bookmark is held
   };
 
   static std::string CollectionId(const ResourceRef& ref);
@@ -122,6 +131,8 @@ class FakeKubeClient final : public KubeClient {
   int next_watch_id_ = 1;
   bool paused_ = false;
   bool gone_as_http_error_ = false;
+  bool watch_list_supported_ = true;
+  bool initial_events_end_held_ = false;
   // collection id -> "ns/name" -> object
   std::map<std::string, std::map<std::string, nlohmann::json>> objects_;
   std::deque<StoredEvent> history_;

@@ -491,18 +491,31 @@ TEST_F(KubeClientTest, InformerSurvivesApiServerRestartAndEtcdCompactionWithoutM
   Mirror mirror;
   informer.AddHandler(mirror);
   informer.Start();
+  // The same through paged LISTs (the fallback when a server cannot stream lists).
+  InformerSettings paged_settings = settings;
+  paged_settings.watch_list = false;
+  Informer paged(*client, RealClock::Instance(), paged_settings, nullptr);
+  paged.Start();
   ASSERT_TRUE(informer.WaitForSynced(seconds(60)));
+  ASSERT_TRUE(paged.WaitForSynced(seconds(60)));
   EXPECT_EQ(informer.Size(), 200u);
+  EXPECT_EQ(paged.Size(), 200u);
   EXPECT_FALSE(informer.List().front()->contains("managedFields"));
+  // kube-apiserver 1.34 on etcd 3.6 streams lists (sendInitialEvents): no LIST request at all.
+  EXPECT_EQ(informer.Stats().streamed_lists, 1);
+  EXPECT_EQ(informer.Stats().watch_list_fallbacks, 0);
+  EXPECT_EQ(paged.Stats().streamed_lists, 0);
 
   auto converged = [&](std::string* why) {
     const auto server = ServerState(*client);
     const auto cache = CacheState(informer);
+    const auto paged_cache = CacheState(paged);
     const auto mirrored = mirror.State();
-    if (server == cache && server == mirrored && !server.empty()) {
+    if (server == cache && server == mirrored && server == paged_cache && !server.empty()) {
       return true;
     }
-    *why = absl::StrCat("cache:", Diff(server, cache), " | handlers:", Diff(server, mirrored));
+    *why = absl::StrCat("cache:", Diff(server, cache), " | handlers:", Diff(server, mirrored),
+                        " | paged cache:", Diff(server, paged_cache));
     return false;
   };
   std::string why;
@@ -545,6 +558,9 @@ TEST_F(KubeClientTest, InformerSurvivesApiServerRestartAndEtcdCompactionWithoutM
   const InformerStats stats = informer.Stats();
   EXPECT_GE(stats.expired, 1) << "the restart + compaction should have forced a relist";
   EXPECT_GE(stats.lists, 2);
+  EXPECT_GE(stats.streamed_lists, 1);
+  EXPECT_GE(paged.Stats().expired, 1);
+  EXPECT_GE(paged.Stats().lists, 2);
   EXPECT_GE(stats.watch_errors, 1) << "the restart should have broken the watch";
   EXPECT_GT(mirror.Deletes(), 0);
   double restarts = 0;
@@ -558,10 +574,13 @@ TEST_F(KubeClientTest, InformerSurvivesApiServerRestartAndEtcdCompactionWithoutM
   }
   EXPECT_GE(restarts, 2);
   std::cerr << "[kube] objects=" << informer.Size() << " lists=" << stats.lists
+            << " streamed_lists=" << stats.streamed_lists
+            << " watch_list_fallbacks=" << stats.watch_list_fallbacks
             << " watches=" << stats.watches << " expired=" << stats.expired
             << " watch_errors=" << stats.watch_errors << " events=" << stats.events
             << " restarts_metric=" << restarts << std::endl;
   informer.Stop();
+  paged.Stop();
 }
 
 // A child process running kube_leader_helper with stdout captured in a file.
