@@ -246,6 +246,15 @@ class LocalServerTest : public ::testing::Test {
     EXPECT_TRUE(client.ok()) << client.status();
     return std::move(*client);
   }
+  // An informer of apps_ that retries at once.
+  InformerSettings FastInformer(bool watch_list) const {
+    InformerSettings settings;
+    settings.resource = apps_;
+    settings.watch_list = watch_list;
+    settings.backoff = {
+        .initial = milliseconds(1), .max = milliseconds(5), .multiplier = 2, .jitter = 0};
+    return settings;
+  }
 
   const ResourceRef apps_{"argoproj.io", "v1alpha1", "applications", "argocd"};
   // Real time for stall detection over sockets; waits (Retry-After) are recorded, not slept.
@@ -401,13 +410,10 @@ TEST_F(LocalServerTest, InformerResumesAfterADisconnectAndRelistsAfterExpiry) {
     }
   });
   auto client = Client(server);
-  InformerSettings settings;
-  settings.resource = apps_;
-  settings.watch_list = false;  // paged LISTs (streamed lists: the next test)
-  settings.backoff = {
-      .initial = milliseconds(1), .max = milliseconds(5), .multiplier = 2, .jitter = 0};
-  Informer informer(*client, RealClock::Instance(), settings, nullptr);
   Recorder recorder;
+  Informer informer(*client, RealClock::Instance(),
+                    FastInformer(/*watch_list=*/false),  // paged LISTs (streamed: the next test)
+                    nullptr);
   informer.AddHandler(recorder);
   informer.Start();
   ASSERT_TRUE(recorder.WaitForCount(6));
@@ -445,12 +451,8 @@ TEST_F(LocalServerTest, InformerStreamsItsListThenResumesTheWatchFromTheLastEven
     }
   });
   auto client = Client(server);
-  InformerSettings settings;
-  settings.resource = apps_;
-  settings.backoff = {
-      .initial = milliseconds(1), .max = milliseconds(5), .multiplier = 2, .jitter = 0};
-  Informer informer(*client, RealClock::Instance(), settings, nullptr);
   Recorder recorder;
+  Informer informer(*client, RealClock::Instance(), FastInformer(/*watch_list=*/true), nullptr);
   informer.AddHandler(recorder);
   informer.Start();
   ASSERT_TRUE(recorder.WaitForCount(3));

@@ -129,6 +129,16 @@ class HttpKubeClientTest : public ::testing::Test {
     s.rate_limit.qps = 0;
     return s;
   }
+  // Watches apps_ and keeps every event.
+  absl::Status WatchInto(const WatchOptions& options, std::vector<WatchEvent>& events) {
+    return client_->Watch(
+        apps_, options,
+        [&](WatchEvent&& e) {
+          events.push_back(std::move(e));
+          return true;
+        },
+        std::stop_token());
+  }
   double CounterValue(const std::string& name, const std::map<std::string, std::string>& labels) {
     for (const auto& family : registry_.Collect()) {
       if (family.name != name) {
@@ -417,13 +427,7 @@ TEST_F(HttpKubeClientTest, WatchDecodesEventsSplitAcrossChunks) {
   WatchOptions options;
   options.resource_version = "1";
   options.timeout = std::chrono::seconds(30);
-  const absl::Status status = client_->Watch(
-      apps_, options,
-      [&](WatchEvent&& e) {
-        events.push_back(std::move(e));
-        return true;
-      },
-      std::stop_token());
+  const absl::Status status = WatchInto(options, events);
   ASSERT_TRUE(status.ok()) << status;
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].type, WatchEventType::kAdded);
@@ -442,13 +446,7 @@ TEST_F(HttpKubeClientTest, StreamedListAsksForInitialEventsNotOlderThanAConsiste
   options.send_initial_events = true;
   options.timeout = std::chrono::seconds(30);
   std::vector<WatchEvent> events;
-  const absl::Status status = client_->Watch(
-      apps_, options,
-      [&](WatchEvent&& e) {
-        events.push_back(std::move(e));
-        return true;
-      },
-      std::stop_token());
+  const absl::Status status = WatchInto(options, events);
   ASSERT_TRUE(status.ok()) << status;
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].object["metadata"]["annotations"][std::string(kInitialEventsEndAnnotation)],
