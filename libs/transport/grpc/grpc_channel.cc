@@ -1,12 +1,17 @@
 #include "libs/transport/grpc/grpc_channel.h"
 
+#include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
+#include <chrono>
 #include <climits>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/empty.pb.h"
 #include "libs/common/config.h"
+#include "proto/cloudevent.grpc.pb.h"
 
 namespace mmi::transport {
 namespace {
@@ -24,6 +29,33 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, std::string_view fi
 }
 
 }  // namespace
+
+// gRPC 1.51 (Debian 12) completes callback-API calls (our publisher, the test brokers) on one
+// process-wide "alternative" completion queue, created with the first channel or server that uses
+// the callback API and shut down when the last one is destroyed. That shutdown races with calls
+// still completing on its threads: ASan reports a double free in grpc_cq_internal_unref (seen in
+// ~9% of transport_grpc_test runs under load, which create and destroy channels and servers; a
+// dispatcher that replaces its channel could hit it too). A channel that lives as long as the
+// process and has made one callback call holds a reference, so the queue is never shut down.
+void PinGrpcCallbackCompletionQueue() {
+  struct Pin {
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<io::cloudevents::v1::CloudEventService::Stub> stub;
+    grpc::ClientContext context;
+    io::cloudevents::v1::PublishRequest request;
+    google::protobuf::Empty response;
+  };
+  static std::once_flag once;
+  std::call_once(once, [] {
+    static Pin* const pin = new Pin;  // never destroyed; reachable, so not a leak for LSan
+    pin->channel =
+        grpc::CreateChannel("unix:/nonexistent/mmi-grpc-pin", grpc::InsecureChannelCredentials());
+    pin->stub = io::cloudevents::v1::CloudEventService::NewStub(pin->channel);
+    pin->context.set_deadline(std::chrono::system_clock::now());  // fails at once, locally
+    pin->stub->async()->Publish(&pin->context, &pin->request, &pin->response,
+                                [](const grpc::Status&) {});
+  });
+}
 
 grpc::ChannelArguments GrpcChannelArguments(const GrpcSettings& settings) {
   grpc::ChannelArguments args;
@@ -75,6 +107,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeGrpcChannel(const GrpcSetting
   } else {
     credentials = grpc::InsecureChannelCredentials();
   }
+  PinGrpcCallbackCompletionQueue();
   return grpc::CreateCustomChannel(settings.url, credentials, GrpcChannelArguments(settings));
 }
 

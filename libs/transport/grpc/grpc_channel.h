@@ -22,4 +22,9 @@ grpc::ChannelArguments GrpcChannelArguments(const GrpcSettings& settings);
 // kFailedPrecondition naming the field when one cannot be read.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeGrpcChannel(const GrpcSettings& settings);
 
+// Keeps gRPC's process-wide callback completion queue alive until the process exits (works around
+// a shutdown race of gRPC 1.51; see grpc_channel.cc). Idempotent; MakeGrpcChannel calls it. Call it
+// before creating a callback-API server or a channel by other means.
+void PinGrpcCallbackCompletionQueue();
+
 }  // namespace mmi::transport

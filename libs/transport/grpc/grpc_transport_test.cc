@@ -163,7 +163,10 @@ TEST_F(GrpcTransportTest, SubscribeAsksForOurSourceAndDeliversStatusEventsButNot
   GrpcSubscriber subscriber(settings_, Channel(), clock_, registry_);
   Recorder recorder;
   ASSERT_TRUE(subscriber.Start(recorder.Handler(), recorder.Hook()).ok());
-  ASSERT_TRUE(WaitUntil([&] { return subscriber.connected() && service_.open_streams() == 1; }));
+  // The hook runs after the stream counts as connected: wait for both.
+  ASSERT_TRUE(WaitUntil([&] {
+    return subscriber.connected() && service_.open_streams() == 1 && !recorder.hooks().empty();
+  }));
   EXPECT_EQ(recorder.hooks(), std::vector<bool>{false});
   const auto subscribes = service_.subscribes();
   ASSERT_EQ(subscribes.size(), 1u);
@@ -220,7 +223,7 @@ TEST_F(GrpcTransportTest, WithoutSubscriptionIdTheFirstMessageEstablishesTheStre
   ASSERT_TRUE(WaitUntil([&] { return service_.open_streams() == 1; }));
   EXPECT_FALSE(subscriber.connected());
   service_.SendHeartbeat();
-  ASSERT_TRUE(WaitUntil([&] { return subscriber.connected(); }));
+  ASSERT_TRUE(WaitUntil([&] { return subscriber.connected() && !recorder.hooks().empty(); }));
   EXPECT_EQ(recorder.hooks(), std::vector<bool>{false});
   subscriber.Stop();
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_replace.h"
 #include "libs/cloudevents/grpc_codec.h"
 #include "libs/cloudevents/resource_id.h"
+#include "libs/transport/grpc/grpc_channel.h"
 
 namespace mmi::transport::testing {
 namespace {
@@ -140,6 +141,7 @@ absl::Status FakeAgentBroker::Start() {
   builder.SetMaxReceiveMessageSize(4 * 1024 * 1024);
   builder.SetMaxSendMessageSize(64 * 1024 * 1024);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 1 << 30);
+  PinGrpcCallbackCompletionQueue();  // before this callback-API server takes its reference
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     return absl::InternalError("FakeAgentBroker: cannot listen on 127.0.0.1");

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/grpc_codec.h"
+#include "libs/transport/grpc/grpc_channel.h"
 
 namespace mmi::transport::testing {
 namespace {
@@ -23,6 +24,7 @@ FakeCloudEventService::FakeCloudEventService() {
   builder.RegisterService(this);
   builder.SetMaxReceiveMessageSize(64 * 1024 * 1024);
   builder.SetMaxSendMessageSize(64 * 1024 * 1024);
+  PinGrpcCallbackCompletionQueue();  // before this callback-API server takes its reference
   server_ = builder.BuildAndStart();
 }
 
