@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <climits>
-#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/empty.pb.h"
@@ -45,16 +44,17 @@ void PinGrpcCallbackCompletionQueue() {
     io::cloudevents::v1::PublishRequest request;
     google::protobuf::Empty response;
   };
-  static std::once_flag once;
-  std::call_once(once, [] {
-    static Pin* const pin = new Pin;  // never destroyed; reachable, so not a leak for LSan
-    pin->channel =
+  // A function-local static: initialized once, thread-safe; never destroyed, and reachable, so
+  // not a leak for LSan.
+  [[maybe_unused]] static Pin* const pin = [] {
+    auto* p = new Pin;
+    p->channel =
         grpc::CreateChannel("unix:/nonexistent/mmi-grpc-pin", grpc::InsecureChannelCredentials());
-    pin->stub = io::cloudevents::v1::CloudEventService::NewStub(pin->channel);
-    pin->context.set_deadline(std::chrono::system_clock::now());  // fails at once, locally
-    pin->stub->async()->Publish(&pin->context, &pin->request, &pin->response,
-                                [](const grpc::Status&) {});
-  });
+    p->stub = io::cloudevents::v1::CloudEventService::NewStub(p->channel);
+    p->context.set_deadline(std::chrono::system_clock::now());  // fails at once, locally
+    p->stub->async()->Publish(&p->context, &p->request, &p->response, [](const grpc::Status&) {});
+    return p;
+  }();
 }
 
 grpc::ChannelArguments GrpcChannelArguments(const GrpcSettings& settings) {
