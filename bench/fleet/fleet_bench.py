@@ -990,6 +990,7 @@ class FleetBench:
             'appsets': len(self.appsets), 'applications': self.n_apps, 'transport': a.transport,
             'build_dir': a.build_dir, 'scenarios': scenarios,
             'steady_state_seconds': a.steady_seconds, 'ci_mode': a.ci,
+            'phase_timeout_s': a.timeout, 'restart_settle_max_s': a.settle_max,
             'machine': machine_info(),
             'commit': git_commit(),
             # chart values changed from examples/values-<transport>.yaml (--set), and the Go
@@ -1219,7 +1220,10 @@ def parse_args(argv):
     p.add_argument('--timeout', type=int, help='per-phase timeout in s (full 7200, small 1200)')
     p.add_argument('--settle-quiet', type=int, default=10,
                    help='(c) counters unchanged this long = settled')
-    p.add_argument('--settle-max', type=int, default=300)
+    p.add_argument('--settle-max', type=int,
+                   help='(c) longest wait for a restarted service to settle, in s (full 900: a '
+                        'restarted dispatcher lists 300,000 Applications from a busy hub, '
+                        '~600/s when the API server ends its streamed list; small 300)')
     p.add_argument('--stall-seconds', type=int, default=90,
                    help='(a) spokes without progress this long after everything was published: '
                         'lost spec events (a failure), recovered by a fleet-sim restart')
@@ -1235,6 +1239,8 @@ def parse_args(argv):
     full = a.scale == 'full'
     a.clusters = a.clusters or (3000 if full else 300)
     a.appsets = a.appsets or 100
+    if a.settle_max is None:
+        a.settle_max = 900 if full else 300
     if a.steady_seconds is None:
         a.steady_seconds = 600 if full else (60 if a.ci else 120)
     if a.status_write_seconds is None:

@@ -37,7 +37,8 @@ bool EndsInitialEvents(const nlohmann::json& bookmark) {
 }
 
 const char* ReasonLabel(int reason) {
-  static constexpr const char* kNames[] = {"closed", "expired", "error", "stalled", "stopped"};
+  static constexpr const char* kNames[] = {"closed",  "expired", "error",
+                                           "stalled", "stopped", "list_failed"};
   return kNames[reason];
 }
 
@@ -72,6 +73,7 @@ Transform DropFields(const std::vector<std::string>& json_pointers) {
 struct Informer::Metrics {
   prometheus::Family<prometheus::Counter>* restarts = nullptr;
   prometheus::Counter* relists = nullptr;
+  prometheus::Counter* watch_list_fallbacks = nullptr;
   prometheus::Gauge* objects = nullptr;
   std::string resource;
 
@@ -92,6 +94,14 @@ struct Informer::Metrics {
                      .Help("Full lists of a watched resource after the first one.")
                      .Register(*registry)
                      .Add({{"resource", resource}});
+      watch_list_fallbacks =
+          &prometheus::BuildCounter()
+               .Name("mmi_kube_watch_list_fallbacks_total")
+               .Help(
+                   "Streamed lists (sendInitialEvents) that failed or were refused and were "
+                   "replaced by a paged LIST.")
+               .Register(*registry)
+               .Add({{"resource", resource}});
       objects = &prometheus::BuildGauge()
                      .Name("mmi_kube_cache_objects")
                      .Help("Objects held in an informer cache.")
@@ -101,6 +111,7 @@ struct Informer::Metrics {
       Logger().Error("cannot register informer metrics", {{"error", e.what()}});
       restarts = nullptr;
       relists = nullptr;
+      watch_list_fallbacks = nullptr;
       objects = nullptr;
     }
   }
@@ -275,20 +286,27 @@ void Informer::Run(const std::stop_token& stop) {
   bool need_list = true;
   bool can_stream = settings_.watch_list;  // false for good once the server says it cannot
   bool list_next = false;                  // the last streamed list failed: one paged LIST
+  auto retry_list = [&](const absl::Status& failed) {
+    const auto delay = backoff.Next();
+    Logger().Warn("list failed; retrying", {{"resource", metrics_->resource},
+                                            {"error", std::string(failed.message())},
+                                            {"retry_in_ms", static_cast<int64_t>(delay.count())}});
+    SleepFor(delay, stop);
+  };
   while (!stop.stop_requested()) {
+    if (const absl::Status failed = TakeListFailure(); !failed.ok()) {
+      need_list = true;  // the paged list behind the watch failed: start over
+      retry_list(failed);
+      continue;
+    }
     const bool streaming = need_list && can_stream && !list_next;
     if (need_list && !streaming) {
-      const absl::Status listed = ListAndReplace(stop);
+      const absl::Status started = StartPagedList(stop);
       if (stop.stop_requested()) {
         break;
       }
-      if (!listed.ok()) {
-        const auto delay = backoff.Next();
-        Logger().Warn("list failed; retrying",
-                      {{"resource", metrics_->resource},
-                       {"error", std::string(listed.message())},
-                       {"retry_in_ms", static_cast<int64_t>(delay.count())}});
-        SleepFor(delay, stop);
+      if (!started.ok()) {
+        retry_list(started);
         continue;
       }
       need_list = false;
@@ -299,11 +317,17 @@ void Informer::Run(const std::stop_token& stop) {
     if (outcome.end == WatchEnd::kStopped || stop.stop_requested()) {
       break;
     }
+    if (outcome.end == WatchEnd::kListFailed) {
+      continue;  // handled at the top of the loop
+    }
     if (streaming && !outcome.listed) {
       // Ended before its initial events were complete: nothing of it was applied.
       {
         absl::MutexLock lock(&mu_);
         ++stats_.watch_list_fallbacks;
+      }
+      if (metrics_->watch_list_fallbacks != nullptr) {
+        metrics_->watch_list_fallbacks->Increment();
       }
       if (outcome.unsupported) {
         can_stream = false;
@@ -329,11 +353,12 @@ void Informer::Run(const std::stop_token& stop) {
     switch (outcome.end) {
       case WatchEnd::kClosed:
         Logger().Debug("watch ended by the server; resuming",
-                       {{"resource", metrics_->resource}, {"resource_version", ResourceVersion()}});
+                       {{"resource", metrics_->resource}, {"resource_version", WatchFrom()}});
         break;
       case WatchEnd::kExpired:
         Logger().Info("resource version expired (410); relisting",
-                      {{"resource", metrics_->resource}, {"resource_version", ResourceVersion()}});
+                      {{"resource", metrics_->resource}, {"resource_version", WatchFrom()}});
+        AbandonList();  // a list still in progress cannot be completed by this watch any more
         need_list = true;
         break;
       case WatchEnd::kError:
@@ -348,35 +373,199 @@ void Informer::Run(const std::stop_token& stop) {
         break;
       }
       case WatchEnd::kStopped:
+      case WatchEnd::kListFailed:
         break;
+    }
+  }
+  AbandonList();
+}
+
+absl::Status Informer::StartPagedList(const std::stop_token& stop) {
+  AbandonList();  // joins the previous list's worker, which has finished
+  const auto started = clock_.MonotonicNow();
+  list_worker_ = std::jthread([this, started](const std::stop_token& worker_stop) {
+    // In list order, so the first sync reports objects in the order the server returned them.
+    // Entries are built as pages arrive, so compact storage never holds the whole list as trees.
+    std::vector<std::pair<std::string, Entry>> listed;
+    ListOptions options;
+    options.label_selector = settings_.label_selector;
+    options.field_selector = settings_.field_selector;
+    options.limit = settings_.page_size;
+    absl::StatusOr<std::string> rv = ForEachListItem(
+        client_, settings_.resource, options,
+        [&](nlohmann::json&& item) {
+          std::string key = ObjectKey(item);
+          listed.emplace_back(std::move(key), MakeEntry(Prepare(std::move(item))));
+        },
+        [&] { listed.clear(); },
+        [&](const std::string& first_page_version) {
+          absl::MutexLock lock(&pending_mu_);
+          pending_.list_version = first_page_version;
+          pending_.first_page = true;
+          pending_.active = true;  // the watch starts now and buffers until the replace is done
+        },
+        worker_stop);
+    if (worker_stop.stop_requested()) {
+      return;  // abandoned
+    }
+    if (!rv.ok()) {
+      absl::MutexLock lock(&pending_mu_);
+      pending_.list_error = rv.status();
+      if (pending_.watch_cancel != nullptr) {
+        pending_.watch_cancel->request_stop();
+      }
+      return;
+    }
+    Replace(std::move(listed), *rv, started, /*streamed=*/false);
+    DrainPending(worker_stop);
+  });
+  // Wait for the first page (the watch can start) or the list's failure.
+  absl::Status failed;
+  {
+    absl::MutexLock lock(&pending_mu_);
+    const auto first_page_or_failure =
+        +[](Pending* p) { return p->first_page || !p->list_error.ok(); };
+    while (!pending_mu_.AwaitWithTimeout(absl::Condition(first_page_or_failure, &pending_),
+                                         absl::Milliseconds(100))) {
+      if (stop.stop_requested()) {
+        return absl::CancelledError("stopped");  // Run abandons the list on its way out
+      }
+    }
+    if (pending_.first_page) {
+      return absl::OkStatus();  // a later failure ends the watch (kListFailed)
+    }
+    failed = pending_.list_error;
+  }
+  list_worker_ = {};  // joins: the worker returned after recording its failure
+  absl::MutexLock lock(&pending_mu_);
+  pending_ = Pending{};
+  return failed;
+}
+
+void Informer::StartReplace(std::vector<std::pair<std::string, Entry>> listed,
+                            std::string resource_version,
+                            std::chrono::steady_clock::time_point started) {
+  AbandonList();  // joins the previous list's worker, which has finished
+  {
+    absl::MutexLock lock(&pending_mu_);
+    pending_.list_version = resource_version;
+    pending_.active = true;
+  }
+  list_worker_ = std::jthread([this, listed = std::move(listed), rv = std::move(resource_version),
+                               started](const std::stop_token& worker_stop) mutable {
+    Replace(std::move(listed), rv, started, /*streamed=*/true);
+    DrainPending(worker_stop);
+  });
+}
+
+void Informer::DrainPending(const std::stop_token& stop) {
+  while (!stop.stop_requested()) {
+    std::vector<Buffered> batch;
+    {
+      absl::MutexLock lock(&pending_mu_);
+      if (pending_.items.empty()) {
+        pending_.active = false;  // from now on the watch applies its events itself
+        pending_.index.clear();
+        if (!pending_.resume_version.empty()) {
+          absl::MutexLock cache_lock(&mu_);
+          resource_version_ = pending_.resume_version;  // may be a bookmark's, after the events
+        }
+        return;
+      }
+      batch.swap(pending_.items);
+      pending_.index.clear();
+    }
+    for (auto& item : batch) {
+      std::string rv = VersionOf(item.entry);
+      ObjectPtr object = Materialize(item.entry);
+      ApplyChange(item.type, std::move(item.key), std::move(rv), std::move(object),
+                  std::move(item.entry));
     }
   }
 }
 
-absl::Status Informer::ListAndReplace(const std::stop_token& stop) {
-  const auto started = clock_.MonotonicNow();
-  // In list order, so the first sync reports objects in the order the server returned them.
-  // Entries are built as pages arrive, so compact storage never holds the whole list as trees.
-  std::vector<std::pair<std::string, Entry>> listed;
-  ListOptions options;
-  options.label_selector = settings_.label_selector;
-  options.field_selector = settings_.field_selector;
-  options.limit = settings_.page_size;
-  absl::StatusOr<std::string> rv = ForEachListItem(
-      client_, settings_.resource, options,
-      [&](nlohmann::json&& item) {
-        std::string key = ObjectKey(item);
-        listed.emplace_back(std::move(key), MakeEntry(Prepare(std::move(item))));
-      },
-      [&] { listed.clear(); });
-  if (!rv.ok()) {
-    return rv.status();
+absl::Status Informer::TakeListFailure() {
+  absl::Status failed;
+  {
+    absl::MutexLock lock(&pending_mu_);
+    if (pending_.list_error.ok()) {
+      return absl::OkStatus();
+    }
+    failed = pending_.list_error;
   }
-  if (stop.stop_requested()) {
-    return absl::CancelledError("stopped");
+  list_worker_ = {};  // joins: the worker returned after recording its failure
+  absl::MutexLock lock(&pending_mu_);
+  pending_ = Pending{};
+  return failed;
+}
+
+void Informer::AbandonList() {
+  if (list_worker_.joinable()) {
+    list_worker_.request_stop();
+    list_worker_.join();
   }
-  Replace(std::move(listed), *rv, started, /*streamed=*/false);
-  return absl::OkStatus();
+  absl::MutexLock lock(&pending_mu_);
+  pending_ = Pending{};
+}
+
+bool Informer::Listing() const {
+  absl::ReaderMutexLock lock(&pending_mu_);
+  return pending_.active;
+}
+
+std::string Informer::WatchFrom() const {
+  {
+    absl::ReaderMutexLock lock(&pending_mu_);
+    if (pending_.active) {
+      return pending_.resume_version.empty() ? pending_.list_version : pending_.resume_version;
+    }
+  }
+  return ResourceVersion();
+}
+
+std::optional<bool> Informer::BufferWhileListing(WatchEvent& event, bool& expired,
+                                                 absl::Status& error) {
+  absl::MutexLock lock(&pending_mu_);
+  if (!pending_.active) {
+    return std::nullopt;
+  }
+  switch (event.type) {
+    case WatchEventType::kBookmark: {
+      std::string rv = kube::ResourceVersionOf(event.object);
+      if (!rv.empty()) {
+        pending_.resume_version = std::move(rv);
+      }
+      return true;
+    }
+    case WatchEventType::kError:
+      NoteWatchError(event.object, expired, error);
+      return false;
+    case WatchEventType::kAdded:
+    case WatchEventType::kModified:
+    case WatchEventType::kDeleted:
+      break;
+  }
+  std::string key = ObjectKey(event.object);
+  std::string rv = kube::ResourceVersionOf(event.object);
+  Entry entry = MakeEntry(Prepare(std::move(event.object)));
+  if (!rv.empty()) {
+    pending_.resume_version = std::move(rv);
+  }
+  const auto it = pending_.index.find(key);
+  // The newest event per object, except that a re-create after a delete stays two events (the
+  // handlers see OnDelete then OnAdd, as without the buffer).
+  if (it != pending_.index.end() && !(pending_.items[it->second].type == WatchEventType::kDeleted &&
+                                      event.type != WatchEventType::kDeleted)) {
+    Buffered& newest = pending_.items[it->second];
+    newest.type = event.type;  // ADDED and MODIFIED both apply as "store this state"
+    newest.entry = std::move(entry);
+  } else {
+    pending_.index.insert_or_assign(key, pending_.items.size());
+    pending_.items.push_back(Buffered{event.type, std::move(key), std::move(entry)});
+  }
+  absl::MutexLock cache_lock(&mu_);
+  ++stats_.buffered_events;
+  return true;
 }
 
 void Informer::Replace(std::vector<std::pair<std::string, Entry>> listed,
@@ -498,7 +687,7 @@ Informer::WatchOutcome Informer::WatchOnce(const std::stop_token& stop, bool str
     options.send_initial_events = true;  // from a consistent read: resource_version stays ""
     options.timeout = settings_.watch_list_timeout;
   } else {
-    options.resource_version = ResourceVersion();
+    options.resource_version = WatchFrom();
     options.timeout = std::chrono::seconds(std::uniform_int_distribution<int64_t>(lo, hi)(rng));
   }
   {
@@ -510,16 +699,41 @@ Informer::WatchOutcome Informer::WatchOnce(const std::stop_token& stop, bool str
   InitialEvents initial;
   bool expired = false;
   absl::Status event_error;
+  // Ended by Stop() or, while a paged list is completed on the list worker, by its failure.
+  std::stop_source cancel;
+  const std::stop_callback forward_stop(stop, [&cancel] { cancel.request_stop(); });
+  {
+    absl::MutexLock lock(&pending_mu_);
+    pending_.watch_cancel = &cancel;
+    if (!pending_.list_error.ok()) {
+      cancel.request_stop();
+    }
+  }
   const absl::Status status = client_.Watch(
       settings_.resource, options,
       [&](WatchEvent&& event) {
         if (stream_list && !outcome.listed) {
           return CollectInitial(std::move(event), initial, started, outcome);
         }
+        if (const std::optional<bool> buffered = BufferWhileListing(event, expired, event_error)) {
+          return *buffered;
+        }
         return Apply(std::move(event), expired, event_error);
       },
-      stop);
-  if (stop.stop_requested() || absl::IsCancelled(status)) {
+      cancel.get_token());
+  {
+    absl::MutexLock lock(&pending_mu_);
+    pending_.watch_cancel = nullptr;
+  }
+  if (stop.stop_requested()) {
+    outcome.end = WatchEnd::kStopped;
+    return outcome;
+  }
+  if (cancel.stop_requested()) {
+    outcome.end = WatchEnd::kListFailed;
+    return outcome;
+  }
+  if (absl::IsCancelled(status)) {
     outcome.end = WatchEnd::kStopped;
     return outcome;
   }
@@ -582,8 +796,8 @@ bool Informer::CollectInitial(WatchEvent&& event, InitialEvents& initial,
         return true;  // only the annotated bookmark ends the initial events
       }
       initial.index = {};
-      Replace(std::move(initial.items), kube::ResourceVersionOf(event.object), started,
-              /*streamed=*/true);
+      // Replaced on the list worker: this stream goes on being read (and buffered) meanwhile.
+      StartReplace(std::move(initial.items), kube::ResourceVersionOf(event.object), started);
       initial.items = {};
       outcome.listed = true;
       return true;
@@ -607,16 +821,9 @@ bool Informer::Apply(WatchEvent&& event, bool& expired, absl::Status& error) {
       }
       return true;
     }
-    case WatchEventType::kError: {
-      const absl::Status status = StatusFromApiStatus(
-          absl::StrCat("WATCH ", settings_.resource.CollectionPath()), event.object);
-      if (IsGone(status)) {
-        expired = true;
-      } else {
-        error = status;
-      }
+    case WatchEventType::kError:
+      NoteWatchError(event.object, expired, error);
       return false;
-    }
     case WatchEventType::kAdded:
     case WatchEventType::kModified:
     case WatchEventType::kDeleted:
@@ -626,14 +833,31 @@ bool Informer::Apply(WatchEvent&& event, bool& expired, absl::Status& error) {
   std::string rv = kube::ResourceVersionOf(event.object);
   ObjectPtr object = Prepare(std::move(event.object));
   Entry entry = event.type == WatchEventType::kDeleted ? Entry{} : MakeEntry(object);
+  ApplyChange(event.type, std::move(key), std::move(rv), std::move(object), std::move(entry));
+  return true;
+}
+
+void Informer::NoteWatchError(const nlohmann::json& status_object, bool& expired,
+                              absl::Status& error) const {
+  const absl::Status status = StatusFromApiStatus(
+      absl::StrCat("WATCH ", settings_.resource.CollectionPath()), status_object);
+  if (IsGone(status)) {
+    expired = true;
+  } else {
+    error = status;
+  }
+}
+
+void Informer::ApplyChange(WatchEventType type, std::string key, std::string resource_version,
+                           ObjectPtr object, Entry entry) {
   std::optional<Entry> old;
   {
     absl::MutexLock lock(&mu_);
     ++stats_.events;
-    if (!rv.empty()) {
-      resource_version_ = std::move(rv);
+    if (!resource_version.empty()) {
+      resource_version_ = std::move(resource_version);
     }
-    if (event.type == WatchEventType::kDeleted) {
+    if (type == WatchEventType::kDeleted) {
       const auto it = objects_.find(key);
       if (it != objects_.end()) {
         old = std::move(it->second);
@@ -642,6 +866,10 @@ bool Informer::Apply(WatchEvent&& event, bool& expired, absl::Status& error) {
     } else {
       auto [it, inserted] = objects_.try_emplace(std::move(key), entry);
       if (!inserted) {
+        const std::string cached_version = VersionOf(it->second);
+        if (!cached_version.empty() && cached_version == VersionOf(entry)) {
+          return;  // this very version is cached (a list already held it): nothing changed
+        }
         old = std::exchange(it->second, std::move(entry));
       }
     }
@@ -650,9 +878,9 @@ bool Informer::Apply(WatchEvent&& event, bool& expired, absl::Status& error) {
     }
   }
   if (handlers_.empty()) {
-    return true;
+    return;
   }
-  if (event.type == WatchEventType::kDeleted) {
+  if (type == WatchEventType::kDeleted) {
     if (old.has_value()) {
       for (auto* handler : handlers_) {
         handler->OnDelete(object);
@@ -668,7 +896,6 @@ bool Informer::Apply(WatchEvent&& event, bool& expired, absl::Status& error) {
       handler->OnAdd(object, false);
     }
   }
-  return true;
 }
 
 }  // namespace mmi::kube

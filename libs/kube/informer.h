@@ -7,8 +7,9 @@
 //                                                              OnSynced once; the same stream
 //                                                              goes on as the watch below
 //   or, when the server cannot stream lists: paged LIST     -> the same replace
-//        (resourceVersion unset: a consistent snapshot), then
-//        WATCH from the list's resourceVersion
+//        (resourceVersion unset: a consistent snapshot);
+//        the WATCH starts from the first page's
+//        resourceVersion while the other pages are read
 //   WATCH with allowWatchBookmarks, timeoutSeconds random   -> apply ADDED/MODIFIED/DELETED,
 //        in [min, max]                                        remember the newest version
 //   stream ended / connection lost / stall                  -> back off (jittered), resume
@@ -18,21 +19,31 @@
 //                                                              for changed, OnDelete for
 //                                                              vanished objects (that order)
 //
-// Why streamed lists: a paged LIST of a large collection on a busy API server can outlast the
-// watch cache's history, so the watch from the list's resourceVersion gets 410 and the informer
-// lists again, possibly forever (measured with 300,000 Applications: a 494 s LIST, then 410).
-// A streamed list has no such gap: the watch continues on the same stream. A streamed list that
-// fails before its end bookmark falls back to one paged LIST (as client-go does); a server that
-// says it cannot stream (feature gate off: 422; etcd without RequestWatchProgress: 500) gets
-// paged LISTs from then on.
+// The gap between a list and its watch: a paged LIST of a large collection on a busy API server
+// can outlast the watch cache's history, so a watch started after it from the list's
+// resourceVersion gets 410 and the informer lists again, possibly forever (measured with 300,000
+// Applications: 448-494 s LISTs, then 410). So the watch never waits for a list:
+//  * streamed list: the watch continues on the same stream;
+//  * paged LIST: the watch starts from the first page's resourceVersion (all pages are that
+//    snapshot) while a list worker thread reads the other pages;
+//  * either way the cache is replaced on the list worker while the watch goes on reading, so the
+//    API server never sees a slow watcher (it ends those) however long the replace and its
+//    handlers take.
+// Meanwhile the watch's events are buffered, the newest per object (a delete followed by a
+// re-create stays two events), and applied after the replace; the newest per object is never
+// older than what the list holds, so this is correct whatever the list's own resourceVersion.
+// A streamed list that fails before its end bookmark falls back to one paged LIST (as client-go
+// does); a server that says it cannot stream (feature gate off: 422; etcd without
+// RequestWatchProgress: 500) gets paged LISTs from then on.
 //
 // Memory: a `transform` runs on every object before it is stored (and before handlers see it);
 // drop what you do not need (DropFields({"/status", "/metadata/managedFields"})) to keep 300,000
 // Applications affordable. Stored objects are immutable and shared with readers.
 //
-// Threads: one reflector thread per informer. Handlers run on it, one call at a time, and must
-// only enqueue (a slow handler stalls the watch; a handler must not call Stop()). Get/List/Size
-// are thread-safe and may be called from handlers.
+// Threads: a reflector thread per informer, plus a list worker while a list is completed and
+// applied. Handlers run on one of them, one call at a time and in order, and should only enqueue
+// (a slow handler outside a list stalls the watch; a handler must not call Stop()).
+// Get/List/Size are thread-safe and may be called from handlers.
 #pragma once
 
 #include <chrono>
@@ -41,6 +52,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -76,7 +88,7 @@ using Transform = std::function<void(nlohmann::json& object)>;
 // "/metadata/managedFields"); absent fields are ignored.
 Transform DropFields(const std::vector<std::string>& json_pointers);
 
-// Receives cache changes on the informer's thread. Only enqueue work here.
+// Receives cache changes on the informer's threads, one call at a time. Only enqueue work here.
 class InformerHandler {
  public:
   virtual ~InformerHandler() = default;
@@ -129,6 +141,9 @@ struct InformerStats {
   int64_t expired = 0;               // 410s that forced a relist
   int64_t watch_errors = 0;          // watches that ended with an error (then backed off)
   int64_t events = 0;                // watch events applied (bookmarks excluded)
+  // Watch events received while a list was completed or applied; of those buffered for one
+  // object only the newest is applied (and counted in `events`).
+  int64_t buffered_events = 0;
 };
 
 class Informer {
@@ -136,6 +151,7 @@ class Informer {
   // `client`, `clock` and `registry` (nullable: no metrics) must outlive the informer. Metrics:
   //   mmi_kube_watch_restarts_total{resource,reason}  reason: closed|expired|error|stalled
   //   mmi_kube_relists_total{resource}
+  //   mmi_kube_watch_list_fallbacks_total{resource}  streamed lists replaced by a paged LIST
   //   mmi_kube_cache_objects{resource}
   Informer(KubeClient& client, const Clock& clock, InformerSettings settings,
            prometheus::Registry* registry);
@@ -165,11 +181,14 @@ class Informer {
   // The newest resourceVersion the cache reflects.
   std::string ResourceVersion() const;
   InformerStats Stats() const;
+  // A list is being completed or applied (the watch's events wait in a buffer meanwhile).
+  bool Listing() const;
   const InformerSettings& Settings() const { return settings_; }
 
  private:
   struct Metrics;
-  enum class WatchEnd { kClosed, kExpired, kError, kStalled, kStopped };
+  // kListFailed: the paged list behind the watch failed; the watch was ended to list again.
+  enum class WatchEnd { kClosed, kExpired, kError, kStalled, kStopped, kListFailed };
   struct WatchOutcome {
     WatchEnd end = WatchEnd::kClosed;
     absl::Status error;        // kError / kStalled
@@ -189,9 +208,43 @@ class Informer {
     absl::flat_hash_map<std::string, size_t> index;  // key -> position in items
   };
 
+  // A watch event that arrived while a list was completed or applied.
+  struct Buffered {
+    WatchEventType type;
+    std::string key;
+    Entry entry;  // for kDeleted: the object's final state
+  };
+  // The list in progress on the list worker, and the watch's events meanwhile.
+  struct Pending {
+    bool active = false;         // the watch buffers its events instead of applying them
+    bool first_page = false;     // a paged list's first page is in (stays true once set)
+    std::string list_version;    // where the watch starts: the (first page's) list version
+    std::string resume_version;  // the newest version the watch delivered; "" none yet
+    std::vector<Buffered> items;
+    absl::flat_hash_map<std::string, size_t> index;  // key -> its newest event in items
+    absl::Status list_error;                         // the paged list failed
+    std::stop_source* watch_cancel = nullptr;        // the open watch, ended on list_error
+  };
+
   void Run(const std::stop_token& stop);
-  // LIST all pages and reconcile the cache with it.
-  absl::Status ListAndReplace(const std::stop_token& stop);
+  // Starts a paged LIST on the list worker; returns once its first page is in (the watch may
+  // start from pending_.list_version) or the list failed.
+  absl::Status StartPagedList(const std::stop_token& stop);
+  // Replaces the cache with a complete streamed list on the list worker.
+  void StartReplace(std::vector<std::pair<std::string, Entry>> listed, std::string resource_version,
+                    std::chrono::steady_clock::time_point started);
+  // On the list worker, after the replace: applies the buffered events until none are left,
+  // then lets the watch apply its events itself.
+  void DrainPending(const std::stop_token& stop);
+  // The list worker's failure (joined and reset), or OK.
+  absl::Status TakeListFailure();
+  // Ends the list worker (if any) without waiting for its list, and forgets what was buffered.
+  void AbandonList();
+  // The version the next watch starts from.
+  std::string WatchFrom() const;
+  // Buffers a watch event while a list is completed or applied. nullopt: no list is, apply the
+  // event; otherwise the watch handler's result.
+  std::optional<bool> BufferWhileListing(WatchEvent& event, bool& expired, absl::Status& error);
   // Reconciles the cache with a complete list (paged or streamed) at `resource_version`.
   void Replace(std::vector<std::pair<std::string, Entry>> listed,
                const std::string& resource_version, std::chrono::steady_clock::time_point started,
@@ -203,6 +256,12 @@ class Informer {
                       std::chrono::steady_clock::time_point started, WatchOutcome& outcome);
   // Applies one event; false to end the watch (ERROR events).
   bool Apply(WatchEvent&& event, bool& expired, absl::Status& error);
+  // Applies a change to the cache and notifies handlers. `object` nullptr: materialized from
+  // `entry`. For kDeleted `object` is the final state and `entry` is ignored.
+  void ApplyChange(WatchEventType type, std::string key, std::string resource_version,
+                   ObjectPtr object, Entry entry);
+  // ERROR event -> `expired` (410) or `error`.
+  void NoteWatchError(const nlohmann::json& status, bool& expired, absl::Status& error) const;
   ObjectPtr Prepare(nlohmann::json&& object) const;
   Entry MakeEntry(const ObjectPtr& object) const;
   ObjectPtr Materialize(const Entry& entry) const;
@@ -222,6 +281,11 @@ class Informer {
   std::string resource_version_ ABSL_GUARDED_BY(mu_);
   bool synced_ ABSL_GUARDED_BY(mu_) = false;
   InformerStats stats_ ABSL_GUARDED_BY(mu_);
+
+  // Lock order: pending_mu_ before mu_.
+  mutable absl::Mutex pending_mu_;
+  Pending pending_ ABSL_GUARDED_BY(pending_mu_);
+  std::jthread list_worker_;  // touched by the reflector thread only
 
   std::mutex sleep_mu_;
   std::condition_variable_any sleep_cv_;

@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "libs/common/testing/fake_clock.h"
@@ -27,6 +28,14 @@ constexpr milliseconds kWait{5000};  // upper bound for conditions; they normall
 class RecordingHandler final : public InformerHandler {
  public:
   void OnAdd(const ObjectPtr& o, bool initial) override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (hold_ == Hold::kArmed) {
+        hold_ = Hold::kHolding;
+        cv_.notify_all();
+        cv_.wait(lock, [&] { return hold_ == Hold::kReleased; });
+      }
+    }
     Push(absl::StrCat("add ", Name(*o), " ", ResourceVersionOf(*o), initial ? " initial" : ""));
   }
   void OnUpdate(const ObjectPtr& old_o, const ObjectPtr& new_o) override {
@@ -48,6 +57,20 @@ class RecordingHandler final : public InformerHandler {
     std::lock_guard<std::mutex> lock(mu_);
     events_.clear();
   }
+  // The next OnAdd blocks (as a slow handler would) until ReleaseFirstAdd().
+  void HoldFirstAdd() {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_ = Hold::kArmed;
+  }
+  bool WaitUntilHeld() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, kWait, [&] { return hold_ == Hold::kHolding; });
+  }
+  void ReleaseFirstAdd() {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_ = Hold::kReleased;
+    cv_.notify_all();
+  }
 
  private:
   static std::string Name(const json& o) { return o["metadata"].value("name", ""); }
@@ -56,9 +79,11 @@ class RecordingHandler final : public InformerHandler {
     events_.push_back(std::move(e));
     cv_.notify_all();
   }
+  enum class Hold { kNone, kArmed, kHolding, kReleased };
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::vector<std::string> events_;
+  Hold hold_ = Hold::kNone;
 };
 
 json App(const std::string& name, const std::string& ns = "argocd") {
@@ -116,6 +141,38 @@ class InformerTest : public ::testing::TestWithParam<bool> {
     }
     return 0;
   }
+  // Waits until the informer has synced, applied its list and what its watch buffered meanwhile,
+  // and is watching: from then on each change reaches the handlers as it happens.
+  bool Steady() {
+    const auto deadline = std::chrono::steady_clock::now() + kWait;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (informer_->HasSynced() && !informer_->Listing() && fake_.OpenWatches() >= 1) {
+        return true;
+      }
+      fake_.WaitForOpenWatches(1, milliseconds(5));
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+    return false;
+  }
+  // Waits until the watch has buffered exactly `count` events (while a list is applied).
+  bool WaitForBuffered(int64_t count) {
+    const auto deadline = std::chrono::steady_clock::now() + kWait;
+    while (informer_->Stats().buffered_events < count &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+    return informer_->Stats().buffered_events == count;
+  }
+  // The resourceVersion the newest watch request started from.
+  std::string LastWatchFrom() {
+    std::string from;
+    for (const auto& call : fake_.Calls()) {
+      if (call.verb == "WATCH") {
+        from = call.detail;
+      }
+    }
+    return from;
+  }
   // Waits until the informer is watching again after something ended its watch.
   bool WaitForWatches(size_t count) {
     const auto deadline = std::chrono::steady_clock::now() + kWait;
@@ -149,15 +206,14 @@ TEST_P(InformerTest, ListsAllPagesDeliversInitialAddsThenSynced) {
   EXPECT_EQ(informer_->Size(), 5u);
   EXPECT_EQ(fake_.CountCalls("LIST"), 3u);  // pages of 2
   EXPECT_EQ(informer_->ResourceVersion(), "105");
-  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
-  EXPECT_EQ(fake_.Calls().back().detail, "105");  // the watch starts at the list's version
+  ASSERT_TRUE(Steady());
+  EXPECT_EQ(LastWatchFrom(), "105");  // the watch starts at the (first page's) list version
 }
 
 TEST_P(InformerTest, AppliesWatchEventsToTheCacheAndHandlers) {
   ASSERT_TRUE(fake_.Create(apps_, App("a"), {}).ok());
   Start(Settings());
-  ASSERT_TRUE(informer_->WaitForSynced(kWait));
-  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  ASSERT_TRUE(Steady());
   handler_.Clear();
   ASSERT_TRUE(fake_.Create(apps_, App("b"), {}).ok());
   auto a = *fake_.Get(apps_, "a");
@@ -175,8 +231,7 @@ TEST_P(InformerTest, AppliesWatchEventsToTheCacheAndHandlers) {
 TEST_P(InformerTest, ResumesFromTheLastSeenVersionAfterTheServerEndsTheWatch) {
   ASSERT_TRUE(fake_.Create(apps_, App("a"), {}).ok());
   Start(Settings());
-  ASSERT_TRUE(informer_->WaitForSynced(kWait));
-  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  ASSERT_TRUE(Steady());
   ASSERT_TRUE(fake_.Create(apps_, App("b"), {}).ok());
   ASSERT_TRUE(handler_.WaitForCount(3));
   fake_.CloseWatches();  // timeoutSeconds reached
@@ -192,8 +247,7 @@ TEST_P(InformerTest, ResumesFromTheLastSeenVersionAfterTheServerEndsTheWatch) {
 
 TEST_P(InformerTest, BacksOffAndResumesAfterAConnectionDrop) {
   Start(Settings());
-  ASSERT_TRUE(informer_->WaitForSynced(kWait));
-  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  ASSERT_TRUE(Steady());
   fake_.FailNext("WATCH", absl::UnavailableError("connection refused"));
   fake_.BreakWatches(absl::UnavailableError("connection reset"));
   ASSERT_TRUE(WaitForWatches(3));
@@ -211,8 +265,7 @@ TEST_P(InformerTest, RelistsOn410AndReportsWhatChangedWhileItWasBlind) {
     ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());
   }
   Start(Settings());
-  ASSERT_TRUE(informer_->WaitForSynced(kWait));
-  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  ASSERT_TRUE(Steady());
   handler_.Clear();
   // Changes the watch never delivers, then the history is compacted away: only a relist and
   // a diff against the cache can find them.
@@ -236,15 +289,15 @@ TEST_P(InformerTest, RelistsOn410AndReportsWhatChangedWhileItWasBlind) {
             1);
   // Unchanged objects keep their snapshot: readers holding it see no churn.
   ASSERT_TRUE(WaitForWatches(2));
-  EXPECT_EQ(fake_.Calls().back().detail, informer_->ResourceVersion());
+  ASSERT_TRUE(Steady());
+  EXPECT_EQ(LastWatchFrom(), informer_->ResourceVersion());
 }
 
 TEST_P(InformerTest, RelistsWhenTheWatchRequestItselfFailsWith410) {
   ASSERT_TRUE(fake_.Create(apps_, App("a"), {}).ok());
   fake_.SetGoneAsHttpError(true);
   Start(Settings());
-  ASSERT_TRUE(informer_->WaitForSynced(kWait));
-  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  ASSERT_TRUE(Steady());
   fake_.SetWatchDeliveryPaused(true);
   ASSERT_TRUE(fake_.Delete(apps_, "a", {}).ok());
   fake_.Compact(/*expire_open_watches=*/false);
@@ -256,10 +309,118 @@ TEST_P(InformerTest, RelistsWhenTheWatchRequestItselfFailsWith410) {
   EXPECT_EQ(informer_->Stats().lists, 2);
 }
 
+// A paged LIST that outlasts the watch cache's history must not end in 410: the watch starts
+// from the first page's version while the other pages are read, and what it delivers meanwhile
+// is applied after the list (the newest state per object).
+TEST_P(InformerTest, PagedListWatchesFromItsFirstPageAndAppliesChangesMadeDuringTheList) {
+  for (const char* name : {"a", "b", "c", "d", "e"}) {
+    ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());  // 101..105
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  bool held = false;
+  bool release = false;
+  fake_.SetBeforeListPage([&](const ListOptions&) {
+    std::unique_lock<std::mutex> lock(mu);
+    if (held) {
+      return;  // only the second page waits
+    }
+    held = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  });
+  Start(Settings());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, kWait, [&] { return held; }));
+  }
+  // Half-way through the list (a, b read; c, d, e not yet) the watch is already open.
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  EXPECT_EQ(LastWatchFrom(), "105");
+  EXPECT_TRUE(informer_->Listing());
+  EXPECT_FALSE(informer_->HasSynced());
+  auto a = *fake_.Get(apps_, "a");
+  a["spec"]["project"] = "p2";
+  ASSERT_TRUE(fake_.Update(apps_, a, {}).ok());            // 106: a was listed at 101
+  ASSERT_TRUE(fake_.Create(apps_, App("0new"), {}).ok());  // 107: sorts before the list's cursor
+  ASSERT_TRUE(fake_.Delete(apps_, "b", {}).ok());          // 108: b was listed
+  ASSERT_TRUE(fake_.Delete(apps_, "e", {}).ok());          // 109: e is never listed
+  ASSERT_TRUE(WaitForBuffered(4));
+  fake_.CloseWatches();  // the watch's timeout: it resumes from what it delivered, still buffering
+  ASSERT_TRUE(WaitForWatches(2));
+  EXPECT_EQ(LastWatchFrom(), "109");
+  a = *fake_.Get(apps_, "a");
+  a["spec"]["project"] = "p3";
+  ASSERT_TRUE(fake_.Update(apps_, a, {}).ok());  // 110
+  ASSERT_TRUE(WaitForBuffered(5));
+  EXPECT_THAT(handler_.Events(), IsEmpty());  // nothing applied before the list is complete
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+    cv.notify_all();
+  }
+  ASSERT_TRUE(Steady());
+  EXPECT_THAT(handler_.Events(), ElementsAre("add a 101 initial", "add b 102 initial",
+                                             "add c 103 initial", "add d 104 initial", "synced",
+                                             "update a 101->110", "add 0new 107", "delete b"));
+  EXPECT_EQ(informer_->Size(), 4u);  // a, c, d, 0new
+  EXPECT_EQ((*informer_->Get("argocd", "a"))["spec"]["project"], "p3");
+  EXPECT_EQ(informer_->ResourceVersion(), "110");
+  EXPECT_EQ(informer_->Stats().lists, 1);
+  EXPECT_EQ(informer_->Stats().expired, 0);
+  // And the watch goes on applying changes as they come.
+  ASSERT_TRUE(fake_.Create(apps_, App("f"), {}).ok());  // 111
+  ASSERT_TRUE(handler_.WaitForCount(9));
+  EXPECT_EQ(handler_.Events().back(), "add f 111");
+}
+
+TEST_P(InformerTest, PagedListFailingAfterItsWatchStartedEndsTheWatchAndListsAgain) {
+  for (const char* name : {"a", "b", "c"}) {
+    ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());
+  }
+  bool failed_once = false;
+  fake_.SetBeforeListPage([&](const ListOptions&) {
+    if (!failed_once) {
+      failed_once = true;
+      fake_.FailNext("LIST", absl::UnavailableError("connection reset"));
+    }
+  });
+  Start(Settings());
+  ASSERT_TRUE(Steady());
+  EXPECT_THAT(handler_.Events(),
+              ElementsAre("add a 101 initial", "add b 102 initial", "add c 103 initial", "synced"));
+  EXPECT_EQ(informer_->Stats().lists, 1);
+  EXPECT_EQ(fake_.CountCalls("LIST"), 4u);   // 2 pages (the second failed), then 2 pages
+  EXPECT_EQ(fake_.CountCalls("WATCH"), 2u);  // the first list's watch ended with it
+  EXPECT_EQ(Metric("mmi_kube_watch_restarts_total",
+                   {{"resource", "applications.argoproj.io"}, {"reason", "list_failed"}}),
+            0);
+}
+
+// The API server ends a watcher that does not keep up ("slow watcher"): the stream must be read
+// while the cache is replaced and handlers run, however long that takes.
+TEST_P(InformerTest, StreamedListIsReplacedOffTheStreamWhichGoesOnBeingRead) {
+  for (const char* name : {"a", "b"}) {
+    ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());
+  }
+  handler_.HoldFirstAdd();
+  Start(Streaming());
+  ASSERT_TRUE(handler_.WaitUntilHeld());                // the replace is in its first OnAdd
+  ASSERT_TRUE(fake_.Create(apps_, App("c"), {}).ok());  // 103
+  ASSERT_TRUE(fake_.Delete(apps_, "b", {}).ok());       // 104
+  ASSERT_TRUE(WaitForBuffered(2));                      // read while the handler is held
+  handler_.ReleaseFirstAdd();
+  ASSERT_TRUE(Steady());
+  EXPECT_THAT(handler_.Events(), ElementsAre("add a 101 initial", "add b 102 initial", "synced",
+                                             "add c 103", "delete b"));
+  EXPECT_EQ(informer_->Size(), 2u);
+  EXPECT_EQ(informer_->ResourceVersion(), "104");
+  EXPECT_EQ(fake_.CountCalls("WATCH"), 1u);
+}
+
 TEST_P(InformerTest, BookmarksAdvanceTheResumeVersionWithoutEvents) {
   Start(Settings());
-  ASSERT_TRUE(informer_->WaitForSynced(kWait));
-  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  ASSERT_TRUE(Steady());
   const std::string before = informer_->ResourceVersion();
   // Another collection moves the global version; our watch only sees a bookmark.
   ASSERT_TRUE(fake_
@@ -410,8 +571,7 @@ TEST_P(InformerTest, RetriesAFailedListWithBackoff) {
 
 TEST_P(InformerTest, StopEndsAnIdleWatchPromptly) {
   Start(Settings());
-  ASSERT_TRUE(informer_->WaitForSynced(kWait));
-  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  ASSERT_TRUE(Steady());
   const auto before = std::chrono::steady_clock::now();
   informer_->Stop();
   EXPECT_LT(std::chrono::steady_clock::now() - before, milliseconds(500));

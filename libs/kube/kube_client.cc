@@ -23,10 +23,10 @@ std::string_view WatchEventTypeName(WatchEventType type) {
   return "UNKNOWN";
 }
 
-absl::StatusOr<std::string> ForEachListItem(KubeClient& client, const ResourceRef& ref,
-                                            ListOptions options,
-                                            const std::function<void(nlohmann::json&&)>& on_item,
-                                            const std::function<void()>& on_restart) {
+absl::StatusOr<std::string> ForEachListItem(
+    KubeClient& client, const ResourceRef& ref, ListOptions options,
+    const std::function<void(nlohmann::json&&)>& on_item, const std::function<void()>& on_restart,
+    const std::function<void(const std::string&)>& on_first_page, const std::stop_token& stop) {
   constexpr int64_t kDefaultPageSize = 500;
   if (options.limit <= 0) {
     options.limit = kDefaultPageSize;
@@ -35,6 +35,9 @@ absl::StatusOr<std::string> ForEachListItem(KubeClient& client, const ResourceRe
   std::string resource_version;
   bool first = true;
   while (true) {
+    if (stop.stop_requested()) {
+      return absl::CancelledError("list stopped");
+    }
     absl::StatusOr<ListResult> page = client.List(ref, options);
     if (!page.ok()) {
       if (first || !IsGone(page.status())) {
@@ -58,6 +61,9 @@ absl::StatusOr<std::string> ForEachListItem(KubeClient& client, const ResourceRe
     if (first) {
       resource_version = page->resource_version;
       first = false;
+      if (on_first_page) {
+        on_first_page(resource_version);
+      }
     }
     for (auto& item : page->items) {
       on_item(std::move(item));

@@ -168,11 +168,15 @@ absl::StatusOr<ListResult> ListAll(KubeClient& client, const ResourceRef& ref, L
 // Lists page by page (options.limit, 500 when 0) and hands each item to `on_item` as it arrives,
 // so a caller can shrink items before the next page is fetched. When a continue token expires
 // (410) the listing restarts once, unpaged: `on_restart` is called first and the caller must
-// drop what it received so far. Returns the list's resourceVersion.
-absl::StatusOr<std::string> ForEachListItem(KubeClient& client, const ResourceRef& ref,
-                                            ListOptions options,
-                                            const std::function<void(nlohmann::json&&)>& on_item,
-                                            const std::function<void()>& on_restart);
+// drop what it received so far. Returns the list's resourceVersion. `on_first_page` (optional)
+// gets the first page's resourceVersion before its items, so a caller can start watching from it
+// while the remaining pages are fetched. A `stop` requested between pages ends the listing with
+// kCancelled.
+absl::StatusOr<std::string> ForEachListItem(
+    KubeClient& client, const ResourceRef& ref, ListOptions options,
+    const std::function<void(nlohmann::json&&)>& on_item, const std::function<void()>& on_restart,
+    const std::function<void(const std::string&)>& on_first_page = nullptr,
+    const std::stop_token& stop = {});
 
 // metadata.namespace + "/" + metadata.name ("name" alone for cluster-scoped objects).
 std::string ObjectKey(const nlohmann::json& object);

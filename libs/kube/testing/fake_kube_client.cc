@@ -222,6 +222,16 @@ absl::StatusOr<json> FakeKubeClient::Get(const ResourceRef& ref, std::string_vie
 
 absl::StatusOr<ListResult> FakeKubeClient::List(const ResourceRef& ref,
                                                 const ListOptions& options) {
+  if (!options.continue_token.empty()) {
+    std::function<void(const ListOptions&)> hook;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      hook = before_list_page_;
+    }
+    if (hook) {
+      hook(options);
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   Record({"LIST", ref, "", nullptr, options.continue_token});
   if (absl::Status s = TakeFailure("LIST"); !s.ok()) {
@@ -686,6 +696,11 @@ size_t FakeKubeClient::ObjectCount(const ResourceRef& ref) const {
   return static_cast<size_t>(
       std::count_if(coll->second.begin(), coll->second.end(),
                     [&](const auto& kv) { return InScope(ref, kv.second); }));
+}
+
+void FakeKubeClient::SetBeforeListPage(std::function<void(const ListOptions&)> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  before_list_page_ = std::move(hook);
 }
 
 }  // namespace mmi::kube::testing

@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -89,6 +90,10 @@ class FakeKubeClient final : public KubeClient {
   // sends it on its next bookmark tick); changes made meanwhile reach the stream before it.
   void SetInitialEventsEndHeld(bool held);
 
+  // Runs before every LIST of a page after the first (a continue token), without the fake's
+  // lock: a test can hold a paged list half-way, change objects meanwhile, or FailNext("LIST").
+  void SetBeforeListPage(std::function<void(const ListOptions&)> hook);
+
   int OpenWatches() const;
   // Blocks until at least `count` watches are open (or `timeout` passes).
   bool WaitForOpenWatches(int count, std::chrono::milliseconds timeout) const;
@@ -139,6 +144,7 @@ class FakeKubeClient final : public KubeClient {
   std::map<int, OpenWatch> watches_;
   std::map<std::string, std::deque<absl::Status>> failures_;
   std::vector<Call> calls_;
+  std::function<void(const ListOptions&)> before_list_page_;
 };
 
 }  // namespace mmi::kube::testing

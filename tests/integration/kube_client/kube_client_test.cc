@@ -352,7 +352,17 @@ TEST_F(KubeClientTest, ConcurrentCreatesShareTheClientAndPagedListsSeeThemAll) {
 // Mirrors the informer's callbacks: name -> resourceVersion.
 class Mirror final : public InformerHandler {
  public:
-  void OnAdd(const ObjectPtr& o, bool) override { Set(*o); }
+  // Blocks the first OnAdd until Open(): a slow handler while the informer replaces its cache.
+  void Gate() { gated_ = true; }
+  void Open() { gated_ = false; }
+  bool Waiting() const { return waiting_; }
+  void OnAdd(const ObjectPtr& o, bool) override {
+    while (gated_) {
+      waiting_ = true;
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    Set(*o);
+  }
   void OnUpdate(const ObjectPtr&, const ObjectPtr& o) override { Set(*o); }
   void OnDelete(const ObjectPtr& o) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -376,6 +386,8 @@ class Mirror final : public InformerHandler {
   mutable std::mutex mu_;
   std::map<std::string, std::string> state_;
   int deletes_ = 0;
+  std::atomic<bool> gated_{false};
+  std::atomic<bool> waiting_{false};
 };
 
 std::map<std::string, std::string> ServerState(KubeClient& client) {
@@ -554,6 +566,51 @@ TEST_F(KubeClientTest, InformerSurvivesApiServerRestartAndEtcdCompactionWithoutM
       0);
   ASSERT_TRUE(churn.Run(20, 40, 20).ok());
   ASSERT_TRUE(testing::WaitFor([&] { return converged(&why); }, seconds(60))) << why;
+
+  // 4. A paged informer whose list is applied while a writer keeps going: its watch starts from
+  //    the first page's version during the list, and the changes it delivers meanwhile are
+  //    applied after the list, with no relist (the list's length does not matter).
+  InformerSettings late_settings = paged_settings;
+  late_settings.page_size = 7;
+  Informer late(*client, RealClock::Instance(), late_settings, nullptr);
+  Mirror late_mirror;
+  late_mirror.Gate();
+  late.AddHandler(late_mirror);
+  late.Start();
+  ASSERT_TRUE(testing::WaitFor([&] { return late_mirror.Waiting(); }, seconds(60)));
+  EXPECT_TRUE(late.Listing());
+  writing = true;
+  background_writes = 0;
+  std::thread late_writer([&] {
+    Churn background{*client, 200};
+    while (writing.load()) {
+      if (background.Run(3, 5, 2).ok()) {
+        ++background_writes;
+      }
+    }
+  });
+  ASSERT_TRUE(testing::WaitFor([&] { return background_writes.load() >= 2; }, seconds(60)));
+  ASSERT_TRUE(testing::WaitFor([&] { return late.Stats().buffered_events >= 10; }, seconds(60)));
+  late_mirror.Open();  // the replace goes on; the watch kept reading meanwhile
+  ASSERT_TRUE(late.WaitForSynced(seconds(60)));
+  writing = false;
+  late_writer.join();
+  auto late_converged = [&](std::string* why) {
+    const auto server = ServerState(*client);
+    const auto cache = CacheState(late);
+    const auto mirrored = late_mirror.State();
+    if (server == cache && server == mirrored && !server.empty() && !late.Listing()) {
+      return true;
+    }
+    *why = absl::StrCat("cache:", Diff(server, cache), " | handlers:", Diff(server, mirrored));
+    return false;
+  };
+  ASSERT_TRUE(testing::WaitFor([&] { return late_converged(&why); }, seconds(60))) << why;
+  EXPECT_EQ(late.Stats().lists, 1);
+  EXPECT_EQ(late.Stats().expired, 0);
+  std::cerr << "[kube] paged list with a writer: buffered_events=" << late.Stats().buffered_events
+            << " events=" << late.Stats().events << std::endl;
+  late.Stop();
 
   const InformerStats stats = informer.Stats();
   EXPECT_GE(stats.expired, 1) << "the restart + compaction should have forced a relist";
