@@ -523,31 +523,23 @@ std::string Informer::WatchFrom() const {
   return ResourceVersion();
 }
 
-std::optional<bool> Informer::BufferWhileListing(WatchEvent& event, bool& expired,
-                                                 absl::Status& error) {
+void Informer::NoteVersion(std::string resource_version) {
+  absl::MutexLock lock(&pending_mu_);
+  if (pending_.active) {
+    pending_.resume_version = std::move(resource_version);
+    return;
+  }
+  absl::MutexLock cache_lock(&mu_);
+  resource_version_ = std::move(resource_version);
+}
+
+bool Informer::BufferWhileListing(WatchEventType type, std::string key, std::string rv,
+                                  const ObjectPtr& object) {
   absl::MutexLock lock(&pending_mu_);
   if (!pending_.active) {
-    return std::nullopt;
+    return false;
   }
-  switch (event.type) {
-    case WatchEventType::kBookmark: {
-      std::string rv = kube::ResourceVersionOf(event.object);
-      if (!rv.empty()) {
-        pending_.resume_version = std::move(rv);
-      }
-      return true;
-    }
-    case WatchEventType::kError:
-      NoteWatchError(event.object, expired, error);
-      return false;
-    case WatchEventType::kAdded:
-    case WatchEventType::kModified:
-    case WatchEventType::kDeleted:
-      break;
-  }
-  std::string key = ObjectKey(event.object);
-  std::string rv = kube::ResourceVersionOf(event.object);
-  Entry entry = MakeEntry(Prepare(std::move(event.object)));
+  Entry entry = MakeEntry(object);  // for DELETED: the final state, for OnDelete
   if (!rv.empty()) {
     pending_.resume_version = std::move(rv);
   }
@@ -555,13 +547,13 @@ std::optional<bool> Informer::BufferWhileListing(WatchEvent& event, bool& expire
   // The newest event per object, except that a re-create after a delete stays two events (the
   // handlers see OnDelete then OnAdd, as without the buffer).
   if (it != pending_.index.end() && !(pending_.items[it->second].type == WatchEventType::kDeleted &&
-                                      event.type != WatchEventType::kDeleted)) {
+                                      type != WatchEventType::kDeleted)) {
     Buffered& newest = pending_.items[it->second];
-    newest.type = event.type;  // ADDED and MODIFIED both apply as "store this state"
+    newest.type = type;  // ADDED and MODIFIED both apply as "store this state"
     newest.entry = std::move(entry);
   } else {
     pending_.index.insert_or_assign(key, pending_.items.size());
-    pending_.items.push_back(Buffered{event.type, std::move(key), std::move(entry)});
+    pending_.items.push_back(Buffered{type, std::move(key), std::move(entry)});
   }
   absl::MutexLock cache_lock(&mu_);
   ++stats_.buffered_events;
@@ -715,9 +707,6 @@ Informer::WatchOutcome Informer::WatchOnce(const std::stop_token& stop, bool str
         if (stream_list && !outcome.listed) {
           return CollectInitial(std::move(event), initial, started, outcome);
         }
-        if (const std::optional<bool> buffered = BufferWhileListing(event, expired, event_error)) {
-          return *buffered;
-        }
         return Apply(std::move(event), expired, event_error);
       },
       cancel.get_token());
@@ -812,26 +801,22 @@ bool Informer::CollectInitial(WatchEvent&& event, InitialEvents& initial,
 }
 
 bool Informer::Apply(WatchEvent&& event, bool& expired, absl::Status& error) {
-  switch (event.type) {
-    case WatchEventType::kBookmark: {
-      std::string rv = kube::ResourceVersionOf(event.object);
-      if (!rv.empty()) {
-        absl::MutexLock lock(&mu_);
-        resource_version_ = std::move(rv);
-      }
-      return true;
+  if (event.type == WatchEventType::kError) {
+    NoteWatchError(event.object, expired, error);
+    return false;
+  }
+  std::string rv = kube::ResourceVersionOf(event.object);
+  if (event.type == WatchEventType::kBookmark) {
+    if (!rv.empty()) {
+      NoteVersion(std::move(rv));
     }
-    case WatchEventType::kError:
-      NoteWatchError(event.object, expired, error);
-      return false;
-    case WatchEventType::kAdded:
-    case WatchEventType::kModified:
-    case WatchEventType::kDeleted:
-      break;
+    return true;
   }
   std::string key = ObjectKey(event.object);
-  std::string rv = kube::ResourceVersionOf(event.object);
   ObjectPtr object = Prepare(std::move(event.object));
+  if (BufferWhileListing(event.type, key, rv, object)) {
+    return true;  // applied after the list, by the list worker
+  }
   Entry entry = event.type == WatchEventType::kDeleted ? Entry{} : MakeEntry(object);
   ApplyChange(event.type, std::move(key), std::move(rv), std::move(object), std::move(entry));
   return true;

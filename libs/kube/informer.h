@@ -52,7 +52,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -242,9 +241,11 @@ class Informer {
   void AbandonList();
   // The version the next watch starts from.
   std::string WatchFrom() const;
-  // Buffers a watch event while a list is completed or applied. nullopt: no list is, apply the
-  // event; otherwise the watch handler's result.
-  std::optional<bool> BufferWhileListing(WatchEvent& event, bool& expired, absl::Status& error);
+  // Buffers a change while a list is completed or applied; false when none is (apply it).
+  bool BufferWhileListing(WatchEventType type, std::string key, std::string rv,
+                          const ObjectPtr& object);
+  // The watch has seen `resource_version` (a bookmark): the resume point.
+  void NoteVersion(std::string resource_version);
   // Reconciles the cache with a complete list (paged or streamed) at `resource_version`.
   void Replace(std::vector<std::pair<std::string, Entry>> listed,
                const std::string& resource_version, std::chrono::steady_clock::time_point started,
@@ -254,7 +255,7 @@ class Informer {
   // A streamed list's event before its end bookmark; false to end the stream (ERROR events).
   bool CollectInitial(WatchEvent&& event, InitialEvents& initial,
                       std::chrono::steady_clock::time_point started, WatchOutcome& outcome);
-  // Applies one event; false to end the watch (ERROR events).
+  // Applies one event (or buffers it while a list is applied); false to end the watch (ERROR).
   bool Apply(WatchEvent&& event, bool& expired, absl::Status& error);
   // Applies a change to the cache and notifies handlers. `object` nullptr: materialized from
   // `entry`. For kDeleted `object` is the final state and `entry` is ignored.
