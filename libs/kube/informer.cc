@@ -436,9 +436,7 @@ absl::Status Informer::StartPagedList(const std::stop_token& stop) {
     }
     failed = pending_.list_error;
   }
-  list_worker_ = {};  // joins: the worker returned after recording its failure
-  absl::MutexLock lock(&pending_mu_);
-  pending_ = Pending{};
+  AbandonList();  // joins: the worker returned after recording its failure
   return failed;
 }
 
@@ -493,9 +491,7 @@ absl::Status Informer::TakeListFailure() {
     }
     failed = pending_.list_error;
   }
-  list_worker_ = {};  // joins: the worker returned after recording its failure
-  absl::MutexLock lock(&pending_mu_);
-  pending_ = Pending{};
+  AbandonList();  // joins: the worker returned after recording its failure
   return failed;
 }
 
