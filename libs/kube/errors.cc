@@ -11,6 +11,9 @@ namespace mmi::kube {
 namespace {
 
 constexpr char kPayloadUrl[] = "type.mmi/kube.ApiStatus";
+// A 410 for an expired continue token carries one that continues the list at the server's
+// current state (metav1.Status.metadata.continue).
+constexpr char kContinuePayloadUrl[] = "type.mmi/kube.Continue";
 constexpr size_t kMaxBodyInMessage = 300;
 
 absl::StatusCode CodeFor(long http_status, std::string_view reason) {
@@ -73,8 +76,17 @@ std::string DescribeApiStatus(const nlohmann::json& status) {
   return out;
 }
 
+std::string ContinueOf(const nlohmann::json& status) {
+  const auto meta = status.find("metadata");
+  if (meta == status.end() || !meta->is_object()) {
+    return "";
+  }
+  const auto token = meta->find("continue");
+  return token != meta->end() && token->is_string() ? token->get<std::string>() : "";
+}
+
 absl::Status MakeStatus(std::string_view context, long http_status, const std::string& reason,
-                        const std::string& detail) {
+                        const std::string& detail, const std::string& continue_token) {
   const absl::StatusCode code = CodeFor(http_status, reason);
   std::string message = absl::StrCat(std::string(context), ": HTTP ", http_status);
   if (!reason.empty()) {
@@ -85,6 +97,9 @@ absl::Status MakeStatus(std::string_view context, long http_status, const std::s
   }
   absl::Status status(code, message);
   status.SetPayload(kPayloadUrl, absl::Cord(absl::StrCat(http_status, " ", reason)));
+  if (!continue_token.empty()) {
+    status.SetPayload(kContinuePayloadUrl, absl::Cord(continue_token));
+  }
   return status;
 }
 
@@ -98,14 +113,16 @@ absl::Status StatusFromHttp(std::string_view method, std::string_view path, long
   const std::string context = absl::StrCat(std::string(method), " ", std::string(path));
   std::string reason;
   std::string detail;
+  std::string continue_token;
   const auto parsed = nlohmann::json::parse(body.begin(), body.end(), nullptr, false);
   if (parsed.is_object() && parsed.value("kind", std::string()) == "Status") {
     reason = parsed.value("reason", std::string());
     detail = DescribeApiStatus(parsed);
+    continue_token = ContinueOf(parsed);
   } else {
     detail = std::string(body.substr(0, kMaxBodyInMessage));
   }
-  return MakeStatus(context, http_status, reason, detail);
+  return MakeStatus(context, http_status, reason, detail, continue_token);
 }
 
 absl::Status StatusFromApiStatus(std::string_view context, const nlohmann::json& status_object) {
@@ -118,8 +135,11 @@ absl::Status StatusFromApiStatus(std::string_view context, const nlohmann::json&
     }
     reason = status_object.value("reason", std::string());
   }
-  return MakeStatus(context, code, reason,
-                    status_object.is_object() ? DescribeApiStatus(status_object) : "");
+  if (!status_object.is_object()) {
+    return MakeStatus(context, code, reason, "", "");
+  }
+  return MakeStatus(context, code, reason, DescribeApiStatus(status_object),
+                    ContinueOf(status_object));
 }
 
 std::optional<int> HttpCodeOf(const absl::Status& status) {
@@ -147,6 +167,11 @@ std::string ApiReasonOf(const absl::Status& status) {
 }
 
 bool IsGone(const absl::Status& status) { return HttpCodeOf(status) == 410; }
+
+std::string ContinueTokenOf(const absl::Status& status) {
+  const auto payload = status.GetPayload(kContinuePayloadUrl);
+  return payload.has_value() ? std::string(*payload) : std::string();
+}
 
 bool IsConflict(const absl::Status& status) {
   return HttpCodeOf(status) == 409 && status.code() == absl::StatusCode::kAborted;

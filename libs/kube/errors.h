@@ -39,6 +39,10 @@ absl::Status StatusFromApiStatus(std::string_view context, const nlohmann::json&
 
 // HTTP 410 (Expired / Gone): the resourceVersion or continue token is no longer available.
 bool IsGone(const absl::Status& status);
+// The continue token of a 410 for an expired continue token ("" if none): it continues the list
+// from the next key at the server's current state, so the pages after it are not the first
+// page's snapshot (an "inconsistent" continuation, see ForEachListItem).
+std::string ContinueTokenOf(const absl::Status& status);
 // HTTP 409 with reason Conflict (not AlreadyExists).
 bool IsConflict(const absl::Status& status);
 

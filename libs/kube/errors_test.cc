@@ -87,6 +87,19 @@ TEST(StatusFromApiStatusTest, TreatsAnErrorEventWithCode410AsGone) {
   EXPECT_THAT(std::string(status.message()), HasSubstr("too old resource version"));
 }
 
+TEST(StatusFromHttpTest, KeepsTheContinueTokenOfAnExpiredContinue) {
+  const std::string body =
+      R"({"kind":"Status","apiVersion":"v1","metadata":{"continue":"eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6LTF9"},)"
+      R"("status":"Failure","message":"The provided continue parameter is too old","reason":"Expired","code":410})";
+  const absl::Status status =
+      StatusFromHttp("GET", "/apis/argoproj.io/v1alpha1/applications", 410, body);
+  EXPECT_TRUE(IsGone(status));
+  EXPECT_EQ(ContinueTokenOf(status), "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6LTF9");
+  EXPECT_EQ(ContinueTokenOf(StatusFromHttp("GET", "/x", 410, ApiStatusBody(410, "Expired", "old"))),
+            "");
+  EXPECT_EQ(ContinueTokenOf(absl::OutOfRangeError("not from the API")), "");
+}
+
 TEST(StatusFromApiStatusTest, TreatsAStatusWithoutCodeAsInternalServerError) {
   const absl::Status status = StatusFromApiStatus("WATCH /x", nlohmann::json::object());
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);

@@ -20,6 +20,7 @@ namespace {
 
 using nlohmann::json;
 using ::testing::Contains;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
 
@@ -414,6 +415,53 @@ TEST_F(HttpKubeClientTest, ListAllFollowsContinueTokensAndRestartsUnpagedAfter41
   const auto last = transport_->Requests().back();
   EXPECT_THAT(last.path, ::testing::Not(HasSubstr("limit=")));
   EXPECT_THAT(last.path, ::testing::Not(HasSubstr("continue=")));
+}
+
+// A caller watching since the first page goes on with the token a 410 carries (the rest of the
+// list at the server's current state) instead of listing everything again.
+TEST_F(HttpKubeClientTest, ForEachListItemContinuesWithTheTokenOfA410WhenTheCallerAcceptsIt) {
+  MakeClient(Unlimited());
+  transport_->Push(200,
+                   R"({"metadata":{"resourceVersion":"6","continue":"c2"},"items":[{"n":1}]})");
+  transport_->Push(410, R"({"kind":"Status","apiVersion":"v1","metadata":{"continue":"fresh"},)"
+                        R"("status":"Failure","message":"too old","reason":"Expired","code":410})");
+  transport_->Push(200, R"({"metadata":{"resourceVersion":"9"},"items":[{"n":2},{"n":3}]})");
+  std::vector<int> items;
+  int restarts = 0;
+  int inconsistent = 0;
+  ListItemCallbacks callbacks;
+  callbacks.on_item = [&](nlohmann::json&& item) { items.push_back(item["n"].get<int>()); };
+  callbacks.on_restart = [&] { ++restarts; };
+  callbacks.on_inconsistent_continue = [&] { ++inconsistent; };
+  ListOptions one;
+  one.limit = 1;
+  auto rv = ForEachListItem(*client_, apps_, one, callbacks);
+  ASSERT_TRUE(rv.ok()) << rv.status();
+  EXPECT_EQ(*rv, "6");  // the first page's: the caller's watch runs from there
+  EXPECT_THAT(items, ElementsAre(1, 2, 3));
+  EXPECT_EQ(restarts, 0);
+  EXPECT_EQ(inconsistent, 1);
+  ASSERT_EQ(transport_->Requests().size(), 3u);
+  EXPECT_THAT(transport_->Requests()[2].path, HasSubstr("continue=fresh"));
+  EXPECT_THAT(transport_->Requests()[2].path, HasSubstr("limit=1"));
+
+  // A fresh token that expires at once is not followed again: one unpaged list instead.
+  transport_->Push(200,
+                   R"({"metadata":{"resourceVersion":"10","continue":"c3"},"items":[{"n":1}]})");
+  transport_->Push(410, R"({"kind":"Status","apiVersion":"v1","metadata":{"continue":"f1"},)"
+                        R"("status":"Failure","message":"too old","reason":"Expired","code":410})");
+  transport_->Push(410, R"({"kind":"Status","apiVersion":"v1","metadata":{"continue":"f2"},)"
+                        R"("status":"Failure","message":"too old","reason":"Expired","code":410})");
+  transport_->Push(200, R"({"metadata":{"resourceVersion":"12"},"items":[{"n":1},{"n":2}]})");
+  items.clear();
+  rv = ForEachListItem(*client_, apps_, one, callbacks);
+  ASSERT_TRUE(rv.ok()) << rv.status();
+  EXPECT_EQ(*rv, "12");
+  EXPECT_EQ(restarts, 1);
+  EXPECT_EQ(inconsistent, 2);
+  const auto last = transport_->Requests().back();
+  EXPECT_THAT(last.path, ::testing::Not(HasSubstr("continue=")));
+  EXPECT_THAT(last.path, ::testing::Not(HasSubstr("limit=")));
 }
 
 TEST_F(HttpKubeClientTest, WatchDecodesEventsSplitAcrossChunks) {

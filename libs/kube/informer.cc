@@ -1,11 +1,13 @@
 #include "libs/kube/informer.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <random>
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "libs/common/log.h"
 #include "libs/kube/errors.h"
@@ -74,6 +76,7 @@ struct Informer::Metrics {
   prometheus::Family<prometheus::Counter>* restarts = nullptr;
   prometheus::Counter* relists = nullptr;
   prometheus::Counter* watch_list_fallbacks = nullptr;
+  prometheus::Counter* inconsistent_continues = nullptr;
   prometheus::Gauge* objects = nullptr;
   std::string resource;
 
@@ -102,6 +105,14 @@ struct Informer::Metrics {
                    "replaced by a paged LIST.")
                .Register(*registry)
                .Add({{"resource", resource}});
+      inconsistent_continues =
+          &prometheus::BuildCounter()
+               .Name("mmi_kube_list_inconsistent_continues_total")
+               .Help(
+                   "Paged lists whose continue token expired (410) and that went on from the next "
+                   "key at the API server's current state; the watch repairs the seam.")
+               .Register(*registry)
+               .Add({{"resource", resource}});
       objects = &prometheus::BuildGauge()
                      .Name("mmi_kube_cache_objects")
                      .Help("Objects held in an informer cache.")
@@ -112,6 +123,7 @@ struct Informer::Metrics {
       restarts = nullptr;
       relists = nullptr;
       watch_list_fallbacks = nullptr;
+      inconsistent_continues = nullptr;
       objects = nullptr;
     }
   }
@@ -391,20 +403,42 @@ absl::Status Informer::StartPagedList(const std::stop_token& stop) {
     options.label_selector = settings_.label_selector;
     options.field_selector = settings_.field_selector;
     options.limit = settings_.page_size;
-    absl::StatusOr<std::string> rv = ForEachListItem(
-        client_, settings_.resource, options,
-        [&](nlohmann::json&& item) {
-          std::string key = ObjectKey(item);
-          listed.emplace_back(std::move(key), MakeEntry(Prepare(std::move(item))));
-        },
-        [&] { listed.clear(); },
-        [&](const std::string& first_page_version) {
-          absl::MutexLock lock(&pending_mu_);
-          pending_.list_version = first_page_version;
-          pending_.first_page = true;
-          pending_.active = true;  // the watch starts now and buffers until the replace is done
-        },
-        worker_stop);
+    bool inconsistent = false;
+    int64_t newest_listed = 0;  // the newest numeric version listed after an inconsistent turn
+    ListItemCallbacks callbacks;
+    callbacks.on_item = [&](nlohmann::json&& item) {
+      std::string key = ObjectKey(item);
+      Entry entry = MakeEntry(Prepare(std::move(item)));
+      if (int64_t version = 0; inconsistent && absl::SimpleAtoi(VersionOf(entry), &version)) {
+        newest_listed = std::max(newest_listed, version);
+      }
+      listed.emplace_back(std::move(key), std::move(entry));
+    };
+    callbacks.on_restart = [&] { listed.clear(); };
+    callbacks.on_first_page = [&](const std::string& first_page_version) {
+      absl::MutexLock lock(&pending_mu_);
+      pending_.list_version = first_page_version;
+      pending_.first_page = true;
+      pending_.active = true;  // the watch starts now and buffers until the replace is done
+    };
+    // The watch runs since the first page, so an expired continue token need not cost one
+    // unpaged LIST of everything (which a hub with 300,000 Applications cannot serve well).
+    callbacks.on_inconsistent_continue = [&] {
+      inconsistent = true;
+      {
+        absl::MutexLock lock(&mu_);
+        ++stats_.inconsistent_continues;
+      }
+      if (metrics_->inconsistent_continues != nullptr) {
+        metrics_->inconsistent_continues->Increment();
+      }
+      Logger().Info(
+          "continue token expired (410); listing on from the next key at the current "
+          "state, the watch repairs the difference",
+          {{"resource", metrics_->resource}, {"listed", static_cast<int64_t>(listed.size())}});
+    };
+    absl::StatusOr<std::string> rv =
+        ForEachListItem(client_, settings_.resource, options, callbacks, worker_stop);
     if (worker_stop.stop_requested()) {
       return;  // abandoned
     }
@@ -417,6 +451,10 @@ absl::Status Informer::StartPagedList(const std::stop_token& stop) {
       return;
     }
     Replace(std::move(listed), *rv, started, /*streamed=*/false);
+    if (newest_listed > 0) {
+      absl::MutexLock lock(&mu_);
+      stale_guard_version_ = newest_listed;  // until the watch is past what the pages held
+    }
     DrainPending(worker_stop);
   });
   // Wait for the first page (the watch can start) or the list's failure.
@@ -592,6 +630,7 @@ void Informer::Replace(std::vector<std::pair<std::string, Entry>> listed,
     }
     objects_.swap(fresh);
     resource_version_ = resource_version;
+    stale_guard_version_ = 0;  // a list is one snapshot, unless the list worker says otherwise
     first_sync = !synced_;
     lists = ++stats_.lists;
     if (streamed) {
@@ -829,11 +868,36 @@ void Informer::NoteWatchError(const nlohmann::json& status_object, bool& expired
   }
 }
 
+bool Informer::IsOlderThanCached(const std::string& key, const std::string& version) {
+  if (stale_guard_version_ == 0) {
+    return false;
+  }
+  // Resource versions are opaque to clients in general; the API server's are etcd revisions,
+  // compared only here, while the watch catches up with an inconsistent list's later pages.
+  int64_t event_version = 0;
+  if (!absl::SimpleAtoi(version, &event_version)) {
+    stale_guard_version_ = 0;  // not numbers: stop comparing
+    return false;
+  }
+  if (event_version >= stale_guard_version_) {
+    stale_guard_version_ = 0;  // the watch is past every listed version
+    return false;
+  }
+  const auto it = objects_.find(key);
+  int64_t cached_version = 0;
+  return it != objects_.end() && absl::SimpleAtoi(VersionOf(it->second), &cached_version) &&
+         cached_version > event_version;
+}
+
 void Informer::ApplyChange(WatchEventType type, std::string key, std::string resource_version,
                            ObjectPtr object, Entry entry) {
   std::optional<Entry> old;
   {
     absl::MutexLock lock(&mu_);
+    if (IsOlderThanCached(key, resource_version)) {
+      ++stats_.stale_events;
+      return;  // a later page of an inconsistent list held a newer version
+    }
     ++stats_.events;
     if (!resource_version.empty()) {
       resource_version_ = std::move(resource_version);

@@ -143,6 +143,11 @@ struct InformerStats {
   // Watch events received while a list was completed or applied; of those buffered for one
   // object only the newest is applied (and counted in `events`).
   int64_t buffered_events = 0;
+  // Paged lists whose continue token expired and that went on from the next key at the
+  // server's current state (instead of one unpaged LIST of everything).
+  int64_t inconsistent_continues = 0;
+  // Watch events not applied because a later page of such a list held a newer version.
+  int64_t stale_events = 0;
 };
 
 class Informer {
@@ -151,6 +156,7 @@ class Informer {
   //   mmi_kube_watch_restarts_total{resource,reason}  reason: closed|expired|error|stalled
   //   mmi_kube_relists_total{resource}
   //   mmi_kube_watch_list_fallbacks_total{resource}  streamed lists replaced by a paged LIST
+  //   mmi_kube_list_inconsistent_continues_total{resource}  expired continue tokens continued
   //   mmi_kube_cache_objects{resource}
   Informer(KubeClient& client, const Clock& clock, InformerSettings settings,
            prometheus::Registry* registry);
@@ -235,6 +241,10 @@ class Informer {
   // On the list worker, after the replace: applies the buffered events until none are left,
   // then lets the watch apply its events itself.
   void DrainPending(const std::stop_token& stop);
+  // While the watch catches up with an inconsistent list: the cache holds a newer version of
+  // `key` than `version`. Requires mu_.
+  bool IsOlderThanCached(const std::string& key, const std::string& version)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The list worker's failure (joined and reset), or OK.
   absl::Status TakeListFailure();
   // Ends the list worker (if any) without waiting for its list, and forgets what was buffered.
@@ -280,6 +290,9 @@ class Informer {
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> objects_ ABSL_GUARDED_BY(mu_);
   std::string resource_version_ ABSL_GUARDED_BY(mu_);
+  // Non-zero after a list continued at a newer state: the newest (numeric) version its pages
+  // held. Until the watch delivers it, a watch event older than the cached object is dropped.
+  int64_t stale_guard_version_ ABSL_GUARDED_BY(mu_) = 0;
   bool synced_ ABSL_GUARDED_BY(mu_) = false;
   InformerStats stats_ ABSL_GUARDED_BY(mu_);
 

@@ -374,6 +374,107 @@ TEST_P(InformerTest, PagedListWatchesFromItsFirstPageAndAppliesChangesMadeDuring
   EXPECT_EQ(handler_.Events().back(), "add f 111");
 }
 
+// A paged LIST longer than etcd's compaction interval loses its continue token. With the watch
+// open since the first page, the list goes on from the next key at the current state (the
+// token the 410 carries) instead of one unpaged LIST of everything; a buffered event older than
+// what a later page held does not take the object back.
+TEST_P(InformerTest, PagedListWhoseContinueTokenExpiresGoesOnAtTheCurrentState) {
+  for (const char* name : {"a", "b", "c", "d", "e"}) {
+    ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());  // 101..105
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  bool held = false;
+  bool release = false;
+  fake_.SetBeforeListPage([&](const ListOptions&) {
+    std::unique_lock<std::mutex> lock(mu);
+    if (held) {
+      return;
+    }
+    held = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  });
+  Start(Settings());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, kWait, [&] { return held; }));
+  }
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  auto c = *fake_.Get(apps_, "c");
+  c["spec"]["project"] = "p2";
+  ASSERT_TRUE(fake_.Update(apps_, c, {}).ok());  // 106: delivered and buffered
+  ASSERT_TRUE(WaitForBuffered(1));
+  fake_.Compact(/*expire_open_watches=*/false);  // the list's continue token is too old now
+  fake_.SetWatchDeliveryPaused(true);
+  c = *fake_.Get(apps_, "c");
+  c["spec"]["project"] = "p3";
+  ASSERT_TRUE(fake_.Update(apps_, c, {}).ok());    // 107: listed, not yet watched
+  ASSERT_TRUE(fake_.Delete(apps_, "e", {}).ok());  // 108: never listed
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+    cv.notify_all();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (!informer_->HasSynced() || informer_->Listing()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  // The buffered c@106 was older than the listed c@107: dropped, not applied.
+  EXPECT_EQ(informer_->ResourceVersionOf("argocd", "c"), "107");
+  EXPECT_EQ(informer_->Stats().stale_events, 1);
+  fake_.SetWatchDeliveryPaused(false);
+  ASSERT_TRUE(Steady());
+  ASSERT_TRUE(fake_.Create(apps_, App("f"), {}).ok());  // 109
+  ASSERT_TRUE(handler_.WaitForCount(6));
+  EXPECT_THAT(handler_.Events(),
+              ElementsAre("add a 101 initial", "add b 102 initial", "add c 107 initial",
+                          "add d 104 initial", "synced", "add f 109"));
+  EXPECT_EQ(informer_->Size(), 5u);
+  EXPECT_EQ((*informer_->Get("argocd", "c"))["spec"]["project"], "p3");
+  const InformerStats stats = informer_->Stats();
+  EXPECT_EQ(stats.inconsistent_continues, 1);
+  EXPECT_EQ(stats.lists, 1);
+  EXPECT_EQ(stats.expired, 0);
+  EXPECT_EQ(Metric("mmi_kube_list_inconsistent_continues_total",
+                   {{"resource", "applications.argoproj.io"}}),
+            1);
+  // first page, the expired continue (410), then the rest (c, d) from the 410's token
+  std::vector<std::string> continues;
+  for (const auto& call : fake_.Calls()) {
+    if (call.verb == "LIST") {
+      continues.push_back(call.detail);
+    }
+  }
+  EXPECT_THAT(continues, ElementsAre("", "105:argocd/b", "-1:argocd/b"));
+}
+
+// Without a token in the 410 (older servers) the list restarts as one unpaged LIST.
+TEST_P(InformerTest, PagedListWhoseContinueTokenExpiresWithoutAFreshTokenListsOnceUnpaged) {
+  fake_.SetContinueOnExpiry(false);
+  for (const char* name : {"a", "b", "c"}) {
+    ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());
+  }
+  bool compacted = false;
+  fake_.SetBeforeListPage([&](const ListOptions&) {
+    if (!compacted) {
+      compacted = true;
+      ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));      // else the watch itself would get 410
+      ASSERT_TRUE(fake_.Create(apps_, App("d"), {}).ok());  // 104
+      fake_.Compact(/*expire_open_watches=*/false);
+    }
+  });
+  Start(Settings());
+  ASSERT_TRUE(Steady());
+  ASSERT_TRUE(handler_.WaitForCount(5));
+  EXPECT_THAT(handler_.Events(), ElementsAre("add a 101 initial", "add b 102 initial",
+                                             "add c 103 initial", "add d 104 initial", "synced"));
+  EXPECT_EQ(informer_->Stats().inconsistent_continues, 0);
+  EXPECT_EQ(informer_->Stats().lists, 1);
+  EXPECT_EQ(fake_.CountCalls("LIST"), 3u);  // first page, the expired continue, one unpaged LIST
+}
+
 TEST_P(InformerTest, PagedListFailingAfterItsWatchStartedEndsTheWatchAndListsAgain) {
   for (const char* name : {"a", "b", "c"}) {
     ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());

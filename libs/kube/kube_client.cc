@@ -23,10 +23,9 @@ std::string_view WatchEventTypeName(WatchEventType type) {
   return "UNKNOWN";
 }
 
-absl::StatusOr<std::string> ForEachListItem(
-    KubeClient& client, const ResourceRef& ref, ListOptions options,
-    const std::function<void(nlohmann::json&&)>& on_item, const std::function<void()>& on_restart,
-    const std::function<void(const std::string&)>& on_first_page, const std::stop_token& stop) {
+absl::StatusOr<std::string> ForEachListItem(KubeClient& client, const ResourceRef& ref,
+                                            ListOptions options, const ListItemCallbacks& callbacks,
+                                            const std::stop_token& stop) {
   constexpr int64_t kDefaultPageSize = 500;
   if (options.limit <= 0) {
     options.limit = kDefaultPageSize;
@@ -34,6 +33,7 @@ absl::StatusOr<std::string> ForEachListItem(
   options.continue_token.clear();
   std::string resource_version;
   bool first = true;
+  bool just_continued_inconsistently = false;
   while (true) {
     if (stop.stop_requested()) {
       return absl::CancelledError("list stopped");
@@ -43,9 +43,21 @@ absl::StatusOr<std::string> ForEachListItem(
       if (first || !IsGone(page.status())) {
         return page.status();
       }
-      // The snapshot behind the continue token was compacted away: start over with one
-      // unpaged list, which cannot expire half-way.
-      on_restart();
+      // The snapshot behind the continue token was compacted away. A caller that watches since
+      // the first page may go on from the next key at the server's current state, with the token
+      // the 410 carries (once in a row: a fresh token that expires at once is not retried).
+      std::string fresh_token = ContinueTokenOf(page.status());
+      if (callbacks.on_inconsistent_continue && !fresh_token.empty() &&
+          !just_continued_inconsistently) {
+        callbacks.on_inconsistent_continue();
+        options.continue_token = std::move(fresh_token);
+        just_continued_inconsistently = true;
+        continue;
+      }
+      // Otherwise start over with one unpaged list, which cannot expire half-way.
+      if (callbacks.on_restart) {
+        callbacks.on_restart();
+      }
       ListOptions unpaged = options;
       unpaged.limit = 0;
       unpaged.continue_token.clear();
@@ -54,19 +66,20 @@ absl::StatusOr<std::string> ForEachListItem(
         return whole.status();
       }
       for (auto& item : whole->items) {
-        on_item(std::move(item));
+        callbacks.on_item(std::move(item));
       }
       return whole->resource_version;
     }
+    just_continued_inconsistently = false;
     if (first) {
       resource_version = page->resource_version;
       first = false;
-      if (on_first_page) {
-        on_first_page(resource_version);
+      if (callbacks.on_first_page) {
+        callbacks.on_first_page(resource_version);
       }
     }
     for (auto& item : page->items) {
-      on_item(std::move(item));
+      callbacks.on_item(std::move(item));
     }
     if (page->continue_token.empty()) {
       return resource_version;
@@ -78,10 +91,10 @@ absl::StatusOr<std::string> ForEachListItem(
 absl::StatusOr<ListResult> ListAll(KubeClient& client, const ResourceRef& ref,
                                    ListOptions options) {
   ListResult all;
-  absl::StatusOr<std::string> rv = ForEachListItem(
-      client, ref, std::move(options),
-      [&](nlohmann::json&& item) { all.items.push_back(std::move(item)); },
-      [&] { all.items.clear(); });
+  ListItemCallbacks callbacks;
+  callbacks.on_item = [&](nlohmann::json&& item) { all.items.push_back(std::move(item)); };
+  callbacks.on_restart = [&] { all.items.clear(); };
+  absl::StatusOr<std::string> rv = ForEachListItem(client, ref, std::move(options), callbacks);
   if (!rv.ok()) {
     return rv.status();
   }

@@ -165,18 +165,30 @@ class KubeClient {
 // expired (410) it restarts once with one unpaged list, as client-go's pager does.
 absl::StatusOr<ListResult> ListAll(KubeClient& client, const ResourceRef& ref, ListOptions options);
 
-// Lists page by page (options.limit, 500 when 0) and hands each item to `on_item` as it arrives,
-// so a caller can shrink items before the next page is fetched. When a continue token expires
-// (410) the listing restarts once, unpaged: `on_restart` is called first and the caller must
-// drop what it received so far. Returns the list's resourceVersion. `on_first_page` (optional)
-// gets the first page's resourceVersion before its items, so a caller can start watching from it
-// while the remaining pages are fetched. A `stop` requested between pages ends the listing with
-// kCancelled.
-absl::StatusOr<std::string> ForEachListItem(
-    KubeClient& client, const ResourceRef& ref, ListOptions options,
-    const std::function<void(nlohmann::json&&)>& on_item, const std::function<void()>& on_restart,
-    const std::function<void(const std::string&)>& on_first_page = nullptr,
-    const std::stop_token& stop = {});
+// What ForEachListItem calls as the pages arrive.
+struct ListItemCallbacks {
+  std::function<void(nlohmann::json&&)> on_item;  // required: each item, in list order
+  // The listing restarts unpaged after an expired continue token: drop what came so far.
+  std::function<void()> on_restart;
+  // The first page's resourceVersion, before its items: a caller can start watching from it
+  // while the remaining pages are fetched.
+  std::function<void(const std::string&)> on_first_page;
+  // Set only by a caller that watches since the first page's version: when a continue token
+  // expires and the 410 carries a fresh one, this is called and the listing goes on from the
+  // next key at the server's current state instead of restarting unpaged. The remaining pages
+  // are then newer than the first; the watch's events repair the seam (objects created or
+  // changed under keys already listed, deleted under keys not listed yet).
+  std::function<void()> on_inconsistent_continue;
+};
+
+// Lists page by page (options.limit, 500 when 0) and hands each item to `callbacks.on_item` as
+// it arrives, so a caller can shrink items before the next page is fetched. When a continue
+// token expires (410) the listing continues inconsistently (see ListItemCallbacks) or restarts
+// once, unpaged, as client-go's pager does. Returns the (first page's) resourceVersion. A
+// `stop` requested between pages ends the listing with kCancelled.
+absl::StatusOr<std::string> ForEachListItem(KubeClient& client, const ResourceRef& ref,
+                                            ListOptions options, const ListItemCallbacks& callbacks,
+                                            const std::stop_token& stop = {});
 
 // metadata.namespace + "/" + metadata.name ("name" alone for cluster-scoped objects).
 std::string ObjectKey(const nlohmann::json& object);

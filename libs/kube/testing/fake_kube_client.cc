@@ -247,10 +247,23 @@ absl::StatusOr<ListResult> FakeKubeClient::List(const ResourceRef& ref,
       return ApiError(absl::StrCat("GET ", ref.CollectionPath()), 400, "BadRequest",
                       "invalid continue token");
     }
-    if (snapshot_rv < compacted_rv_) {
-      return ApiError(absl::StrCat("GET ", ref.CollectionPath()), 410, "Expired",
+    if (snapshot_rv == -1) {
+      snapshot_rv = rv_;  // a token from a 410: go on at the current state
+    } else if (snapshot_rv < compacted_rv_) {
+      // As the API server: the 410 carries a token that continues at the current state.
+      json status = {{"kind", "Status"},
+                     {"apiVersion", "v1"},
+                     {"status", "Failure"},
+                     {"reason", "Expired"},
+                     {"code", 410},
+                     {"message",
                       "The provided continue parameter is too old to display a consistent list "
-                      "result. You can start a new list without the continue parameter.");
+                      "result (fake: compacted; the token in this status goes on at the current "
+                      "state)."}};
+      if (continue_on_expiry_) {
+        status["metadata"] = {{"continue", absl::StrCat("-1:", parts[1])}};
+      }
+      return StatusFromApiStatus(absl::StrCat("GET ", ref.CollectionPath()), status);
     }
     after = parts[1];
   }
@@ -665,6 +678,11 @@ void FakeKubeClient::SendBookmark() {
                          {"metadata", {{"resourceVersion", std::to_string(rv_)}}}};
   history_.push_back(std::move(stored));
   cv_.notify_all();
+}
+
+void FakeKubeClient::SetContinueOnExpiry(bool offered) {
+  std::lock_guard<std::mutex> lock(mu_);
+  continue_on_expiry_ = offered;
 }
 
 void FakeKubeClient::SetGoneAsHttpError(bool http_error) {

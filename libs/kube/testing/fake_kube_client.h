@@ -81,6 +81,9 @@ class FakeKubeClient final : public KubeClient {
   // When true, a watch from a compacted version fails at once with kOutOfRange (HTTP 410)
   // instead of delivering an ERROR event (the default, which is what the watch cache does).
   void SetGoneAsHttpError(bool http_error);
+  // Whether a 410 for an expired continue token carries a token that continues the list at the
+  // current state (metadata.continue), as the API server's does. Default: true.
+  void SetContinueOnExpiry(bool offered);
 
   // Streamed lists (WatchOptions::send_initial_events). Supported by default: the current state
   // as ADDED events, then the BOOKMARK annotated k8s.io/initial-events-end. Unsupported: an
@@ -136,6 +139,7 @@ class FakeKubeClient final : public KubeClient {
   int next_watch_id_ = 1;
   bool paused_ = false;
   bool gone_as_http_error_ = false;
+  bool continue_on_expiry_ = true;
   bool watch_list_supported_ = true;
   bool initial_events_end_held_ = false;
   // collection id -> "ns/name" -> object

@@ -641,6 +641,132 @@ TEST_F(KubeClientTest, InformerSurvivesApiServerRestartAndEtcdCompactionWithoutM
 }
 
 // A child process running kube_leader_helper with stdout captured in a file.
+// Forwards to a real client; while held, a List with a continue token (a list's second page)
+// waits, so a test can act between a list's pages.
+class PageGate final : public KubeClient {
+ public:
+  explicit PageGate(KubeClient& inner) : inner_(inner) {}
+  void Hold() { held_ = true; }
+  void Release() { held_ = false; }
+  bool Waiting() const { return waiting_; }
+  int UnpagedLists() const { return unpaged_lists_; }
+  int ContinuedLists() const { return continued_lists_; }
+
+  absl::StatusOr<json> Get(const ResourceRef& ref, std::string_view name) override {
+    return inner_.Get(ref, name);
+  }
+  absl::StatusOr<ListResult> List(const ResourceRef& ref, const ListOptions& options) override {
+    if (options.limit <= 0) {
+      ++unpaged_lists_;
+    }
+    if (!options.continue_token.empty()) {
+      ++continued_lists_;
+      while (held_) {
+        waiting_ = true;
+        std::this_thread::sleep_for(milliseconds(5));
+      }
+    }
+    return inner_.List(ref, options);
+  }
+  absl::StatusOr<json> Create(const ResourceRef& ref, const json& object,
+                              const WriteOptions& options) override {
+    return inner_.Create(ref, object, options);
+  }
+  absl::StatusOr<json> Update(const ResourceRef& ref, const json& object,
+                              const WriteOptions& options) override {
+    return inner_.Update(ref, object, options);
+  }
+  absl::StatusOr<json> Patch(const ResourceRef& ref, std::string_view name, PatchType type,
+                             const json& patch, const PatchOptions& options,
+                             std::string_view subresource) override {
+    return inner_.Patch(ref, name, type, patch, options, subresource);
+  }
+  absl::Status Delete(const ResourceRef& ref, std::string_view name,
+                      const DeleteOptions& options) override {
+    return inner_.Delete(ref, name, options);
+  }
+  absl::Status Watch(const ResourceRef& ref, const WatchOptions& options,
+                     const WatchHandler& handler, std::stop_token stop) override {
+    return inner_.Watch(ref, options, handler, std::move(stop));
+  }
+
+ private:
+  KubeClient& inner_;
+  std::atomic<bool> held_{false};
+  std::atomic<bool> waiting_{false};
+  std::atomic<int> unpaged_lists_{0};
+  std::atomic<int> continued_lists_{0};
+};
+
+// A paged LIST that outlives etcd's compaction (5 minutes on a hub) loses its continue token.
+// The API server's 410 carries a token that goes on at its current state; the informer, whose
+// watch runs since the first page, takes it instead of one unpaged LIST of everything, and the
+// watch repairs what changed meanwhile.
+TEST_F(KubeClientTest, PagedInformerGoesOnWithTheTokenOfAnExpiredContinue) {
+  // Continued LISTs read from etcd, not from the watch cache's snapshots, so that compacting
+  // etcd expires the token at once (with snapshots it expires once the cache's history has
+  // moved on, as under the fleet benchmark's write load).
+  MMI_START_PEER(hub, "kube", {"ROLE=hub", "FEATURE_GATES=ListFromCacheSnapshot=false"});
+  auto client = ClientFor(*hub);
+  ASSERT_NE(client, nullptr);
+  Churn churn{*client};
+  ASSERT_TRUE(churn.Run(/*creates=*/60, 0, 0).ok());
+
+  PageGate gate(*client);
+  gate.Hold();
+  prometheus::Registry registry;
+  InformerSettings settings;
+  settings.resource = Apps();
+  settings.page_size = 10;
+  settings.watch_list = false;
+  settings.compact_storage = true;
+  settings.backoff = {
+      .initial = milliseconds(200), .max = milliseconds(2000), .multiplier = 2, .jitter = 0.2};
+  Informer informer(gate, RealClock::Instance(), settings, &registry);
+  Mirror mirror;
+  informer.AddHandler(mirror);
+  informer.Start();
+  ASSERT_TRUE(testing::WaitFor([&] { return gate.Waiting() && informer.Stats().watches >= 1; },
+                               seconds(60)));
+  EXPECT_TRUE(informer.Listing());
+  // Changes under keys already listed, not yet listed, and new ones; then the compaction.
+  ASSERT_TRUE(churn.Run(/*creates=*/10, /*updates=*/20, /*deletes=*/10).ok());
+  const auto compact =
+      testing::RunCommand(testing::PeersBinDir() + "/compact-etcd " + hub->data_dir());
+  ASSERT_EQ(compact.exit_code, 0) << compact.output;
+  gate.Release();
+
+  std::string why;
+  auto converged = [&] {
+    const auto server = ServerState(*client);
+    const auto cache = CacheState(informer);
+    const auto mirrored = mirror.State();
+    if (server.size() == 60 && server == cache && server == mirrored && !informer.Listing()) {
+      return true;
+    }
+    why = absl::StrCat("server:", server.size(), " cache:", Diff(server, cache),
+                       " | handlers:", Diff(server, mirrored));
+    return false;
+  };
+  ASSERT_TRUE(testing::WaitFor(converged, seconds(60))) << why;
+  const InformerStats stats = informer.Stats();
+  EXPECT_EQ(stats.inconsistent_continues, 1);
+  EXPECT_EQ(stats.lists, 1);
+  EXPECT_EQ(stats.expired, 0);
+  EXPECT_EQ(gate.UnpagedLists(), 0);
+  double metric = 0;
+  for (const auto& family : registry.Collect()) {
+    if (family.name == "mmi_kube_list_inconsistent_continues_total") {
+      metric = family.metric.at(0).counter.value;
+    }
+  }
+  EXPECT_EQ(metric, 1);
+  std::cerr << "[kube] expired continue: continued_lists=" << gate.ContinuedLists()
+            << " buffered_events=" << stats.buffered_events << " events=" << stats.events
+            << " stale_events=" << stats.stale_events << std::endl;
+  informer.Stop();
+}
+
 class Candidate {
  public:
   Candidate(const testing::PeerProcess& hub, const std::string& identity)
