@@ -42,6 +42,7 @@ absl::StatusOr<std::unique_ptr<AgentTransport>> MakeTransport(const AppSettings&
     mqtt.ca_file = s.mqtt_ca_file;
     mqtt.client_cert_file = s.mqtt_cert_file;
     mqtt.client_key_file = s.mqtt_key_file;
+    mqtt.max_in_flight = s.mqtt_max_in_flight;
     if (absl::Status status = ValidateMqttAgentSettings(mqtt); !status.ok()) {
       return status;
     }
@@ -106,6 +107,9 @@ absl::StatusOr<AppSettings> ParseFlags(int argc, char** argv) {
   cli.add_option("--mqtt-ca-file", s.mqtt_ca_file, "PEM CA bundle; enables TLS");
   cli.add_option("--mqtt-cert-file", s.mqtt_cert_file, "PEM client certificate (mTLS)");
   cli.add_option("--mqtt-key-file", s.mqtt_key_file, "PEM client key (mTLS)");
+  cli.add_option("--mqtt-max-in-flight", s.mqtt_max_in_flight,
+                 "publishes awaiting their PUBACK before publishing waits; 0 = no limit")
+      ->capture_default_str();
   cli.add_option("--grpc-ca-file", s.grpc_ca_file, "PEM CA bundle of the gRPC broker; enables TLS");
   cli.add_option("--grpc-cert-file", s.grpc_cert_file, "PEM client certificate (mTLS)");
   cli.add_option("--grpc-key-file", s.grpc_key_file, "PEM client key (mTLS)");

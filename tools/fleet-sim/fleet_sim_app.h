@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -23,6 +24,7 @@ struct AppSettings {
   std::string mqtt_ca_file;                     // --mqtt-ca-file (enables TLS)
   std::string mqtt_cert_file;                   // --mqtt-cert-file
   std::string mqtt_key_file;                    // --mqtt-key-file
+  std::size_t mqtt_max_in_flight = 5'000;       // --mqtt-max-in-flight
   std::string grpc_ca_file;                     // --grpc-ca-file (enables TLS)
   std::string grpc_cert_file;                   // --grpc-cert-file
   std::string grpc_key_file;                    // --grpc-key-file

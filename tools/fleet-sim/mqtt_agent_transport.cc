@@ -355,6 +355,16 @@ void MqttAgentTransport::Publish(cloudevents::Event event, PublishDone done) {
   PendingPublish* listener = owned.get();
   {
     absl::MutexLock lock(&pending_mu_);
+    if (settings_.max_in_flight > 0) {
+      // Backpressure on the simulator's loop (its intake queues what arrives meanwhile).
+      pending_mu_.AwaitWithTimeout(
+          absl::Condition(
+              +[](MqttAgentTransport* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->pending_mu_) {
+                return self->pending_.size() < self->settings_.max_in_flight;
+              },
+              this),
+          absl::FromChrono(settings_.max_in_flight_wait));
+    }
     pending_.emplace(listener, std::move(owned));
   }
   try {
@@ -363,6 +373,11 @@ void MqttAgentTransport::Publish(cloudevents::Event event, PublishDone done) {
   } catch (const std::exception& e) {
     listener->Finish(absl::UnavailableError(absl::StrCat("mqtt: publish failed: ", e.what())));
   }
+}
+
+std::size_t MqttAgentTransport::InFlight() const {
+  absl::MutexLock lock(&pending_mu_);
+  return pending_.size();
 }
 
 void MqttAgentTransport::Stop() {

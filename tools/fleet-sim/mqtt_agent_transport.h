@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <string>
@@ -59,6 +60,11 @@ struct MqttAgentSettings {
   int qos = 1;  // publish and subscribe QoS
   std::chrono::milliseconds reconnect_min{500};
   std::chrono::milliseconds reconnect_max{30'000};
+  // Publishes awaiting their PUBACK. Publish() waits (up to max_in_flight_wait) while this many
+  // are outstanding, so Paho's internal queues (searched linearly, under the lock its receive
+  // path also takes) stay short during a cold start's burst of statuses. 0 = no limit.
+  std::size_t max_in_flight = 5'000;
+  std::chrono::milliseconds max_in_flight_wait{10'000};
   cloudevents::CodecLimits limits;
 };
 
@@ -84,6 +90,8 @@ class MqttAgentTransport final : public AgentTransport {
   absl::Status Start(ReceiveHandler on_receive, SubscribedHandler on_subscribed) override;
   void Publish(cloudevents::Event event, PublishDone done) override;
   void Stop() override;
+  // Publishes awaiting their PUBACK.
+  std::size_t InFlight() const;
   bool connected() const override { return connected_.load(); }
 
  private:
@@ -113,7 +121,7 @@ class MqttAgentTransport final : public AgentTransport {
   SubscribedHandler on_subscribed_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 
-  absl::Mutex pending_mu_;
+  mutable absl::Mutex pending_mu_;
   std::map<PendingPublish*, std::unique_ptr<PendingPublish>> pending_ ABSL_GUARDED_BY(pending_mu_);
 };
 

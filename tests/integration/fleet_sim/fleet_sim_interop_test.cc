@@ -12,6 +12,7 @@
 #include "tools/fleet-sim/kafka_agent_transport.h"
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -181,6 +182,53 @@ void MqttWiring(Wiring& w) {
   agent.client_id = "fleet-it-agents";
   agent.keep_alive = seconds(10);
   w.agent = std::make_unique<fleet_sim::MqttAgentTransport>(agent);
+}
+
+// One process speaks for thousands of agents: its publishes are bounded by max_in_flight
+// (backpressure on the caller), and every one of a burst still gets its PUBACK.
+TEST(FleetSimMqttTest, PublishWaitsWhileMaxInFlightPublishesAwaitTheirPuback) {
+  auto broker = testing::PeerProcess::Start("mosquitto");
+  ASSERT_TRUE(broker.ok()) << broker.status();
+  fleet_sim::MqttAgentSettings settings;
+  settings.broker_host = (*broker)->Get("MQTT_HOST");
+  settings.source_id = kSource;
+  settings.client_id = "fleet-it-inflight";
+  settings.max_in_flight = 3;
+  fleet_sim::MqttAgentTransport agents(settings);
+  ASSERT_TRUE(agents.Start([](fleet_sim::ReceivedEvent) {}, [](fleet_sim::Subscription) {}).ok());
+  ASSERT_TRUE(testing::WaitFor([&] { return agents.connected(); }, seconds(30)));
+  constexpr int kBurst = 500;
+  absl::Mutex mu;
+  int ok = 0;
+  int failed = 0;
+  std::size_t most_in_flight = 0;
+  for (int i = 0; i < kBurst; ++i) {
+    Event event;
+    event.id = absl::StrCat("e-", i);
+    event.source = "fleet-it";
+    event.type = "io.open-cluster-management.works.v1alpha1.manifestbundles.status.update_request";
+    event.SetString(cloudevents::kExtClusterName, Cluster(i % 7));
+    event.SetString(cloudevents::kExtResourceId, ResourceId(i));
+    event.SetInteger(cloudevents::kExtResourceVersion, 1);
+    event.data = R"({"status":{}})";
+    agents.Publish(std::move(event), [&](absl::Status status) {
+      absl::MutexLock lock(&mu);
+      ++(status.ok() ? ok : failed);
+    });
+    most_in_flight = std::max(most_in_flight, agents.InFlight());
+  }
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        absl::MutexLock lock(&mu);
+        return ok + failed == kBurst;
+      },
+      seconds(60)));
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(ok, kBurst);
+  EXPECT_EQ(failed, 0);
+  EXPECT_LE(most_in_flight, 3u);
+  EXPECT_GE(most_in_flight, 1u);
+  agents.Stop();
 }
 
 #ifdef MMI_FLEET_SIM_IT_WITH_KAFKA
