@@ -138,7 +138,9 @@ void Coalescer::MakeReady(const std::string& id, State& state) {
     }
   } else if (!state.queued) {
     state.queued = true;
-    ready_.push_back(id);
+    const bool first_write = state.applied_hash.empty() && state.applied_material.empty() &&
+                             state.pending->kind == TaskKind::kWrite;
+    (first_write ? ready_first_ : ready_).push_back(id);
   }
 }
 
@@ -307,9 +309,12 @@ Coalescer::Ready Coalescer::TakeReady(std::size_t max) {
       }
     }
   }
-  while ((!ready_.empty() || !ready_volatile_.empty()) && out.tasks.size() < max) {
-    const bool from_volatile = ready_.empty();
-    std::deque<std::string>& queue = from_volatile ? ready_volatile_ : ready_;
+  while ((!ready_first_.empty() || !ready_.empty() || !ready_volatile_.empty()) &&
+         out.tasks.size() < max) {
+    const bool from_volatile = ready_first_.empty() && ready_.empty();
+    std::deque<std::string>& queue = !ready_first_.empty() ? ready_first_
+                                     : from_volatile       ? ready_volatile_
+                                                           : ready_;
     const std::string id = std::move(queue.front());
     queue.pop_front();
     auto it = states_.find(id);

@@ -19,6 +19,10 @@
 //    before volatile-only writes, so Argo CD's refresh churn (a reconciledAt per Application
 //    every 2-3 minutes) never delays a sync or health change behind it when the hub rate limit
 //    is the bottleneck.
+//  * First statuses first: among material writes, a resource's first write (nothing written
+//    onto its hub Application yet, nothing restored from the store) goes before updates of
+//    resources the hub already shows, so that during a cold start larger than the hub's write
+//    rate every Application gets a status before any gets a second one.
 //  * Bounded: at most `max_pending` resources wait. When full, a new report sheds the oldest
 //    waiting volatile-only write (best effort by design: the next refresh brings newer values);
 //    only when none is left does Offer() answer kOverflow, and the caller drops the report and
@@ -160,7 +164,7 @@ class Coalescer {
     std::string latest_hash;
     std::optional<WriteTask> pending;
     std::chrono::steady_clock::time_point not_before{};
-    bool queued = false;           // present in ready_ or delayed_
+    bool queued = false;           // present in ready_first_, ready_ or delayed_
     bool queued_volatile = false;  // present in ready_volatile_
     bool in_flight = false;
     std::string in_flight_material;
@@ -180,7 +184,8 @@ class Coalescer {
   const CoalescerSettings settings_;
   const Clock& clock_;
   std::unordered_map<std::string, State> states_;
-  std::deque<std::string> ready_;           // material writes and deletion hand-offs
+  std::deque<std::string> ready_first_;     // material first writes, served before ready_
+  std::deque<std::string> ready_;           // other material writes and deletion hand-offs
   std::deque<std::string> ready_volatile_;  // volatile-only writes, served when ready_ is empty
   std::multimap<std::chrono::steady_clock::time_point, std::string> delayed_;
   std::size_t pending_count_ = 0;

@@ -201,6 +201,36 @@ TEST_F(CoalescerTest, MaterialWritesAreHandedOutBeforeVolatileOnlyOnes) {
   EXPECT_TRUE(second.tasks[0].volatile_only);
 }
 
+// A cold start larger than the hub's write rate: every Application gets its first status before
+// any gets a second one.
+TEST_F(CoalescerTest, FirstWritesAreHandedOutBeforeUpdatesOfWrittenResources) {
+  Offer(Update(1, Status("Progressing"), "r0"));
+  EXPECT_EQ(WriteAll(), 1);
+  EXPECT_EQ(Offer(Update(2, Status("Healthy"), "r0")), OfferResult::kQueued);   // an update
+  EXPECT_EQ(Offer(Update(1, Status("Healthy"), "r1")), OfferResult::kQueued);   // a first
+  EXPECT_EQ(Offer(Update(1, Status("Degraded"), "r2")), OfferResult::kQueued);  // a first
+  auto ready = coalescer_.TakeReady(2);
+  ASSERT_EQ(ready.tasks.size(), 2U);
+  EXPECT_EQ(ready.tasks[0].update.resource_id, "r1");
+  EXPECT_EQ(ready.tasks[1].update.resource_id, "r2");
+  auto next = coalescer_.TakeReady(2);
+  ASSERT_EQ(next.tasks.size(), 1U);
+  EXPECT_EQ(next.tasks[0].update.resource_id, "r0");
+  // Restored from the store: not a first write any more.
+  Coalescer restored(CoalescerSettings{.max_pending = 3, .volatile_interval = minutes(5)}, clock_);
+  store::AppliedStatus applied;
+  applied.resource_id = "r3";
+  applied.status_hash = "hash-old";
+  applied.material_hash = "material-old";
+  restored.Restore(applied);
+  restored.Offer(Update(1, Status("Healthy"), "r3"), Ack());
+  restored.Offer(Update(1, Status("Healthy"), "r4"), Ack());
+  auto order = restored.TakeReady(2);
+  ASSERT_EQ(order.tasks.size(), 2U);
+  EXPECT_EQ(order.tasks[0].update.resource_id, "r4");
+  EXPECT_EQ(order.tasks[1].update.resource_id, "r3");
+}
+
 TEST_F(CoalescerTest, AVolatileOnlyReportTurnedMaterialMovesAhead) {
   for (const char* id : {"r0", "r1"}) {
     Offer(Update(1, Status("Healthy"), id));
@@ -252,7 +282,8 @@ TEST_F(CoalescerTest, AFullQueueShedsTheOldestVolatileOnlyWriteForANewReport) {
   for (const auto& t : ready.tasks) {
     ids.push_back(t.update.resource_id);
   }
-  EXPECT_EQ(ids, (std::vector<std::string>{"r2", "r9", "r8"}));
+  // First writes (r9, r8) before the update of an Application the hub already shows (r2).
+  EXPECT_EQ(ids, (std::vector<std::string>{"r9", "r8", "r2"}));
 }
 
 TEST_F(CoalescerTest, AFullQueueShedsNothingForAReportThatNeedsNoWrite) {

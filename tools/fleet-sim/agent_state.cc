@@ -521,7 +521,9 @@ Event ClusterAgent::SpecResyncRequest() const {
   return event;
 }
 
-std::vector<Event> ClusterAgent::Tick(int* refreshes, int* transitions) {
+std::vector<Event> ClusterAgent::Tick(TickCounts* counts, bool postpone_refreshes) {
+  TickCounts ignored;
+  TickCounts& count = counts != nullptr ? *counts : ignored;
   std::vector<Event> out;
   const SteadyTime mono_now = clock_.MonotonicNow();
   const Timestamp now = Now();
@@ -542,14 +544,16 @@ std::vector<Event> ClusterAgent::Tick(int* refreshes, int* transitions) {
       if (work.next_refresh > mono_now) {
         continue;
       }
+      work.next_refresh = NextRefreshFrom(mono_now);
+      if (postpone_refreshes) {
+        ++count.postponed;
+        continue;
+      }
       for (auto& runtime : work.runtimes) {
         runtime.reconciled_at = now;
       }
-      work.next_refresh = NextRefreshFrom(mono_now);
       emit(work);
-      if (refreshes != nullptr) {
-        ++*refreshes;
-      }
+      ++count.refreshes;
     }
   }
 
@@ -600,9 +604,7 @@ std::vector<Event> ClusterAgent::Tick(int* refreshes, int* transitions) {
       }
       runtime.reconciled_at = now;
       emit(*work);
-      if (transitions != nullptr) {
-        ++*transitions;
-      }
+      ++count.transitions;
     }
   }
   return out;
@@ -745,20 +747,22 @@ std::vector<Event> Fleet::SpecResyncRequests(const std::vector<std::string>& clu
   return out;
 }
 
-std::vector<Event> Fleet::Tick() {
+std::vector<Event> Fleet::Tick(bool postpone_refreshes) {
   std::vector<Event> out;
-  int refreshes = 0;
-  int transitions = 0;
+  ClusterAgent::TickCounts counts;
   for (auto& [name, agent] : agents_) {
-    for (Event& event : agent->Tick(&refreshes, &transitions)) {
+    for (Event& event : agent->Tick(&counts, postpone_refreshes)) {
       out.push_back(std::move(event));
     }
   }
-  if (refreshes > 0) {
-    metrics_.StatusesSent("refresh").Increment(refreshes);
+  if (counts.refreshes > 0) {
+    metrics_.StatusesSent("refresh").Increment(counts.refreshes);
   }
-  if (transitions > 0) {
-    metrics_.StatusesSent("transition").Increment(transitions);
+  if (counts.transitions > 0) {
+    metrics_.StatusesSent("transition").Increment(counts.transitions);
+  }
+  if (counts.postponed > 0) {
+    metrics_.refreshes_postponed.Increment(counts.postponed);
   }
   return out;
 }

@@ -93,9 +93,18 @@ class ClusterAgent {
   // version, `originalsource` "" (all sources).
   cloudevents::Event SpecResyncRequest() const;
 
+  // What a Tick did.
+  struct TickCounts {
+    int refreshes = 0;
+    int transitions = 0;
+    int postponed = 0;  // due refreshes rescheduled without a status (postpone_refreshes)
+  };
   // Status updates for the churn due at the clock's current time (refreshes, transitions).
-  // `refreshes` / `transitions` count what happened.
-  std::vector<cloudevents::Event> Tick(int* refreshes = nullptr, int* transitions = nullptr);
+  // With `postpone_refreshes` a due refresh is rescheduled one interval later without a status
+  // (an agent busy applying specs re-reports unchanged Applications later, as an overloaded
+  // Argo CD reconciles less often); transitions are still reported.
+  std::vector<cloudevents::Event> Tick(TickCounts* counts = nullptr,
+                                       bool postpone_refreshes = false);
 
   std::size_t work_count() const { return works_.size(); }
   std::size_t application_count() const;
@@ -171,8 +180,8 @@ class Fleet {
   // every cluster when `clusters` is empty. Names the fleet does not simulate are skipped.
   std::vector<cloudevents::Event> SpecResyncRequests(const std::vector<std::string>& clusters = {});
 
-  // Churn due now, across all clusters.
-  std::vector<cloudevents::Event> Tick();
+  // Churn due now, across all clusters (see ClusterAgent::Tick for `postpone_refreshes`).
+  std::vector<cloudevents::Event> Tick(bool postpone_refreshes = false);
 
   std::size_t cluster_count() const { return agents_.size(); }
   // Works held across the fleet. O(1).

@@ -351,6 +351,17 @@ TEST_F(FleetTest, RefreshChurnStaysWithinTheConfiguredBounds) {
   EXPECT_TRUE(fleet.Tick().empty());
   clock_.Advance(seconds(61));
   EXPECT_EQ(fleet.Tick().size(), 10u);
+
+  // Postponed (the simulator's intake is backlogged): no status, the next round is one interval
+  // later, and transitions would still be reported.
+  clock_.Advance(seconds(181));
+  EXPECT_TRUE(fleet.Tick(/*postpone_refreshes=*/true).empty());
+  EXPECT_EQ(metrics_.refreshes_postponed.Value(), 10);
+  EXPECT_EQ(metrics_.StatusesSent("refresh").Value(), 20);
+  EXPECT_TRUE(fleet.Tick().empty());  // not due again at once
+  clock_.Advance(seconds(181));
+  EXPECT_EQ(fleet.Tick().size(), 10u);
+  EXPECT_EQ(metrics_.StatusesSent("refresh").Value(), 30);
 }
 
 TEST_F(FleetTest, TransitionsFollowTheConfiguredRate) {

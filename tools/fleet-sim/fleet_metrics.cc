@@ -47,6 +47,12 @@ FleetMetrics::FleetMetrics(prometheus::Registry& registry)
                          .Help("Received events dropped because the intake queue was full.")
                          .Register(registry)
                          .Add({})),
+      refreshes_postponed(prometheus::BuildCounter()
+                              .Name("mmi_fleet_sim_refreshes_postponed_total")
+                              .Help("Due reconciledAt refreshes put off by one refresh interval "
+                                    "because received events were backlogged.")
+                              .Register(registry)
+                              .Add({})),
       intake_queue_depth(prometheus::BuildGauge()
                              .Name("mmi_fleet_sim_intake_queue_depth")
                              .Help("Received events waiting for the simulator loop.")

@@ -13,6 +13,8 @@
 //   mmi_fleet_sim_publish_retries_total             failed publishes sent again (next tick)
 //   mmi_fleet_sim_retry_dropped_total               failed publishes dropped on a full retry queue
 //   mmi_fleet_sim_intake_dropped_total              received events dropped on a full queue
+//   mmi_fleet_sim_refreshes_postponed_total         due reconciledAt refreshes put off a round
+//                                                   while received events were backlogged
 //   mmi_fleet_sim_intake_queue_depth                received events waiting for the loop
 //   mmi_fleet_sim_connected                         1 while the transport is connected
 //   mmi_fleet_sim_subscribed_clusters               clusters whose subscription is active (gRPC
@@ -48,6 +50,7 @@ struct FleetMetrics {
   prometheus::Counter& publish_retries;
   prometheus::Counter& retry_dropped;
   prometheus::Counter& intake_dropped;
+  prometheus::Counter& refreshes_postponed;
   prometheus::Gauge& intake_queue_depth;
   prometheus::Gauge& connected;
   prometheus::Gauge& subscribed_clusters;

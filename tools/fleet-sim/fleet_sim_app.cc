@@ -129,6 +129,10 @@ absl::StatusOr<AppSettings> ParseFlags(int argc, char** argv) {
       ->capture_default_str();
   cli.add_option("--seed", fleet.seed, "churn random seed")->capture_default_str();
   cli.add_option("--tick-ms", tick_ms, "churn tick in milliseconds")->capture_default_str();
+  cli.add_option("--postpone-refreshes-above", s.simulator.postpone_refreshes_above,
+                 "received events waiting beyond which due reconciledAt refreshes are put off "
+                 "one interval; 0 = never")
+      ->capture_default_str();
   cli.add_option("--max-intake", s.simulator.max_intake,
                  "received events waiting for the loop at most; more are dropped and counted")
       ->check(CLI::PositiveNumber)

@@ -134,17 +134,23 @@ void FleetSimulator::Loop() {
     }
     if (clock_.MonotonicNow() >= next_tick) {
       std::deque<cloudevents::Event> retry;
+      bool backlogged = false;
       // Retried while any cluster can publish: over gRPC one stream in its backoff must not hold
       // back every other cluster's retries (unary Publish needs no Subscribe stream).
-      if (transport_.SubscribedClusters(fleet_.cluster_count()) > 0) {
+      const bool can_publish = transport_.SubscribedClusters(fleet_.cluster_count()) > 0;
+      {
         absl::MutexLock lock(&mu_);
-        retry.swap(retry_);
+        if (can_publish) {
+          retry.swap(retry_);
+        }
+        backlogged = settings_.postpone_refreshes_above > 0 &&
+                     intake_.size() > settings_.postpone_refreshes_above;
       }
       metrics_.publish_retries.Increment(static_cast<double>(retry.size()));
       for (cloudevents::Event& event : retry) {
         PublishOne(std::move(event));
       }
-      PublishAll(fleet_.Tick());
+      PublishAll(fleet_.Tick(backlogged));
       next_tick = clock_.MonotonicNow() + settings_.tick;
     }
     applications_ = fleet_.application_count();

@@ -40,6 +40,11 @@ struct SimulatorSettings {
   // again on the next tick while connected (an agent does not lose its status); beyond this many
   // the oldest are dropped and counted (the source's status resync recovers them).
   std::size_t max_retry = 200'000;
+  // While more received events than this wait in the intake, due reconciledAt refreshes are
+  // postponed one interval (mmi_fleet_sim_refreshes_postponed_total): one loop speaks for every
+  // agent, and at 300,000 Applications their refreshes (~2,000/s) alone can take all of it, so
+  // that specs wait for minutes behind them. 0 = never postpone.
+  std::size_t postpone_refreshes_above = 10'000;
 };
 
 class FleetSimulator {
