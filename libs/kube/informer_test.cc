@@ -309,6 +309,42 @@ TEST_P(InformerTest, RelistsWhenTheWatchRequestItselfFailsWith410) {
   EXPECT_EQ(informer_->Stats().lists, 2);
 }
 
+// Holds a paged LIST's second page (the first request with a continue token) until Release().
+class SecondPageGate {
+ public:
+  explicit SecondPageGate(testing::FakeKubeClient& fake) : fake_(fake) {
+    fake_.SetBeforeListPage([this](const ListOptions&) {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (held_) {
+        return;  // only the second page waits
+      }
+      held_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return released_; });
+    });
+  }
+  ~SecondPageGate() {
+    Release();
+    fake_.SetBeforeListPage(nullptr);
+  }
+  bool WaitUntilHeld() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, kWait, [&] { return held_; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  testing::FakeKubeClient& fake_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool held_ = false;
+  bool released_ = false;
+};
+
 // A paged LIST that outlasts the watch cache's history must not end in 410: the watch starts
 // from the first page's version while the other pages are read, and what it delivers meanwhile
 // is applied after the list (the newest state per object).
@@ -316,24 +352,9 @@ TEST_P(InformerTest, PagedListWatchesFromItsFirstPageAndAppliesChangesMadeDuring
   for (const char* name : {"a", "b", "c", "d", "e"}) {
     ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());  // 101..105
   }
-  std::mutex mu;
-  std::condition_variable cv;
-  bool held = false;
-  bool release = false;
-  fake_.SetBeforeListPage([&](const ListOptions&) {
-    std::unique_lock<std::mutex> lock(mu);
-    if (held) {
-      return;  // only the second page waits
-    }
-    held = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return release; });
-  });
+  SecondPageGate gate(fake_);
   Start(Settings());
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, kWait, [&] { return held; }));
-  }
+  ASSERT_TRUE(gate.WaitUntilHeld());
   // Half-way through the list (a, b read; c, d, e not yet) the watch is already open.
   ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
   EXPECT_EQ(LastWatchFrom(), "105");
@@ -354,11 +375,7 @@ TEST_P(InformerTest, PagedListWatchesFromItsFirstPageAndAppliesChangesMadeDuring
   ASSERT_TRUE(fake_.Update(apps_, a, {}).ok());  // 110
   ASSERT_TRUE(WaitForBuffered(5));
   EXPECT_THAT(handler_.Events(), IsEmpty());  // nothing applied before the list is complete
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    release = true;
-    cv.notify_all();
-  }
+  gate.Release();
   ASSERT_TRUE(Steady());
   EXPECT_THAT(handler_.Events(), ElementsAre("add a 101 initial", "add b 102 initial",
                                              "add c 103 initial", "add d 104 initial", "synced",
@@ -382,24 +399,9 @@ TEST_P(InformerTest, PagedListWhoseContinueTokenExpiresGoesOnAtTheCurrentState) 
   for (const char* name : {"a", "b", "c", "d", "e"}) {
     ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());  // 101..105
   }
-  std::mutex mu;
-  std::condition_variable cv;
-  bool held = false;
-  bool release = false;
-  fake_.SetBeforeListPage([&](const ListOptions&) {
-    std::unique_lock<std::mutex> lock(mu);
-    if (held) {
-      return;
-    }
-    held = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return release; });
-  });
+  SecondPageGate gate(fake_);
   Start(Settings());
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, kWait, [&] { return held; }));
-  }
+  ASSERT_TRUE(gate.WaitUntilHeld());
   ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
   auto c = *fake_.Get(apps_, "c");
   c["spec"]["project"] = "p2";
@@ -411,11 +413,7 @@ TEST_P(InformerTest, PagedListWhoseContinueTokenExpiresGoesOnAtTheCurrentState) 
   c["spec"]["project"] = "p3";
   ASSERT_TRUE(fake_.Update(apps_, c, {}).ok());    // 107: listed, not yet watched
   ASSERT_TRUE(fake_.Delete(apps_, "e", {}).ok());  // 108: never listed
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    release = true;
-    cv.notify_all();
-  }
+  gate.Release();
   const auto deadline = std::chrono::steady_clock::now() + kWait;
   while (!informer_->HasSynced() || informer_->Listing()) {
     ASSERT_LT(std::chrono::steady_clock::now(), deadline);
