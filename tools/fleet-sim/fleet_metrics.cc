@@ -58,6 +58,12 @@ FleetMetrics::FleetMetrics(prometheus::Registry& registry)
                              .Help("Received events waiting for the simulator loop.")
                              .Register(registry)
                              .Add({})),
+      churn_backlog(prometheus::BuildGauge()
+                        .Name("mmi_fleet_sim_churn_backlog")
+                        .Help("Collected churn (refreshes, transitions) not yet published; the "
+                              "loop publishes it in slices between received events.")
+                        .Register(registry)
+                        .Add({})),
       connected(prometheus::BuildGauge()
                     .Name("mmi_fleet_sim_connected")
                     .Help("1 while the transport is connected to the broker.")

@@ -16,6 +16,7 @@
 //   mmi_fleet_sim_refreshes_postponed_total         due reconciledAt refreshes put off a round
 //                                                   while received events were backlogged
 //   mmi_fleet_sim_intake_queue_depth                received events waiting for the loop
+//   mmi_fleet_sim_churn_backlog                     collected churn events not yet published
 //   mmi_fleet_sim_connected                         1 while the transport is connected
 //   mmi_fleet_sim_subscribed_clusters               clusters whose subscription is active (gRPC
 //                                                   broker: one Subscribe stream per cluster)
@@ -52,6 +53,7 @@ struct FleetMetrics {
   prometheus::Counter& intake_dropped;
   prometheus::Counter& refreshes_postponed;
   prometheus::Gauge& intake_queue_depth;
+  prometheus::Gauge& churn_backlog;
   prometheus::Gauge& connected;
   prometheus::Gauge& subscribed_clusters;
   prometheus::Gauge& clusters;

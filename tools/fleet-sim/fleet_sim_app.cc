@@ -133,6 +133,10 @@ absl::StatusOr<AppSettings> ParseFlags(int argc, char** argv) {
                  "received events waiting beyond which due reconciledAt refreshes are put off "
                  "one interval; 0 = never")
       ->capture_default_str();
+  cli.add_option("--churn-slice", s.simulator.churn_slice,
+                 "churn events published before the loop takes received events again")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cli.add_option("--max-intake", s.simulator.max_intake,
                  "received events waiting for the loop at most; more are dropped and counted")
       ->check(CLI::PositiveNumber)

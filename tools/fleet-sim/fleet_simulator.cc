@@ -102,8 +102,10 @@ void FleetSimulator::Loop() {
     std::deque<Item> batch;
     {
       absl::MutexLock lock(&mu_);
-      const auto wait =
-          std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - clock_.MonotonicNow());
+      // With churn left to publish the loop only looks at the intake and goes on.
+      const auto wait = churn_.empty() ? std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             next_tick - clock_.MonotonicNow())
+                                       : std::chrono::milliseconds(0);
       mu_.AwaitWithTimeout(absl::Condition(
                                +[](FleetSimulator* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
                                  return self->stopping_ || !self->intake_.empty();
@@ -132,7 +134,13 @@ void FleetSimulator::Loop() {
         ++resync_rounds_;
       }
     }
-    if (clock_.MonotonicNow() >= next_tick) {
+    // Received events first, then one slice of the churn.
+    for (std::size_t n = 0; n < settings_.churn_slice && !churn_.empty(); ++n) {
+      PublishOne(std::move(churn_.front()));
+      churn_.pop_front();
+    }
+    metrics_.churn_backlog.Set(static_cast<double>(churn_.size()));
+    if (churn_.empty() && clock_.MonotonicNow() >= next_tick) {
       std::deque<cloudevents::Event> retry;
       bool backlogged = false;
       // Retried while any cluster can publish: over gRPC one stream in its backoff must not hold
@@ -150,7 +158,9 @@ void FleetSimulator::Loop() {
       for (cloudevents::Event& event : retry) {
         PublishOne(std::move(event));
       }
-      PublishAll(fleet_.Tick(backlogged));
+      for (cloudevents::Event& event : fleet_.Tick(backlogged)) {
+        churn_.push_back(std::move(event));
+      }
       next_tick = clock_.MonotonicNow() + settings_.tick;
     }
     applications_ = fleet_.application_count();
