@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -76,6 +77,18 @@ class RecordingTransport final : public AgentTransport {
   std::vector<Event> published_ ABSL_GUARDED_BY(mu_);
 };
 
+// A JSON event from the source to the test's cluster.
+Event SourceEvent(std::string id, std::string_view type) {
+  Event event;
+  event.id = std::move(id);
+  event.source = std::string(kSource);
+  event.type = std::string(type);
+  event.data_content_type = std::string(cloudevents::kJsonContentType);
+  event.SetString(cloudevents::kExtClusterName, std::string(kCluster));
+  event.SetString(cloudevents::kExtOriginalSource, "");
+  return event;
+}
+
 Event CreateEvent(const std::string& id) {
   cloudevents::ManifestBundle bundle;
   bundle.manifests.push_back(
@@ -87,13 +100,7 @@ Event CreateEvent(const std::string& id) {
          {"destination",
           {{"namespace", "guestbook"}, {"server", "https://kubernetes.default.svc"}}},
          {"source", {{"repoURL", "https://example.com/apps.git"}, {"path", "guestbook"}}}}}});
-  Event event;
-  event.id = "spec-" + id;
-  event.source = std::string(kSource);
-  event.type = std::string(cloudevents::kSpecCreateRequestType);
-  event.data_content_type = std::string(cloudevents::kJsonContentType);
-  event.SetString(cloudevents::kExtClusterName, std::string(kCluster));
-  event.SetString(cloudevents::kExtOriginalSource, "");
+  Event event = SourceEvent("spec-" + id, cloudevents::kSpecCreateRequestType);
   event.SetString(cloudevents::kExtResourceId, id);
   event.SetString(cloudevents::kExtResourceVersion, "1");
   event.SetString(cloudevents::kExtMetadata, R"({"name":"app","namespace":"cluster1"})");
@@ -105,13 +112,7 @@ Event CreateEvent(const std::string& id) {
 Event StatusResyncFor(const std::string& id) {
   cloudevents::ResourceStatusHashList list;
   list.status_hashes.push_back({id, ""});  // the source holds nothing: the agent answers
-  Event event;
-  event.id = "resync-" + id;
-  event.source = std::string(kSource);
-  event.type = std::string(cloudevents::kStatusResyncRequestType);
-  event.data_content_type = std::string(cloudevents::kJsonContentType);
-  event.SetString(cloudevents::kExtClusterName, std::string(kCluster));
-  event.SetString(cloudevents::kExtOriginalSource, "");
+  Event event = SourceEvent("resync-" + id, cloudevents::kStatusResyncRequestType);
   event.data = *cloudevents::EncodeResourceStatusHashList(list);
   return event;
 }
