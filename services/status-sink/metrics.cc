@@ -21,6 +21,8 @@ std::string_view QueueName(Queue queue) {
       return "persist";
     case Queue::kLost:
       return "lost";
+    case Queue::kLostAsked:
+      return "lost_asked";
   }
   return "other";
 }
@@ -128,6 +130,13 @@ SinkMetrics::SinkMetrics(prometheus::Registry& registry)
                                    "between resyncs; a later resync serves them")
                              .Register(registry)
                              .Add({})),
+      lost_unanswered_(prometheus::BuildCounter()
+                           .Name("mmi_status_lost_unanswered_total")
+                           .Help("Lost reports asked for by a status resync whose answer did not "
+                                 "come in time, by outcome (asked_again, given_up)")
+                           .Register(registry)),
+      lost_asked_again_(lost_unanswered_.Add({{"outcome", "asked_again"}})),
+      lost_given_up_(lost_unanswered_.Add({{"outcome", "given_up"}})),
       store_errors_(prometheus::BuildCounter()
                         .Name("mmi_status_store_errors_total")
                         .Help("Failed store operations of the status sink, by operation")

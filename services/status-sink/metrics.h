@@ -10,12 +10,14 @@
 //                                                         before a Healthy status (same results)
 //   mmi_status_write_duration_seconds                     one hub PATCH (both kinds above)
 //   mmi_status_queue_depth{queue}                         intake, lookup, pending, in_flight,
-//                                                         persist, lost
+//                                                         persist, lost, lost_asked
 //   mmi_status_lag_seconds{write=material|volatile}       agent event time -> hub write done
 //   mmi_status_deletions_confirmed_total                  Deleted=True handed to the dispatcher
 //   mmi_status_resync_requests_total{result}              ok, error
 //   mmi_status_resync_suppressed_total                    resync triggers deferred by the minimum
 //                                                         interval (served by a later resync)
+//   mmi_status_lost_unanswered_total{outcome}             lost reports asked for and not answered
+//                                                         in time: asked_again, given_up
 //   mmi_status_store_errors_total{operation}              lookup, save, resume, resync, counts,
 //                                                         deletion
 //   mmi_appset_applications{appset_namespace,appset_name,sync,health}   the fleet report
@@ -60,8 +62,9 @@ enum class WriteResult { kOk, kNotFound, kInvalid, kRetry };
 std::string_view WriteResultName(WriteResult result);
 
 // kLost: resources whose report was dropped for want of room, waiting for a resync that lists
-// only them (Sink::RequestLostResync).
-enum class Queue { kIntake, kLookup, kPending, kInFlight, kPersist, kLost };
+// only them (Sink::RequestLostResync); kLostAsked: listed in such a resync, waiting for the
+// agent's answer.
+enum class Queue { kIntake, kLookup, kPending, kInFlight, kPersist, kLost, kLostAsked };
 
 class SinkMetrics {
  public:
@@ -82,6 +85,11 @@ class SinkMetrics {
   void DeletionConfirmed() { deletions_.Increment(); }
   void Resync(bool ok) { resyncs_.Add({{"result", ok ? "ok" : "error"}}).Increment(); }
   void ResyncSuppressed(double triggers) { resync_suppressed_.Increment(triggers); }
+  // A lost report asked for whose answer did not come in time: asked for again, or (after the
+  // last ask) given up on.
+  void LostUnanswered(bool given_up) {
+    (given_up ? lost_given_up_ : lost_asked_again_).Increment();
+  }
   void StoreError(std::string_view operation) {
     store_errors_.Add({{"operation", std::string(operation)}}).Increment();
   }
@@ -106,6 +114,9 @@ class SinkMetrics {
   prometheus::Counter& deletions_;
   prometheus::Family<prometheus::Counter>& resyncs_;
   prometheus::Counter& resync_suppressed_;
+  prometheus::Family<prometheus::Counter>& lost_unanswered_;
+  prometheus::Counter& lost_asked_again_;
+  prometheus::Counter& lost_given_up_;
   prometheus::Family<prometheus::Counter>& store_errors_;
   prometheus::Family<prometheus::Gauge>& appsets_;
   std::map<std::tuple<std::string, std::string, std::string, std::string>, prometheus::Gauge*>

@@ -205,6 +205,7 @@ void Sink::Tick() {
              now >= resync_retry_at_ && intake_depth_.load() <= settings_.intake_capacity / 2) {
     RequestLostResync(now);
   }
+  ExpireLostAsks(now);
   StartLookup();
   Pump();
   FlushPersist(draining_);
@@ -216,11 +217,19 @@ void Sink::Tick() {
 }
 
 void Sink::LogDrops(std::chrono::steady_clock::time_point now) {
-  if ((shed_unlogged_ == 0 && overflow_unlogged_ == 0 && lost_resync_failed_unlogged_ == 0) ||
+  if ((shed_unlogged_ == 0 && overflow_unlogged_ == 0 && lost_resync_failed_unlogged_ == 0 &&
+       lost_given_up_unlogged_ == 0) ||
       now < next_drop_log_at_) {
     return;
   }
   next_drop_log_at_ = now + kDropLogInterval;
+  if (lost_given_up_unlogged_ > 0) {
+    logger_.Warn(
+        "lost reports asked for by every allowed status resync got no answer; given up until the "
+        "next report of each or the next full status resync",
+        {{"resources", lost_given_up_unlogged_}, {"asks", settings_.lost_asks}});
+    lost_given_up_unlogged_ = 0;
+  }
   if (lost_resync_failed_unlogged_ > 0) {
     logger_.Warn(
         "cannot publish status resync requests for lost reports; their resources are asked for "
@@ -251,6 +260,7 @@ void Sink::UpdateQueueGauges() {
   metrics_.QueueDepth(Queue::kInFlight, static_cast<double>(coalescer_.in_flight()));
   metrics_.QueueDepth(Queue::kPersist, static_cast<double>(to_persist_.size()));
   metrics_.QueueDepth(Queue::kLost, static_cast<double>(lost_.size()));
+  metrics_.QueueDepth(Queue::kLostAsked, static_cast<double>(lost_asked_.size()));
 }
 
 std::chrono::milliseconds Sink::RetryDelay(int attempts) const {
@@ -390,9 +400,12 @@ void Sink::Admit(const store::HubAppRef& ref, Awaiting item) {
          {"application", ref.hub_namespace + "/" + ref.hub_name}});
   }
   auto outcome = coalescer_.Offer(std::move(item.update), std::move(item.ack));
-  if (!lost_.empty() && outcome.result != OfferResult::kOverflow &&
-      outcome.result != OfferResult::kStale) {
-    lost_.erase(ref.resource_id);  // a newer report of it arrived: nothing left to recover
+  if (outcome.result != OfferResult::kStale) {
+    // A newer report of it arrived (an overflow is remembered as lost again below).
+    ForgetLostAsk(ref.resource_id);
+    if (!lost_.empty() && outcome.result != OfferResult::kOverflow) {
+      lost_.erase(ref.resource_id);  // nothing left to recover
+    }
   }
   Release(outcome.release);
   for (int i = 0; i < outcome.shed; ++i) {
@@ -699,12 +712,45 @@ void Sink::ResyncAfterLoss() {
   }
 }
 
-void Sink::RememberLost(const std::string& resource_id, const std::string& cluster) {
+void Sink::RememberLost(const std::string& resource_id, const std::string& cluster, int asks) {
   if (resource_id.empty() || cluster.empty() || lost_.size() >= settings_.max_lost) {
     ResyncAfterLoss();
     return;
   }
-  lost_.insert_or_assign(resource_id, cluster);
+  lost_.insert_or_assign(resource_id, Lost{cluster, asks});
+}
+
+void Sink::ForgetLostAsk(const std::string& resource_id) {
+  if (!lost_asked_.empty()) {
+    lost_asked_.erase(resource_id);  // its entry in lost_ask_order_ is skipped when it expires
+  }
+}
+
+void Sink::ExpireLostAsks(std::chrono::steady_clock::time_point now) {
+  uint64_t again = 0;
+  while (!lost_ask_order_.empty() && lost_ask_order_.front().first <= now) {
+    auto [deadline, resource_id] = std::move(lost_ask_order_.front());
+    lost_ask_order_.pop_front();
+    auto it = lost_asked_.find(resource_id);
+    if (it == lost_asked_.end() || it->second.deadline != deadline) {
+      continue;  // answered, or asked again since
+    }
+    Lost lost = std::move(it->second.lost);
+    lost_asked_.erase(it);
+    if (lost.asks >= settings_.lost_asks) {
+      metrics_.LostUnanswered(/*given_up=*/true);
+      ++lost_given_up_unlogged_;
+      continue;
+    }
+    metrics_.LostUnanswered(/*given_up=*/false);
+    ++again;
+    RememberLost(resource_id, lost.cluster, lost.asks);
+  }
+  if (again > 0) {
+    logger_.Info("lost reports asked for got no answer in time; asking again",
+                 {{"resources", again},
+                  {"timeout_ms", static_cast<int64_t>(settings_.lost_answer_timeout.count())}});
+  }
 }
 
 bool Sink::RequestLostResync(std::chrono::steady_clock::time_point now) {
@@ -734,10 +780,16 @@ bool Sink::RequestLostResync(std::chrono::steady_clock::time_point now) {
   next_resync_at_ = now + settings_.status_resync_min_interval;
   std::map<std::string, cloudevents::ResourceStatusHashList> per_cluster;
   std::size_t asked = 0;
+  const auto deadline = now + settings_.lost_answer_timeout;
   for (auto it = lost_.begin(); it != lost_.end() && asked < budget; ++asked) {
     // The hash of the last report the sink holds (if any): the agent answers because its
     // current one differs - that is the report that was dropped, or a newer one.
-    per_cluster[it->second].status_hashes.push_back({it->first, coalescer_.LatestHash(it->first)});
+    per_cluster[it->second.cluster].status_hashes.push_back(
+        {it->first, coalescer_.LatestHash(it->first)});
+    Lost lost = std::move(it->second);
+    ++lost.asks;
+    lost_asked_.insert_or_assign(it->first, LostAsk{std::move(lost), deadline});
+    lost_ask_order_.emplace_back(deadline, it->first);
     it = lost_.erase(it);
   }
   int requests = 0;
@@ -768,7 +820,14 @@ bool Sink::RequestLostResync(std::chrono::steady_clock::time_point now) {
         Post(
             [this, cluster = std::move(cluster), ids = std::move(ids), status = std::move(status)] {
               for (const auto& entry : ids.status_hashes) {
-                RememberLost(entry.resource_id, cluster);  // asked again in a later round
+                // Not asked after all: asked again in a later round, with the asks it had.
+                auto asked = lost_asked_.find(entry.resource_id);
+                if (asked == lost_asked_.end()) {
+                  continue;  // a report of it arrived meanwhile
+                }
+                const int asks = asked->second.lost.asks - 1;
+                lost_asked_.erase(asked);
+                RememberLost(entry.resource_id, cluster, asks);
               }
               resync_retry_at_ = clock_.MonotonicNow() + RetryDelay(resync_failures_++);
               // Summed by LogDrops: a round may fail for thousands of clusters at once.
@@ -836,6 +895,8 @@ void Sink::OnResyncEntries(absl::StatusOr<std::vector<store::ResyncEntry>> entri
   next_resync_at_ = clock_.MonotonicNow() + settings_.status_resync_min_interval;
   // Everything is asked for: the lost resources too.
   lost_.clear();
+  lost_asked_.clear();
+  lost_ask_order_.clear();
   // Per cluster (MQTT routes a request to the cluster's topic), in chunks that fit a message.
   std::map<std::string, cloudevents::ResourceStatusHashList> per_cluster;
   for (const auto& e : *entries) {

@@ -58,6 +58,13 @@ struct SinkSettings {
   // Resources remembered as lost (report dropped for want of room) at most; beyond, a loss asks
   // for a full status resync instead.
   std::size_t max_lost = 1'000'000;
+  // A lost resource listed in a status resync whose report has not come back after this long is
+  // asked for again (the request or the answer may be lost on the way, or shed by a saturated
+  // broker); after `lost_asks` asks it is given up on (the agent's report may equal the one the
+  // sink holds: then it has nothing to answer), logged and counted
+  // (mmi_status_lost_unanswered_total). Any report of the resource ends the wait.
+  std::chrono::milliseconds lost_answer_timeout{300'000};
+  int lost_asks = 3;
   std::chrono::milliseconds tick{50};  // loop wake-up for timers
   // (status.progressingBeforeHealthy) Before writing a Healthy status onto a hub Application
   // whose last written health was neither Healthy nor Progressing (first write, Missing,
@@ -147,7 +154,13 @@ class Sink {
   void ResyncAfterLoss();
   // The report of `resource_id` (from `cluster`) was dropped for want of room: remembered, and
   // recovered by RequestLostResync.
-  void RememberLost(const std::string& resource_id, const std::string& cluster);
+  // `asks`: status resyncs that already listed it without an answer.
+  void RememberLost(const std::string& resource_id, const std::string& cluster, int asks = 0);
+  // Lost resources whose ask went unanswered past lost_answer_timeout: back into lost_ to be
+  // asked again, or given up on after lost_asks asks.
+  void ExpireLostAsks(std::chrono::steady_clock::time_point now);
+  // A report of `resource_id` arrived (or is lost again): it no longer waits for an answer.
+  void ForgetLostAsk(const std::string& resource_id);
   void DeferResync(std::chrono::steady_clock::time_point now);
   void RequestResync();
   // A status resync that lists only lost resources, as many as the pending set has room for
@@ -211,9 +224,23 @@ class Sink {
   std::chrono::steady_clock::time_point resync_retry_at_{};
   std::chrono::steady_clock::time_point next_resync_at_{};  // status_resync_min_interval
   bool resync_deferral_logged_ = false;
-  // Resource id -> cluster of every report dropped for want of room (overflow) and not yet
-  // asked for again. Ordered, so rounds go through it in a stable order.
-  std::map<std::string, std::string> lost_;
+  struct Lost {
+    std::string cluster;
+    int asks = 0;  // status resyncs that listed it and got no answer
+  };
+  // Resource id -> every report dropped for want of room (overflow) and not yet asked for again.
+  // Ordered, so rounds go through it in a stable order.
+  std::map<std::string, Lost> lost_;
+  // Asked for by a lost-report resync, waiting for the answer until `deadline`.
+  struct LostAsk {
+    Lost lost;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  std::unordered_map<std::string, LostAsk> lost_asked_;
+  // (deadline, resource id) in ask order (one timeout, so also deadline order); entries whose
+  // resource was answered, or asked again with a later deadline, are skipped when they expire.
+  std::deque<std::pair<std::chrono::steady_clock::time_point, std::string>> lost_ask_order_;
+  uint64_t lost_given_up_unlogged_ = 0;
   std::chrono::steady_clock::time_point lost_room_check_at_{};
   // Reports shed or overflowed since the last summary line (LogDrops): one warning per
   // kDropLogInterval instead of one per report, which at fleet scale would be thousands a second.

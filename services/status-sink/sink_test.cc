@@ -27,6 +27,7 @@ using transport::testing::MetricValue;
 constexpr char kResource[] = "278f3a61-efe5-56de-abba-6aedbfcce272";
 constexpr char kCluster[] = "cluster1";
 constexpr char kAppName[] = "guestbook-cluster1";
+constexpr char kResource2[] = "00000000-0000-5000-8000-000000000002";
 
 json Status(const std::string& health, const std::string& reconciled_at = "2026-06-01T10:00:04Z") {
   return json{{"controllerNamespace", "openshift-gitops"},
@@ -166,6 +167,49 @@ class SinkTest : public ::testing::Test {
   }
   double Dropped(const std::string& reason) {
     return MetricValue(registry_, "mmi_status_events_dropped_total", {{"reason", reason}});
+  }
+
+  // A pending set of one, held by kResource's failing write: the report of kResource2
+  // (cluster2) overflows and is remembered as lost. Starts the sink. Returns the transport id of
+  // kResource's event (acknowledged once its retry is written).
+  int64_t LoseReportOfResource2() {
+    store::HubAppRef ref2;
+    ref2.resource_id = kResource2;
+    ref2.cluster = "cluster2";
+    ref2.hub_namespace = "argocd";
+    ref2.hub_name = "guestbook-cluster2";
+    store_.AddResourceForTest(ref2);
+    json app2 = {{"apiVersion", "argoproj.io/v1alpha1"},
+                 {"kind", "Application"},
+                 {"metadata", {{"name", "guestbook-cluster2"}, {"namespace", "argocd"}}},
+                 {"spec", {{"project", "default"}}}};
+    EXPECT_TRUE(kube_.Create(ApplicationsRef("argocd"), app2, {}).ok());
+    settings_.coalescer.max_pending = 1;
+    settings_.max_in_flight = 1;
+    StartSink();
+    // The first resource's write fails and waits for its retry: the pending set is full.
+    kube_.FailNext("PATCH", absl::UnavailableError("hub busy"));
+    auto waiting = subscriber_.Deliver(StatusEventOf(1, Status("Healthy")));
+    EXPECT_TRUE(waiting.ok()) << waiting.status();
+    sink_->RunUntilIdleForTest();
+    EXPECT_FALSE(subscriber_.acked(*waiting)) << "acknowledged once written and saved";
+    Deliver(StatusEvent(2, FeedbackData(Status("Healthy").dump()), kResource2, "cluster2"));
+    EXPECT_EQ(Dropped("overflow"), 1);
+    EXPECT_EQ(MetricValue(registry_, "mmi_status_queue_depth", {{"queue", "lost"}}), 1);
+    return *waiting;
+  }
+  // The resource ids listed by a published status resync request.
+  static std::vector<std::string> Listed(const cloudevents::Event& request) {
+    EXPECT_EQ(request.type, cloudevents::kStatusResyncRequestType);
+    auto listed = cloudevents::DecodeResourceStatusHashList(request.data.value_or(""));
+    EXPECT_TRUE(listed.ok()) << listed.status();
+    std::vector<std::string> ids;
+    if (listed.ok()) {
+      for (const auto& entry : listed->status_hashes) {
+        ids.push_back(entry.resource_id);
+      }
+    }
+    return ids;
   }
 
   const RollingSyncLookup* rolling_sync_ = nullptr;
@@ -487,33 +531,9 @@ TEST_F(SinkTest, AFullIntakeDropsAndLaterAsksForAResync) {
 // only once the pending set has room for the answers - not a resync of everything every 30 s,
 // whose answers would overflow again.
 TEST_F(SinkTest, AnOverflowIsRecoveredByAResyncListingOnlyTheLostResources) {
-  constexpr char kResource2[] = "00000000-0000-5000-8000-000000000002";
-  store::HubAppRef ref2;
-  ref2.resource_id = kResource2;
-  ref2.cluster = "cluster2";
-  ref2.hub_namespace = "argocd";
-  ref2.hub_name = "guestbook-cluster2";
-  store_.AddResourceForTest(ref2);
-  json app2 = {{"apiVersion", "argoproj.io/v1alpha1"},
-               {"kind", "Application"},
-               {"metadata", {{"name", "guestbook-cluster2"}, {"namespace", "argocd"}}},
-               {"spec", {{"project", "default"}}}};
-  ASSERT_TRUE(kube_.Create(ApplicationsRef("argocd"), app2, {}).ok());
-  settings_.coalescer.max_pending = 1;
-  settings_.max_in_flight = 1;
   LogCapture log_lines;
-  StartSink();
+  const auto waiting = LoseReportOfResource2();
   const std::size_t resyncs = publisher_.published().size();  // the one on subscribing
-
-  // The first resource's write fails and waits for its retry: the pending set is full.
-  kube_.FailNext("PATCH", absl::UnavailableError("hub busy"));
-  auto waiting = subscriber_.Deliver(StatusEventOf(1, Status("Healthy")));
-  ASSERT_TRUE(waiting.ok());
-  sink_->RunUntilIdleForTest();
-  EXPECT_FALSE(subscriber_.acked(*waiting)) << "acknowledged once written and saved";
-  Deliver(StatusEvent(2, FeedbackData(Status("Healthy").dump()), kResource2, "cluster2"));
-  EXPECT_EQ(Dropped("overflow"), 1);
-  EXPECT_EQ(MetricValue(registry_, "mmi_status_queue_depth", {{"queue", "lost"}}), 1);
   // One summary warning for the drops, not one line per report.
   sink_->RunUntilIdleForTest();
   EXPECT_NE(log_lines.text().find("status reports dropped for want of room"), std::string::npos)
@@ -525,7 +545,7 @@ TEST_F(SinkTest, AnOverflowIsRecoveredByAResyncListingOnlyTheLostResources) {
   sink_->RunUntilIdleForTest();
   clock_.Advance(std::chrono::seconds(1));
   sink_->RunUntilIdleForTest();
-  EXPECT_TRUE(subscriber_.acked(*waiting));
+  EXPECT_TRUE(subscriber_.acked(waiting));
   ASSERT_EQ(publisher_.published().size(), resyncs + 1);
   const cloudevents::Event request = publisher_.published().back();
   EXPECT_EQ(request.type, cloudevents::kStatusResyncRequestType);
@@ -548,6 +568,51 @@ TEST_F(SinkTest, AnOverflowIsRecoveredByAResyncListingOnlyTheLostResources) {
   clock_.Advance(settings_.status_resync_min_interval);
   sink_->RunUntilIdleForTest();
   EXPECT_EQ(publisher_.published().size(), resyncs + 1) << "nothing lost any more";
+  clock_.Advance(settings_.lost_answer_timeout);
+  sink_->RunUntilIdleForTest();
+  EXPECT_EQ(publisher_.published().size(), resyncs + 1) << "the answer ended the wait";
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_queue_depth", {{"queue", "lost_asked"}}), 0);
+  EXPECT_EQ(
+      MetricValue(registry_, "mmi_status_lost_unanswered_total", {{"outcome", "asked_again"}}), 0);
+}
+
+TEST_F(SinkTest, ALostReportWhoseAskGoesUnansweredIsAskedAgainThenGivenUp) {
+  LogCapture log_lines;
+  settings_.lost_asks = 2;
+  LoseReportOfResource2();
+  const std::size_t resyncs = publisher_.published().size();
+  const std::vector<std::string> lost = {kResource2};
+  const auto next_round = [&] {
+    clock_.Advance(settings_.status_resync_min_interval);
+    sink_->RunUntilIdleForTest();
+    clock_.Advance(std::chrono::seconds(1));
+    sink_->RunUntilIdleForTest();
+  };
+
+  next_round();
+  ASSERT_EQ(publisher_.published().size(), resyncs + 1);
+  EXPECT_EQ(Listed(publisher_.published().back()), lost);
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_queue_depth", {{"queue", "lost_asked"}}), 1);
+
+  // The request or its answer went astray: asked again once the answer is overdue.
+  clock_.Advance(settings_.lost_answer_timeout - std::chrono::seconds(1));
+  next_round();
+  ASSERT_EQ(publisher_.published().size(), resyncs + 2);
+  EXPECT_EQ(Listed(publisher_.published().back()), lost);
+  EXPECT_EQ(
+      MetricValue(registry_, "mmi_status_lost_unanswered_total", {{"outcome", "asked_again"}}), 1);
+
+  // The last allowed ask goes unanswered too: given up on, counted and logged, not asked again.
+  clock_.Advance(settings_.lost_answer_timeout);
+  next_round();
+  next_round();
+  EXPECT_EQ(publisher_.published().size(), resyncs + 2);
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_lost_unanswered_total", {{"outcome", "given_up"}}),
+            1);
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_queue_depth", {{"queue", "lost_asked"}}), 0);
+  EXPECT_EQ(MetricValue(registry_, "mmi_status_queue_depth", {{"queue", "lost"}}), 0);
+  EXPECT_NE(log_lines.text().find("got no answer; given up"), std::string::npos)
+      << log_lines.text();
 }
 
 // Writes held until the test runs them: the pending set can be filled while writers are busy.
