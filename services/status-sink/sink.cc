@@ -737,7 +737,7 @@ void Sink::ExpireLostAsks(std::chrono::steady_clock::time_point now) {
     }
     Lost lost = std::move(it->second.lost);
     lost_asked_.erase(it);
-    if (lost.asks >= settings_.lost_asks) {
+    if (++lost.asks >= settings_.lost_asks) {
       metrics_.LostUnanswered(/*given_up=*/true);
       ++lost_given_up_unlogged_;
       continue;
@@ -786,9 +786,7 @@ bool Sink::RequestLostResync(std::chrono::steady_clock::time_point now) {
     // current one differs - that is the report that was dropped, or a newer one.
     per_cluster[it->second.cluster].status_hashes.push_back(
         {it->first, coalescer_.LatestHash(it->first)});
-    Lost lost = std::move(it->second);
-    ++lost.asks;
-    lost_asked_.insert_or_assign(it->first, LostAsk{std::move(lost), deadline});
+    lost_asked_.insert_or_assign(it->first, LostAsk{std::move(it->second), deadline});
     lost_ask_order_.emplace_back(deadline, it->first);
     it = lost_.erase(it);
   }
@@ -825,9 +823,9 @@ bool Sink::RequestLostResync(std::chrono::steady_clock::time_point now) {
                 if (asked == lost_asked_.end()) {
                   continue;  // a report of it arrived meanwhile
                 }
-                const int asks = asked->second.lost.asks - 1;
+                Lost lost = std::move(asked->second.lost);
                 lost_asked_.erase(asked);
-                RememberLost(entry.resource_id, cluster, asks);
+                RememberLost(entry.resource_id, lost.cluster, lost.asks);
               }
               resync_retry_at_ = clock_.MonotonicNow() + RetryDelay(resync_failures_++);
               // Summed by LogDrops: a round may fail for thousands of clusters at once.
