@@ -1,5 +1,6 @@
 #include "libs/transport/settings.h"
 
+#include <cstdint>
 #include <regex>
 #include <vector>
 
@@ -215,6 +216,9 @@ absl::Status ValidateMqttSettings(const MqttSettings& settings, std::string_view
   if (settings.sub_qos != 0 && settings.sub_qos != 1) {
     problems.Add("subQoS", "must be 0 or 1");
   }
+  if (settings.session_expiry.count() < 0 || settings.session_expiry.count() > INT32_MAX) {
+    problems.Add("sessionExpiry", "must be between 0s (Clean Start) and 68 years");
+  }
   if (source_ok) {
     CheckMqttTopics(settings, problems);
   }
@@ -255,6 +259,9 @@ absl::Status ValidateGrpcSettings(const GrpcSettings& settings, std::string_view
   }
   if (settings.keep_alive_timeout.count() <= 0) {
     problems.Add("keepAliveTimeout", "must be > 0");
+  }
+  if (settings.idle_timeout.count() != 0 && settings.idle_timeout.count() < 1'000) {
+    problems.Add("idleTimeout", "must be 0 (never idle) or >= 1s (gRPC's floor)");
   }
   if (settings.heartbeat_timeout.count() < 0) {
     problems.Add("serverHealthinessTimeout", "must be >= 0");

@@ -60,7 +60,16 @@ struct MqttSettings {
   std::chrono::milliseconds publish_timeout{30'000};  // (publishTimeout) wait for PUBACK
   int pub_qos = 1;                                    // (pubQoS) 0 or 1
   int sub_qos = 1;                                    // (subQoS) 0 or 1
-  MqttTopicSettings topics;                           // (topics)
+  // (sessionExpiry) 0 = the subscriber connects with Clean Start, as the Go clients do (§3.1).
+  // Otherwise it keeps a persistent MQTT 5 session for this long after a disconnect, under the
+  // stable client id `<sourceId>-<sharedGroup>-sub` (clientId is not used for it), so the broker
+  // holds its subscription and queues what arrives while no replica is subscribed (a restart, a
+  // leader handover), and a new leader resumes it. The dispatcher sets it: an agent's spec resync
+  // request sent meanwhile is answered instead of lost. Queued messages count against the
+  // broker's per-client queue limit (mosquitto `max_queued_messages`); with subQoS 0 a broker
+  // keeps the subscription but may queue nothing.
+  std::chrono::seconds session_expiry{0};
+  MqttTopicSettings topics;  // (topics)
   // (reconnectBackoff) delay between connection attempts.
   BackoffSettings reconnect_backoff{std::chrono::milliseconds(1'000),
                                     std::chrono::milliseconds(60'000), 2.0, 0.2};
@@ -81,6 +90,10 @@ struct GrpcSettings {
   // (keepAliveTime) HTTP/2 ping interval while a stream is open; 0 = off, else >= 5s (§4.8).
   std::chrono::milliseconds keep_alive_time{30'000};
   std::chrono::milliseconds keep_alive_timeout{10'000};  // (keepAliveTimeout)
+  // (idleTimeout) gRPC's client idle timeout: with no call open for this long the channel closes
+  // its connection and goes IDLE (the publisher wakes it again at once). 0 = never, our default;
+  // gRPC releases after 1.51 default to 30 min. When set, >= 1 s (gRPC's floor).
+  std::chrono::milliseconds idle_timeout{0};
   // (serverHealthinessTimeout) reconnect when the Subscribe stream carried no event and no
   // heartbeat for this long; 0 = off. Maestro sends a heartbeat every 10 s by default (§4.6).
   std::chrono::milliseconds heartbeat_timeout{0};

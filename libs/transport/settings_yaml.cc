@@ -33,6 +33,7 @@ void ReadMqtt(config::YamlSection c, MqttSettings& m) {
   c.Duration("publishTimeout", m.publish_timeout);
   c.Scalar("pubQoS", m.pub_qos);
   c.Scalar("subQoS", m.sub_qos);
+  c.Duration("sessionExpiry", m.session_expiry);
   config::YamlSection t = c.Section("topics");
   t.Scalar("sourceEvents", m.topics.source_events);
   t.Scalar("agentEvents", m.topics.agent_events);
@@ -49,6 +50,7 @@ void ReadGrpc(config::YamlSection c, GrpcSettings& g) {
   c.Duration("publishTimeout", g.publish_timeout);
   c.Duration("keepAliveTime", g.keep_alive_time);
   c.Duration("keepAliveTimeout", g.keep_alive_timeout);
+  c.Duration("idleTimeout", g.idle_timeout);
   c.Duration("serverHealthinessTimeout", g.heartbeat_timeout);
   c.Scalar("maxReceiveBytes", g.max_receive_bytes);
 }

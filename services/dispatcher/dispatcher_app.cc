@@ -1,5 +1,7 @@
 #include "services/dispatcher/dispatcher_app.h"
 
+#include <chrono>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -28,6 +30,10 @@
 
 namespace mmi::dispatcher {
 namespace {
+
+// A publisher disconnected this long during shutdown is taken as down (it reconnects within a
+// second or two when its peer is up).
+constexpr auto kDeadPeerGrace = std::chrono::seconds(2);
 
 const log::Logger& Log() {
   static const log::Logger logger("dispatcher.app");
@@ -273,6 +279,35 @@ void DispatcherApp::RequestStop() { stop_.Request(0); }
 
 int DispatcherApp::Wait() { return stop_.Wait(); }
 
+bool DispatcherApp::DrainOutbox(Components& c, std::chrono::steady_clock::time_point deadline) {
+  std::optional<std::chrono::steady_clock::time_point> down_since;
+  while (true) {
+    const auto now = std::chrono::steady_clock::now();
+    if (c.outbox->WaitDrained(std::chrono::milliseconds(100))) {
+      Log().Info("outbox drained");
+      return true;
+    }
+    if (c.publisher->connected()) {
+      down_since.reset();
+    } else if (!down_since) {
+      down_since = now;
+    } else if (now - *down_since >= kDeadPeerGrace) {
+      Log().Warn(
+          "the transport is disconnected; not waiting for the outbox (the rest is published on "
+          "the next start)",
+          {{"pending", static_cast<int64_t>(c.outbox->pending())}});
+      return false;
+    }
+    if (now >= deadline) {
+      Log().Warn(
+          "outbox not drained before the shutdown timeout; the rest is published on the "
+          "next start",
+          {{"pending", static_cast<int64_t>(c.outbox->pending())}});
+      return false;
+    }
+  }
+}
+
 bool DispatcherApp::Stop() {
   if (stopped_ || c_ == nullptr) {
     return true;
@@ -302,20 +337,11 @@ bool DispatcherApp::Stop() {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
-  // 3. Drain the outbox.
+  // 3. Drain the outbox, but not towards a peer that is gone: what is left stays recorded in
+  // PostgreSQL and is published on the next start.
   bool drained = true;
   if (c.outbox) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    drained = c.outbox->WaitDrained(std::max(left, std::chrono::milliseconds(0)));
-    if (drained) {
-      Log().Info("outbox drained");
-    } else {
-      Log().Warn(
-          "outbox not drained before the shutdown timeout; the rest is published on the "
-          "next start",
-          {{"pending", static_cast<int64_t>(c.outbox->pending())}});
-    }
+    drained = DrainOutbox(c, deadline);
   }
   // 4. Everything else, in reverse order of start.
   if (c.deletion) {

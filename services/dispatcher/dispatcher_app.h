@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -32,7 +33,8 @@ class DispatcherApp {
   // Blocks until RequestStop() or a lost leadership. Returns the exit code: 0 for a requested
   // stop, 1 when leadership was lost (Kubernetes restarts the pod, as controller-runtime does).
   int Wait();
-  // Graceful shutdown. Idempotent. Returns true when the outbox drained in time.
+  // Graceful shutdown. Idempotent. Returns true when the outbox drained in time; gives up
+  // early when the transport has been disconnected for 2 s (nothing would drain).
   bool Stop();
 
   // After Start().
@@ -47,6 +49,8 @@ class DispatcherApp {
   struct Components;
   void StartLeading();
   void OnLostLeadership();
+  // Waits for the outbox until it drains, `deadline`, or the transport stays disconnected.
+  static bool DrainOutbox(Components& c, std::chrono::steady_clock::time_point deadline);
 
   DispatcherSettings settings_;
   std::unique_ptr<Components> c_;

@@ -137,8 +137,9 @@ void SpecResyncResponder::Handle(cloudevents::Event request, std::function<void(
                   : rows.status();
     if (!responses.ok()) {
       metrics_.SpecResync("error");
-      Log().Warn("cannot answer a spec resync request",
-                 {{"cluster", cluster}, {"error", std::string(responses.status().message())}});
+      unanswerable_.Add(request.id, {{"cluster", cluster},
+                                     {"event_id", request.id},
+                                     {"error", std::string(responses.status().message())}});
       done();
       return;
     }

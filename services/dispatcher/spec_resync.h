@@ -28,6 +28,8 @@
 #include "absl/synchronization/mutex.h"
 #include "libs/cloudevents/event.h"
 #include "libs/common/clock.h"
+#include "libs/common/log.h"
+#include "libs/common/log_summary.h"
 #include "libs/store/dispatch_store.h"
 #include "libs/transport/publisher.h"
 #include "services/dispatcher/internal/executor.h"
@@ -81,6 +83,9 @@ class SpecResyncResponder {
   transport::Publisher& publisher_;
   const Clock& clock_;
   DispatcherMetrics& metrics_;
+  const log::Logger logger_{"dispatcher.spec_resync"};
+  // Requests that cannot be answered (bad input from an agent): summed up, never one line each.
+  log::WarnSummary unanswerable_{logger_, "cannot answer spec resync requests", clock_};
 
   absl::Mutex mu_;
   std::deque<PendingAnswer> queue_ ABSL_GUARDED_BY(mu_);

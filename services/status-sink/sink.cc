@@ -217,6 +217,7 @@ void Sink::Tick() {
 }
 
 void Sink::LogDrops(std::chrono::steady_clock::time_point now) {
+  warnings_.Flush();
   if ((shed_unlogged_ == 0 && overflow_unlogged_ == 0 && lost_resync_failed_unlogged_ == 0 &&
        lost_given_up_unlogged_ == 0) ||
       now < next_drop_log_at_) {
@@ -281,8 +282,8 @@ void Sink::HandleEvent(cloudevents::Event event, transport::AckFn ack) {
   const auto drop = [&](DropReason reason, std::string_view why) {
     metrics_.Dropped(reason);
     if (reason == DropReason::kMalformed) {
-      logger_.Warn("dropping a malformed status event",
-                   {{"event_id", event.id}, {"source", event.source}, {"error", why}});
+      warnings_.malformed.Add(event.id,
+                              {{"event_id", event.id}, {"source", event.source}, {"error", why}});
     } else {
       logger_.Debug("dropping a status event",
                     {{"event_id", event.id}, {"reason", DropReasonName(reason)}, {"detail", why}});
@@ -383,21 +384,18 @@ void Sink::Admit(const store::HubAppRef& ref, Awaiting item) {
   if (!item.cluster.empty() && item.cluster != ref.cluster) {
     // A cluster may only report the resources dispatched to it.
     metrics_.Dropped(DropReason::kClusterMismatch);
-    logger_.Warn("status event from a cluster the resource was not dispatched to",
-                 {{"resource", ref.resource_id},
-                  {"cluster", item.cluster},
-                  {"expected_cluster", ref.cluster},
-                  {"event_id", item.event_id}});
+    warnings_.wrong_cluster.Add(item.event_id, {{"resource", ref.resource_id},
+                                                {"cluster", item.cluster},
+                                                {"expected_cluster", ref.cluster},
+                                                {"event_id", item.event_id}});
     std::move(item.ack)();
     return;
   }
   if (!item.metadata_app.empty() && item.metadata_app != ref.hub_namespace + "/" + ref.hub_name) {
-    logger_.Warn(
-        "the event's ManifestWork metadata names another hub application; using the "
-        "dispatcher's record",
-        {{"resource", ref.resource_id},
-         {"metadata_application", item.metadata_app},
-         {"application", ref.hub_namespace + "/" + ref.hub_name}});
+    warnings_.other_application.Add(item.event_id,
+                                    {{"resource", ref.resource_id},
+                                     {"metadata_application", item.metadata_app},
+                                     {"application", ref.hub_namespace + "/" + ref.hub_name}});
   }
   auto outcome = coalescer_.Offer(std::move(item.update), std::move(item.ack));
   if (outcome.result != OfferResult::kStale) {
@@ -481,8 +479,9 @@ void Sink::OnLookupDone(std::vector<std::string> ids,
     for (auto& item : node.mapped()) {
       if (ref == refs_.end()) {
         metrics_.Dropped(DropReason::kUnknownResource);
-        logger_.Warn("status event for a resource the dispatcher does not know; dropped",
-                     {{"resource", id}, {"cluster", item.cluster}, {"event_id", item.event_id}});
+        warnings_.unknown_resource.Add(
+            item.event_id,
+            {{"resource", id}, {"cluster", item.cluster}, {"event_id", item.event_id}});
         std::move(item.ack)();
         continue;
       }
@@ -528,10 +527,11 @@ void Sink::Dispatch(WriteTask task) {
   auto patch = BuildStatusPatch(task.update.status, settings_.patch, clock_.Now());
   if (!patch.ok()) {
     metrics_.Write(WriteResult::kInvalid, {});
-    logger_.Warn("cannot build the hub status patch; dropped",
-                 {{"resource", task.update.resource_id},
-                  {"application", ref->second.hub_namespace + "/" + ref->second.hub_name},
-                  {"error", patch.status().ToString()}});
+    warnings_.bad_patch.Add(
+        task.update.resource_id,
+        {{"resource", task.update.resource_id},
+         {"application", ref->second.hub_namespace + "/" + ref->second.hub_name},
+         {"error", patch.status().ToString()}});
     coalescer_.Dropped(task);
     Release(task.acks);
     return;
@@ -586,15 +586,15 @@ void Sink::OnWriteDone(WriteTask task, WriteOutcome outcome) {
       break;
     }
     case WriteResult::kNotFound:
-      logger_.Warn("hub application not found; status dropped",
-                   {{"resource", task.update.resource_id}, {"application", app}});
+      warnings_.app_not_found.Add(task.update.resource_id,
+                                  {{"resource", task.update.resource_id}, {"application", app}});
       coalescer_.Dropped(task);
       Release(task.acks);
       break;
     case WriteResult::kInvalid:
-      logger_.Warn("hub refused the status patch; dropped", {{"resource", task.update.resource_id},
-                                                             {"application", app},
-                                                             {"error", outcome.status.ToString()}});
+      warnings_.patch_refused.Add(task.update.resource_id, {{"resource", task.update.resource_id},
+                                                            {"application", app},
+                                                            {"error", outcome.status.ToString()}});
       coalescer_.Dropped(task);
       Release(task.acks);
       break;
@@ -626,11 +626,12 @@ void Sink::OnDeletionDone(WriteTask task, absl::StatusOr<bool> confirmed) {
     // was never asked to go: the store changed nothing, and the resource keeps its state here.
     metrics_.Dropped(DropReason::kDeletedWhileLive);
     const auto ref = refs_.find(task.update.resource_id);
-    logger_.Warn("Deleted report for a resource that is not being deleted; ignored",
-                 {{"resource", task.update.resource_id},
-                  {"application", ref == refs_.end()
-                                      ? std::string()
-                                      : ref->second.hub_namespace + "/" + ref->second.hub_name}});
+    warnings_.deleted_while_live.Add(
+        task.update.resource_id,
+        {{"resource", task.update.resource_id},
+         {"application", ref == refs_.end()
+                             ? std::string()
+                             : ref->second.hub_namespace + "/" + ref->second.hub_name}});
     coalescer_.Dropped(task);
     Release(task.acks);
     Pump();

@@ -33,6 +33,7 @@
 #include "libs/common/backoff.h"
 #include "libs/common/clock.h"
 #include "libs/common/log.h"
+#include "libs/common/log_summary.h"
 #include "libs/store/status_store.h"
 #include "libs/transport/publisher.h"
 #include "libs/transport/subscriber.h"
@@ -188,6 +189,41 @@ class Sink {
   SinkMetrics& metrics_;
   const RollingSyncLookup* const rolling_sync_;
   const log::Logger logger_{"status_sink"};
+  // Per-event warnings about bad or unmatched input, summed up (log_summary.h): an agent that
+  // misbehaves cannot flood the log. The metrics count every event.
+  struct Warnings {
+    Warnings(const log::Logger& logger, const Clock& clock)
+        : malformed(logger, "dropping malformed status events", clock),
+          wrong_cluster(logger, "status events from a cluster the resource was not dispatched to",
+                        clock),
+          other_application(logger,
+                            "status events whose ManifestWork metadata names another hub "
+                            "application; using the dispatcher's record",
+                            clock),
+          unknown_resource(
+              logger, "status events for resources the dispatcher does not know; dropped", clock),
+          bad_patch(logger, "cannot build the hub status patch; dropped", clock),
+          app_not_found(logger, "hub application not found; status dropped", clock),
+          patch_refused(logger, "hub refused the status patch; dropped", clock),
+          deleted_while_live(
+              logger, "Deleted reports for resources that are not being deleted; ignored", clock) {}
+    void Flush() {
+      for (log::WarnSummary* w :
+           {&malformed, &wrong_cluster, &other_application, &unknown_resource, &bad_patch,
+            &app_not_found, &patch_refused, &deleted_while_live}) {
+        w->Flush();
+      }
+    }
+    log::WarnSummary malformed;
+    log::WarnSummary wrong_cluster;
+    log::WarnSummary other_application;
+    log::WarnSummary unknown_resource;
+    log::WarnSummary bad_patch;
+    log::WarnSummary app_not_found;
+    log::WarnSummary patch_refused;
+    log::WarnSummary deleted_while_live;
+  };
+  Warnings warnings_{logger_, clock_};
 
   // Shared with transport threads.
   std::atomic<bool> resumed_{false};

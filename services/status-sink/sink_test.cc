@@ -5,15 +5,21 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <set>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
+#include "libs/cloudevents/mqtt_codec.h"
+#include "libs/cloudevents/object_meta.h"
 #include "libs/cloudevents/resync.h"
 #include "libs/cloudevents/sequence_id.h"
 #include "libs/cloudevents/status_hash.h"
+#include "libs/cloudevents/testing/captured.h"
 #include "libs/common/log.h"
 #include "libs/common/testing/fake_clock.h"
 #include "libs/kube/testing/fake_kube_client.h"
 #include "libs/store/testing/fake_status_store.h"
+#include "libs/transport/metrics.h"
 #include "libs/transport/testing/fake_publisher.h"
 #include "libs/transport/testing/fake_subscriber.h"
 #include "libs/transport/testing/metric_value.h"
@@ -340,6 +346,34 @@ TEST_F(SinkTest, AnUnknownResourceIdIsCountedAndLoggedNotACrash) {
   Deliver(StatusEvent(2, FeedbackData(Status("Healthy").dump()), "not-a-uuid"));
   EXPECT_EQ(Patches(), 0U);
   EXPECT_EQ(Dropped("unknown_resource"), 2);
+}
+
+TEST_F(SinkTest, AFloodOfBadEventsIsCountedEachButLoggedAsSummaries) {
+  StartSink();
+  LogCapture log_lines;
+  for (int i = 0; i < 2000; ++i) {
+    Deliver(StatusEvent(i + 1, FeedbackData(Status("Healthy").dump()),
+                        absl::StrCat("00000000-0000-5000-8000-", 100000000000 + i)));
+    Deliver(StatusEvent(i + 1, FeedbackData("{not json")));
+    clock_.Advance(std::chrono::milliseconds(5));  // 4,000 bad events in 10 s
+  }
+  clock_.Advance(std::chrono::seconds(30));
+  sink_->RunUntilIdleForTest();  // the loop's tick sums up what was not logged yet
+  EXPECT_EQ(Dropped("unknown_resource"), 2000);
+  EXPECT_EQ(Dropped("malformed"), 2000);
+  const std::string text = log_lines.text();
+  const auto count = [&text](std::string_view needle) {
+    int n = 0;
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count("status events for resources the dispatcher does not know"), 2) << text;
+  EXPECT_EQ(count("dropping malformed status events"), 2) << text;
+  EXPECT_NE(text.find("\"occurrences\":1999"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"sample\":\"status-2000\""), std::string::npos) << "the last event's id";
+  EXPECT_LE(count("\n"), 10) << "one line per bad event would be 4,000";
 }
 
 TEST_F(SinkTest, MalformedFeedbackJsonIsCounted) {
@@ -907,6 +941,76 @@ TEST_F(SinkTest, AZeroMinimumResyncIntervalDoesNotLimit) {
   }
   EXPECT_EQ(publisher_.published().size(), 4U);
   EXPECT_EQ(MetricValue(registry_, "mmi_status_resync_suppressed_total", {}), 0);
+}
+
+}  // namespace
+}  // namespace mmi::status_sink
+
+namespace mmi::status_sink {
+namespace {
+
+// Every status the real work agent reported (../shared/spec/samples/captured/agentevents.jsonl:
+// relayed by the real Maestro server, or straight over MQTT) lands on its hub Application exactly
+// as the agent's `status` feedback carries it.
+TEST_F(SinkTest, EveryCapturedAgentStatusLandsOnTheHubAsItsFeedbackCarriesIt) {
+  settings_.coalescer.volatile_interval = std::chrono::milliseconds(0);  // write every change
+  auto records = cloudevents::testing::ReadCaptured(cloudevents::testing::kCapturedAgentEvents);
+  ASSERT_TRUE(records.ok()) << records.status();
+  struct Captured {
+    int line;
+    cloudevents::Event event;
+    std::string hub_namespace;
+    std::string hub_name;
+  };
+  std::vector<Captured> statuses;
+  std::set<std::string> registered;
+  for (const auto& record : *records) {
+    auto event = cloudevents::DecodeMqtt(record.message);
+    ASSERT_TRUE(event.ok()) << record.line << ": " << event.status();
+    if (transport::ClassifyReceived(*event) != transport::ReceivedKind::kStatus) {
+      continue;  // the agent's spec resync requests
+    }
+    auto meta = cloudevents::ObjectMetaOf(*event);
+    ASSERT_TRUE(meta.ok()) << record.line << ": " << meta.status();
+    Captured c{record.line, *event,
+               meta->annotations.at("apps.open-cluster-management.io/hub-application-namespace"),
+               meta->annotations.at("apps.open-cluster-management.io/hub-application-name")};
+    const std::string id = *event->ResourceId();
+    if (registered.insert(id).second) {
+      store::HubAppRef ref;
+      ref.resource_id = id;
+      ref.cluster = *event->ClusterName();
+      ref.hub_namespace = c.hub_namespace;
+      ref.hub_name = c.hub_name;
+      store_.AddResourceForTest(ref);
+      json app = {{"apiVersion", "argoproj.io/v1alpha1"},
+                  {"kind", "Application"},
+                  {"metadata", {{"name", c.hub_name}, {"namespace", c.hub_namespace}}},
+                  {"spec", {{"project", "default"}}}};
+      ASSERT_TRUE(kube_.Create(ApplicationsRef(c.hub_namespace), app, {}).ok());
+    }
+    statuses.push_back(std::move(c));
+  }
+  ASSERT_GE(registered.size(), 2u);
+  StartSink();
+  int landed = 0;
+  for (const Captured& c : statuses) {
+    SCOPED_TRACE(::testing::Message() << "agentevents.jsonl:" << c.line);
+    Deliver(c.event);
+    auto status = cloudevents::ManifestBundleStatusOf(c.event);
+    ASSERT_TRUE(status.ok()) << status.status();
+    auto feedback = FeedbackStatus(*status);
+    ASSERT_TRUE(feedback.ok()) << feedback.status();
+    if (cloudevents::IsDeleted(*status) || !feedback->has_value()) {
+      continue;  // a deletion report, or no feedback yet
+    }
+    auto app = kube_.Get(ApplicationsRef(c.hub_namespace), c.hub_name);
+    ASSERT_TRUE(app.ok()) << app.status();
+    EXPECT_EQ(app->value("status", json()), **feedback);
+    ++landed;
+  }
+  EXPECT_EQ(landed, 18) << "the capture holds 18 status reports that carry the Application status";
+  EXPECT_EQ(Dropped("malformed"), 0);
 }
 
 }  // namespace

@@ -70,6 +70,11 @@ grpc::ChannelArguments GrpcChannelArguments(const GrpcSettings& settings) {
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
     args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   }
+  // Never idle unless asked: an idle channel drops its connection, and later gRPC releases
+  // enable that after 30 min by default. The publisher wakes an idle channel either way.
+  args.SetInt(GRPC_ARG_CLIENT_IDLE_TIMEOUT_MS, settings.idle_timeout.count() > 0
+                                                   ? ClampToInt(settings.idle_timeout.count())
+                                                   : INT_MAX);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
               ClampToInt(settings.reconnect_backoff.initial.count()));
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,

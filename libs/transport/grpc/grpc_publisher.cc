@@ -1,6 +1,7 @@
 #include "libs/transport/grpc/grpc_publisher.h"
 
 #include <grpcpp/client_context.h>
+#include <pthread.h>
 
 #include <utility>
 
@@ -10,6 +11,28 @@
 #include "libs/transport/grpc/internal/status_mapping.h"
 
 namespace mmi::transport {
+namespace {
+
+// How long the watcher waits for a state change before looking again (bounds Stop()).
+constexpr auto kWatchSlice = std::chrono::milliseconds(250);
+
+std::string_view StateName(grpc_connectivity_state state) {
+  switch (state) {
+    case GRPC_CHANNEL_IDLE:
+      return "idle";
+    case GRPC_CHANNEL_CONNECTING:
+      return "connecting";
+    case GRPC_CHANNEL_READY:
+      return "ready";
+    case GRPC_CHANNEL_TRANSIENT_FAILURE:
+      return "transient_failure";
+    case GRPC_CHANNEL_SHUTDOWN:
+      return "shutdown";
+  }
+  return "unknown";
+}
+
+}  // namespace
 
 struct GrpcPublisher::Call {
   grpc::ClientContext context;
@@ -44,6 +67,8 @@ absl::Status GrpcPublisher::Start() {
   running_ = true;
   if (kind_ == ChannelKind::kNetwork) {
     channel_->GetState(/*try_to_connect=*/true);  // start connecting before the first event
+    watcher_ = std::thread([this] { WatchConnectivity(); });
+    pthread_setname_np(watcher_.native_handle(), "grpc-pub-conn");
   }
   logger_.Info("gRPC publisher started",
                {{"summary", RedactedSummary(TransportSettings(settings_))}});
@@ -83,7 +108,7 @@ void GrpcPublisher::Publish(cloudevents::Event event, PublishCallback done) {
     }
   }
   if (!early.ok()) {
-    Finish(call.release(), std::move(early));
+    Finish(*call, std::move(early));
     return;
   }
   call->context.set_deadline(std::chrono::system_clock::now() + settings_.publish_timeout);
@@ -91,22 +116,24 @@ void GrpcPublisher::Publish(cloudevents::Event event, PublishCallback done) {
   if (!settings_.bearer_token.empty()) {
     call->context.AddMetadata("authorization", absl::StrCat("Bearer ", settings_.bearer_token));
   }
-  Call* raw = call.release();
   {
     absl::MutexLock lock(&mu_);
     if (stopped_) {
-      Finish(raw, absl::FailedPreconditionError("GrpcPublisher: stopped"));
+      Finish(*call, absl::FailedPreconditionError("GrpcPublisher: stopped"));
       return;
     }
-    calls_.insert(raw);
+    calls_.insert(call.get());
   }
+  Call* raw = call.release();  // owned by the completion below
   stub_->async()->Publish(&raw->context, &raw->request, &raw->response,
                           [this, raw](grpc::Status status) {
-                            {
-                              absl::MutexLock lock(&mu_);
-                              calls_.erase(raw);
-                            }
-                            Finish(raw, internal::FromPublishStatus(status, raw->cluster));
+                            // The callback is handed to callbacks_ while the call still counts as
+                            // in flight, so a Stop() waiting for calls_ to empty returns only after
+                            // every callback has run.
+                            std::unique_ptr<Call> owned(raw);
+                            Finish(*owned, internal::FromPublishStatus(status, owned->cluster));
+                            absl::MutexLock lock(&mu_);
+                            calls_.erase(raw);
                           });
 }
 
@@ -130,6 +157,11 @@ void GrpcPublisher::Stop() {
       mu_.Await(absl::Condition(&drained));
     }
   }
+  if (watcher_.joinable()) {
+    watcher_.join();  // sees running_ == false within one slice
+  }
+  ready_ = false;
+  metrics_.SetConnected(false);
   callbacks_.Stop();
   logger_.Info("gRPC publisher stopped");
 }
@@ -138,18 +170,44 @@ bool GrpcPublisher::connected() const {
   if (!running_) {
     return false;
   }
-  return kind_ == ChannelKind::kInProcess || channel_->GetState(false) == GRPC_CHANNEL_READY;
+  return kind_ == ChannelKind::kInProcess || ready_.load();
 }
 
-void GrpcPublisher::Finish(Call* call, absl::Status status) {
-  std::unique_ptr<Call> owned(call);
-  metrics_.RecordPublish(status, clock_.MonotonicNow() - owned->started);
+void GrpcPublisher::WatchConnectivity() {
+  bool ever_ready = false;
+  grpc_connectivity_state state = channel_->GetState(/*try_to_connect=*/false);
+  while (running_.load()) {
+    if (state == GRPC_CHANNEL_IDLE) {
+      // Idle after a lost connection or the client idle timeout: nothing else would wake it.
+      state = channel_->GetState(/*try_to_connect=*/true);
+    }
+    const bool ready = state == GRPC_CHANNEL_READY;
+    if (ready_.exchange(ready) != ready) {
+      metrics_.SetConnected(ready);
+      if (ready) {
+        if (ever_ready) {
+          metrics_.RecordReconnect();
+        }
+        logger_.Info("gRPC channel ready", {{"url", settings_.url}, {"reconnected", ever_ready}});
+        ever_ready = true;
+      } else {
+        logger_.Warn("gRPC channel not ready; publishing waits while it reconnects",
+                     {{"url", settings_.url}, {"state", std::string(StateName(state))}});
+      }
+    }
+    channel_->WaitForStateChange(state, std::chrono::system_clock::now() + kWatchSlice);
+    state = channel_->GetState(/*try_to_connect=*/false);
+  }
+}
+
+void GrpcPublisher::Finish(Call& call, absl::Status status) {
+  metrics_.RecordPublish(status, clock_.MonotonicNow() - call.started);
   if (!status.ok()) {
-    logger_.Debug("publish failed", {{"event_id", owned->event_id},
-                                     {"cluster", owned->cluster},
+    logger_.Debug("publish failed", {{"event_id", call.event_id},
+                                     {"cluster", call.cluster},
                                      {"error", std::string(status.message())}});
   }
-  callbacks_.Post([done = std::move(owned->done), status = std::move(status)]() mutable {
+  callbacks_.Post([done = std::move(call.done), status = std::move(status)]() mutable {
     std::move(done)(std::move(status));
   });
 }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -32,10 +33,19 @@ namespace mmi::transport {
 // strict order for one resource waits for the callback before sending the next update (the
 // dispatcher does: one in-flight event per resource).
 //
-// Threads: gRPC's own (completions) and "grpc-pub-cb" (callbacks). Thread-safe.
+// Connectivity: a gRPC channel connects only when asked. After its peer goes away (a Maestro
+// restart) or after the client idle timeout it drops to IDLE and stays there until the next
+// call; a caller that publishes only while connected() (the dispatcher's outbox) would then wait
+// for ever. A watcher thread therefore asks an IDLE channel to connect, so the channel is always
+// READY or on its way back, connected() is true exactly while it is READY, and each return to
+// READY after a loss counts as a reconnect (mmi_transport_reconnects_total{client="publisher"}).
+//
+// Threads: gRPC's own (completions), "grpc-pub-cb" (callbacks), "grpc-pub-conn" (the watcher,
+// network channels only). Thread-safe.
 class GrpcPublisher final : public Publisher {
  public:
-  // kNetwork: connected() follows the channel's connectivity state (READY). kInProcess (a
+  // kNetwork: connected() follows the channel's connectivity state (READY), which the watcher
+  // keeps from resting in IDLE. kInProcess (a
   // grpc::Server::InProcessChannel, tests only): such a channel has no connectivity state and
   // is connected from Start() to Stop().
   enum class ChannelKind { kNetwork, kInProcess };
@@ -54,7 +64,11 @@ class GrpcPublisher final : public Publisher {
  private:
   struct Call;
 
-  void Finish(Call* call, absl::Status status);
+  // Records the outcome and hands `call`'s callback to callbacks_ (the caller frees the call).
+  void Finish(Call& call, absl::Status status);
+  // The "grpc-pub-conn" thread: until Stop(), wakes an IDLE channel and mirrors READY into
+  // ready_, the connected gauge and the reconnect counter.
+  void WatchConnectivity();
 
   const GrpcSettings settings_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -70,6 +84,8 @@ class GrpcPublisher final : public Publisher {
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::set<Call*> calls_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> running_{false};  // started and not stopped
+  std::atomic<bool> ready_{false};    // kNetwork: the channel was READY when last looked at
+  std::thread watcher_;
 };
 
 }  // namespace mmi::transport

@@ -144,8 +144,8 @@ grpc::Status GrpcSubscriber::RunStream(bool& established) {
     }
     internal::Intake(
         message.ByteSizeLong(), limits.max_event_bytes,
-        [&]() { return cloudevents::DecodeGrpc(message, limits); }, metrics_, logger_, "subscribe",
-        handler_, [] {});
+        [&]() { return cloudevents::DecodeGrpc(message, limits); }, metrics_, intake_log_,
+        "subscribe", handler_, [] {});
   }
   grpc::Status status = reader->Finish();
   absl::MutexLock lock(&mu_);

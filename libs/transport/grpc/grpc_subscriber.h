@@ -15,6 +15,7 @@
 #include "libs/common/backoff.h"
 #include "libs/common/clock.h"
 #include "libs/common/log.h"
+#include "libs/transport/internal/intake.h"
 #include "libs/transport/metrics.h"
 #include "libs/transport/settings.h"
 #include "libs/transport/subscriber.h"
@@ -60,6 +61,7 @@ class GrpcSubscriber final : public Subscriber {
   std::shared_ptr<grpc::Channel> channel_;
   Clock& clock_;
   const log::Logger logger_{"transport.grpc"};
+  internal::IntakeLog intake_log_{logger_, clock_};
   TransportMetrics metrics_;
   std::unique_ptr<io::cloudevents::v1::CloudEventService::Stub> stub_;
   EventHandler handler_;           // read thread only after Start()

@@ -6,21 +6,21 @@ namespace mmi::transport::internal {
 
 IntakeResult Intake(std::size_t wire_bytes, std::size_t max_bytes,
                     absl::FunctionRef<absl::StatusOr<cloudevents::Event>()> decode,
-                    TransportMetrics& metrics, const log::Logger& logger, std::string_view where,
+                    TransportMetrics& metrics, IntakeLog& log, std::string_view where,
                     EventHandler& handler, AckFn ack) {
+  const log::Logger& logger = log.logger;
   if (wire_bytes > max_bytes) {
     metrics.RecordRejected(RejectReason::kOversize);
-    logger.Warn("rejected an oversize message", {{"where", where},
-                                                 {"bytes", static_cast<uint64_t>(wire_bytes)},
-                                                 {"limit", static_cast<uint64_t>(max_bytes)}});
+    log.oversize.Add(where, {{"where", where},
+                             {"bytes", static_cast<uint64_t>(wire_bytes)},
+                             {"limit", static_cast<uint64_t>(max_bytes)}});
     std::move(ack)();
     return IntakeResult::kRejected;
   }
   absl::StatusOr<cloudevents::Event> event = decode();
   if (!event.ok()) {
     metrics.RecordRejected(RejectReason::kMalformed);
-    logger.Warn("rejected a malformed message",
-                {{"where", where}, {"error", std::string(event.status().message())}});
+    log.malformed.Add(where, {{"where", where}, {"error", std::string(event.status().message())}});
     std::move(ack)();
     return IntakeResult::kRejected;
   }

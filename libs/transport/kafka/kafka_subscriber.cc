@@ -126,7 +126,7 @@ void KafkaSubscriber::Handle(RdKafka::Message& message) {
       absl::StrCat(record.topic, "/", message.partition(), "@", message.offset());
   internal::Intake(
       internal::WireSize(record), settings_.limits.max_event_bytes,
-      [&]() { return cloudevents::DecodeKafka(record, settings_.limits); }, metrics_, logger_,
+      [&]() { return cloudevents::DecodeKafka(record, settings_.limits); }, metrics_, intake_log_,
       where, handler_, std::move(ack));
 }
 

@@ -11,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "libs/common/log.h"
+#include "libs/transport/internal/intake.h"
 #include "libs/transport/kafka/internal/offset_tracker.h"
 #include "libs/transport/metrics.h"
 #include "libs/transport/settings.h"
@@ -64,6 +65,7 @@ class KafkaSubscriber final : public Subscriber {
 
   const KafkaSettings settings_;
   const log::Logger logger_{"transport.kafka"};
+  internal::IntakeLog intake_log_{logger_, RealClock::Instance()};
   TransportMetrics metrics_;
   Callbacks rd_callbacks_{this};
   // Shared with every AckFn handed out: acks may run after Stop() or even after this subscriber

@@ -45,8 +45,12 @@ absl::Status MqttSubscriber::Start(EventHandler handler, SubscribedHook on_subsc
     handler_ = std::move(handler);
     on_subscribed_ = std::move(on_subscribed);
   }
-  connection_ = std::make_unique<internal::MqttConnection>(
-      settings_, internal::MqttClientId(settings_, "sub"), metrics_, logger_);
+  // A persistent session needs the same client id on every replica and restart.
+  const std::string client_id = settings_.session_expiry.count() > 0
+                                    ? internal::PersistentSessionClientId(settings_, "sub")
+                                    : internal::MqttClientId(settings_, "sub");
+  connection_ = std::make_unique<internal::MqttConnection>(settings_, client_id, metrics_, logger_,
+                                                           settings_.session_expiry);
   internal::MqttConnection::Hooks hooks;
   hooks.on_connected = [this](bool reconnect) { Subscribe(reconnect); };
   hooks.on_lost = [this] {
@@ -114,8 +118,8 @@ void MqttSubscriber::OnMessage(const mqtt::const_message_ptr& message) {
   const cloudevents::MqttMessage mqtt_message = internal::FromPahoMessage(*message);
   internal::Intake(
       internal::WireSize(mqtt_message), settings_.limits.max_event_bytes,
-      [&]() { return cloudevents::DecodeMqtt(mqtt_message, settings_.limits); }, metrics_, logger_,
-      message->get_topic(), handler_, [] {});
+      [&]() { return cloudevents::DecodeMqtt(mqtt_message, settings_.limits); }, metrics_,
+      intake_log_, message->get_topic(), handler_, [] {});
 }
 
 void MqttSubscriber::Stop() {

@@ -7,6 +7,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "libs/common/log.h"
+#include "libs/transport/internal/intake.h"
 #include "libs/transport/metrics.h"
 #include "libs/transport/mqtt/internal/mqtt_connection.h"
 #include "libs/transport/mqtt/mqtt_topics.h"
@@ -52,6 +53,7 @@ class MqttSubscriber final : public Subscriber {
 
   const MqttSettings settings_;
   const log::Logger logger_{"transport.mqtt"};
+  internal::IntakeLog intake_log_{logger_, RealClock::Instance()};
   TransportMetrics metrics_;
   const MqttTopics topics_;
   SubscribeListener listener_{this};

@@ -87,7 +87,7 @@ absl::StatusOr<int64_t> FakeSubscriber::DeliverLocked(
         }
         return event;
       },
-      metrics_, logger_, "fake", handler_, [this, id]() { Ack(id); });
+      metrics_, intake_log_, "fake", handler_, [this, id]() { Ack(id); });
   if (result == internal::IntakeResult::kRejected) {
     absl::MutexLock lock(&mu_);
     ++rejected_;

@@ -15,6 +15,7 @@
 #include "libs/cloudevents/codec_options.h"
 #include "libs/cloudevents/event.h"
 #include "libs/common/log.h"
+#include "libs/transport/internal/intake.h"
 #include "libs/transport/metrics.h"
 #include "libs/transport/subscriber.h"
 #include "prometheus/registry.h"
@@ -73,6 +74,7 @@ class FakeSubscriber final : public Subscriber {
   TransportMetrics metrics_;
   const cloudevents::CodecLimits limits_;
   const log::Logger logger_{"transport.fake"};
+  internal::IntakeLog intake_log_{logger_, RealClock::Instance()};
 
   // Serializes handler/hook calls (a real transport has one receive thread).
   absl::Mutex deliver_mu_ ABSL_ACQUIRED_BEFORE(mu_);

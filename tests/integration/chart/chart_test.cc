@@ -282,6 +282,8 @@ TEST_F(ChartTest, RenderedConfigFilesLoadWithTheServicesSettingsLoaders) {
       const auto* sm = std::get_if<transport::MqttSettings>(&sink->transport);
       ASSERT_NE(sm, nullptr);
       EXPECT_NE(m->shared_group, sm->shared_group) << "the services must not share a group";
+      EXPECT_EQ(m->session_expiry, std::chrono::minutes(10)) << "the dispatcher's default session";
+      EXPECT_EQ(sm->session_expiry, std::chrono::seconds(0));
       EXPECT_EQ(m->password, "secret-from-a-secret");
       EXPECT_EQ(m->tls.ca_file, "/etc/mmi/transport-tls/ca.crt");
     }
@@ -344,6 +346,7 @@ transport:
     publishTimeout: 6s
     pubQoS: 0
     subQoS: 0
+    dispatcherSessionExpiry: 17m
     topics:
       sourceEvents: sources/src-a/consumers/+/sourceevents
       agentEvents: sources/src-a/consumers/+/agentevents
@@ -552,6 +555,11 @@ TEST_F(ChartTest, EverySettingReachesTheServices) {
   EXPECT_EQ(std::get<transport::MqttSettings>(loaded["mqtt"].dispatcher.transport).shared_group,
             "grp-d");
   EXPECT_EQ(std::get<transport::MqttSettings>(loaded["mqtt"].sink.transport).shared_group, "grp-s");
+  EXPECT_EQ(std::get<transport::MqttSettings>(loaded["mqtt"].dispatcher.transport).session_expiry,
+            std::chrono::minutes(17));
+  EXPECT_EQ(std::get<transport::MqttSettings>(loaded["mqtt"].sink.transport).session_expiry,
+            seconds(0))
+      << "the status sink resyncs on every subscribe: Clean Start";
 
   for (const auto* t : {&loaded["grpc"].dispatcher.transport, &loaded["grpc"].sink.transport}) {
     const auto* g = std::get_if<transport::GrpcSettings>(t);

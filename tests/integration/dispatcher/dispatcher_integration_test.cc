@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "libs/cloudevents/manifest_bundle.h"
@@ -37,6 +38,11 @@
 #include "tests/support/http.h"
 #include "tests/support/peer.h"
 #include "tests/support/wait.h"
+
+#if MMI_DISPATCHER_IT_WITH_GRPC
+#include "libs/cloudevents/grpc_codec.h"
+#include "libs/transport/grpc/testing/fake_cloud_event_service.h"
+#endif
 
 namespace mmi::dispatcher {
 namespace {
@@ -63,6 +69,19 @@ json App(const std::string& name, const std::string& revision) {
               {"targetRevision", revision}}},
             {"destination",
              {{"server", "https://cluster1-control-plane"}, {"namespace", "guestbook"}}}}}};
+}
+
+// cluster1's agent asking for its specs, holding `held` (§6.5).
+cloudevents::Event SpecResyncRequest(const cloudevents::ResourceVersionList& held) {
+  cloudevents::Event resync;
+  resync.id = cloudevents::NewUuidV4();
+  resync.source = "cluster1-work-agent";
+  resync.type = std::string(cloudevents::kSpecResyncRequestType);
+  resync.SetString(cloudevents::kExtClusterName, "cluster1");
+  resync.SetString(cloudevents::kExtOriginalSource, "");
+  resync.data_content_type = "application/json";
+  resync.data = cloudevents::EncodeResourceVersionList(held).value();
+  return resync;
 }
 
 // The work agent of cluster1 on the broker.
@@ -367,15 +386,7 @@ TEST_F(DispatcherIntegrationTest, DispatchesChangesOnlyAndSurvivesARestart) {
   EXPECT_EQ(after.back().ResourceId().value(), IdOf("barrier-2"));
 
   // 5. A spec resync request from the agent is answered from PostgreSQL.
-  cloudevents::Event resync;
-  resync.id = cloudevents::NewUuidV4();
-  resync.source = "cluster1-work-agent";
-  resync.type = std::string(cloudevents::kSpecResyncRequestType);
-  resync.SetString(cloudevents::kExtClusterName, "cluster1");
-  resync.SetString(cloudevents::kExtOriginalSource, "");
-  resync.data_content_type = "application/json";
-  resync.data = cloudevents::EncodeResourceVersionList({{{id, 1}}}).value();
-  ASSERT_TRUE(agent_->Send(resync));
+  ASSERT_TRUE(agent_->Send(SpecResyncRequest({{{id, 1}}})));
   ASSERT_TRUE(mmi::testing::WaitFor(
       [&] { return !agent_->For(id, cloudevents::kSpecResyncResponseType).empty(); }, seconds(30)))
       << "no spec resync response";
@@ -610,6 +621,116 @@ TEST_F(DispatcherIntegrationTest, AnApplicationForAnUnknownClusterWaitsForIt) {
       mmi::testing::WaitFor([&] { return !agent_->For(IdOf("early")).empty(); }, seconds(60)));
   EXPECT_TRUE(app->Stop());
 }
+
+// An agent that lost its state reconnects while no dispatcher is subscribed (a restart, a leader
+// handover, the seconds before a new subscription exists): with the dispatcher's persistent MQTT
+// session the broker keeps the agent's spec resync request for the next leader, which answers
+// it, although PostgreSQL says the resource was dispatched long ago and nothing would republish
+// it otherwise.
+TEST_F(DispatcherIntegrationTest, ASpecResyncSentWhileNoDispatcherWasSubscribedIsAnswered) {
+  CreateCluster("cluster1");
+  auto settings = Settings();
+  std::get<transport::MqttSettings>(settings.transport).session_expiry = std::chrono::hours(1);
+  const std::string id = IdOf("guestbook");
+  {
+    DispatcherApp app(settings);
+    ASSERT_TRUE(app.Start().ok());
+    ASSERT_TRUE(hub_->Create(ApplicationsRef("argocd"), App("guestbook", "HEAD"), {}).ok());
+    ASSERT_TRUE(mmi::testing::WaitFor(
+        [&] { return !agent_->For(id, cloudevents::kSpecCreateRequestType).empty(); }, seconds(60)))
+        << "no create event";
+    ASSERT_TRUE(mmi::testing::WaitFor([&] { return app.outbox_pending() == 0; }, seconds(30)));
+    app.Stop();
+  }
+  // The agent comes back with empty state while no dispatcher runs.
+  ASSERT_TRUE(agent_->Send(SpecResyncRequest({})));
+
+  DispatcherApp next(settings);
+  ASSERT_TRUE(next.Start().ok());
+  ASSERT_TRUE(mmi::testing::WaitFor(
+      [&] { return !agent_->For(id, cloudevents::kSpecResyncResponseType).empty(); }, seconds(60)))
+      << "the spec resync request sent while no dispatcher was subscribed was never answered";
+  const auto answer = agent_->For(id, cloudevents::kSpecResyncResponseType).front();
+  EXPECT_TRUE(cloudevents::ManifestBundleOf(answer).ok()) << "the full spec, not a delete";
+  EXPECT_FALSE(answer.DeletionTimestamp().ok());
+  next.Stop();
+}
+
+#if MMI_DISPATCHER_IT_WITH_GRPC
+// The dispatcher over gRPC to a source server that restarts (a Maestro restart as the client sees
+// it: the server goes away and comes back on the same port). Publishing waits while it is down
+// and resumes by itself once it is back: no restart of the dispatcher, nothing lost. A stop while
+// the server is down does not wait for an outbox that cannot drain.
+TEST_F(DispatcherIntegrationTest, OverGrpcDispatchResumesByItselfAfterTheSourceServerRestarts) {
+  CreateCluster("cluster1");
+  transport::testing::FakeCloudEventService maestro(
+      transport::testing::FakeCloudEventService::Listen::kLoopbackTcp);
+  auto settings = Settings();
+  transport::GrpcSettings grpc;
+  grpc.url = maestro.address();
+  grpc.source_id = kSource;
+  grpc.reconnect_backoff = {std::chrono::milliseconds(100), std::chrono::milliseconds(1000), 2.0,
+                            0.2};
+  settings.transport = grpc;
+  ASSERT_TRUE(FinalizeSettings(settings).ok());
+  const auto published = [&maestro](const std::string& id) {
+    for (const auto& call : maestro.publishes()) {
+      auto event = cloudevents::DecodeGrpc(call.event);
+      if (event.ok() && event->ResourceId().value_or("") == id) {
+        return true;
+      }
+    }
+    return false;
+  };
+  const auto admin = [](const DispatcherApp& app, const std::string& path) {
+    return mmi::testing::HttpGet(absl::StrCat("http://127.0.0.1:", app.admin_port(), path));
+  };
+
+  DispatcherApp app(settings);
+  ASSERT_TRUE(app.Start().ok());
+  ASSERT_TRUE(hub_->Create(ApplicationsRef("argocd"), App("before", "HEAD"), {}).ok());
+  ASSERT_TRUE(mmi::testing::WaitFor([&] { return published(IdOf("before")); }, seconds(60)));
+
+  maestro.StopServing();
+  ASSERT_TRUE(mmi::testing::WaitFor(
+      [&] {
+        auto r = admin(app, "/readyz");
+        return r.ok() && r->status == 503;
+      },
+      seconds(30)))
+      << "readiness does not show the transport down";
+  ASSERT_TRUE(hub_->Create(ApplicationsRef("argocd"), App("during", "HEAD"), {}).ok());
+  ASSERT_TRUE(mmi::testing::WaitFor([&] { return app.outbox_pending() >= 1; }, seconds(30)))
+      << "the change made while the server was down was not recorded";
+
+  maestro.StartServing();
+  ASSERT_TRUE(mmi::testing::WaitFor([&] { return published(IdOf("during")); }, seconds(60)))
+      << "dispatch did not resume after the source server came back";
+  ASSERT_TRUE(mmi::testing::WaitFor([&] { return app.outbox_pending() == 0; }, seconds(30)));
+  ASSERT_TRUE(mmi::testing::WaitFor(
+      [&] {
+        auto r = admin(app, "/readyz");
+        return r.ok() && r->status == 200;
+      },
+      seconds(30)));
+  const auto metrics = admin(app, "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_TRUE(absl::StrContains(
+      metrics->body, R"(mmi_transport_reconnects_total{client="publisher",transport="grpc"} 1)"))
+      << metrics->body.substr(0, 4000);
+
+  // Down again with a change pending: Stop() gives up on the outbox instead of waiting out
+  // shutdownTimeout; the change stays recorded for the next start.
+  maestro.StopServing();
+  ASSERT_TRUE(hub_->Create(ApplicationsRef("argocd"), App("at-stop", "HEAD"), {}).ok());
+  ASSERT_TRUE(mmi::testing::WaitFor([&] { return app.outbox_pending() >= 1; }, seconds(30)));
+  EXPECT_FALSE(app.Stop()) << "the outbox cannot have drained towards a server that is down";
+  pqxx::connection conn(pg_peer_->Get("PG_DSN"));
+  pqxx::work tx(conn);
+  EXPECT_GE(tx.exec1("SELECT count(*) FROM outbox")[0].as<int>(), 1)
+      << "the undelivered change must stay in the outbox";
+}
+#endif
 
 }  // namespace
 }  // namespace mmi::dispatcher

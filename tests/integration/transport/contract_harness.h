@@ -38,6 +38,12 @@ class Harness {
   // harness); returns once it accepts connections again.
   virtual void RestartBroker() = 0;
 
+  // Makes the next MakeClients() keep what agents send while no subscriber runs, for the next
+  // subscriber of the same service (MQTT: a persistent session, sessionExpiry; Kafka: always, by
+  // the consumer group's committed offsets). False when the transport has no such thing.
+  virtual bool UsePersistentSession() { return false; }
+  // Whether the clients count mmi_transport_reconnects_total (every real transport does).
+  virtual bool CountsReconnects() const { return true; }
   // Whether an event whose ack was never called is delivered again to the next subscriber.
   virtual bool RedeliversUnacked() const = 0;
   // Whether events published back to back (without waiting for callbacks) keep their per-cluster

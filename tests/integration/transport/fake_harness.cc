@@ -108,6 +108,7 @@ class FakeHarness final : public Harness {
     subscriber_->inner().SimulateReconnect();
   }
   bool RedeliversUnacked() const override { return true; }
+  bool CountsReconnects() const override { return false; }
 
  private:
   // Shared with the clients, which outlive neither the harness nor each other in order.

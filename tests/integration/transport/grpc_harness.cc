@@ -1,9 +1,10 @@
 // The contract suite for the gRPC transport. There is NO real Maestro on this machine (its Go
 // module cannot be fetched here, see tests/peers/maestro/README.md), so the "broker" is the
-// in-process FakeCloudEventService test double: it plays Maestro's protocol (§4), not Maestro's
-// behaviour. "Agent events" are status events the double streams on Subscribe; what the source
-// publishes is read back from the double's Publish log; a "broker restart" ends every Subscribe
-// stream with UNAVAILABLE, as a Maestro replica going away does.
+// FakeCloudEventService test double serving on a loopback TCP port: it plays Maestro's protocol
+// (§4), not Maestro's behaviour. "Agent events" are status events the double streams on
+// Subscribe; what the source publishes is read back from the double's Publish log; a "broker
+// restart" shuts the server down (streams end, connections close) and serves again on the same
+// port, as a restarted Maestro does, so the clients' real channel has to reconnect.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -23,7 +24,7 @@ class GrpcHarness final : public Harness {
   std::string name() const override { return "grpc"; }
 
   void SetUp(const std::string& source_id) override {
-    settings_.url = "in-process.test:8090";  // not dialled: the channel is in-process
+    settings_.url = service_.address();
     settings_.source_id = source_id;
     settings_.reconnect_backoff = {std::chrono::milliseconds(10), std::chrono::milliseconds(200),
                                    2.0, 0.2};
@@ -32,12 +33,11 @@ class GrpcHarness final : public Harness {
 
   TransportClients MakeClients(Clock& clock, prometheus::Registry& registry) override {
     // One channel for both directions, as the factory does.
-    std::shared_ptr<grpc::Channel> channel =
-        service_.InProcessChannel(GrpcChannelArguments(settings_));
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = MakeGrpcChannel(settings_);
+    EXPECT_TRUE(channel.ok()) << channel.status();
     TransportClients clients;
-    clients.publisher = std::make_unique<GrpcPublisher>(settings_, channel, clock, registry,
-                                                        GrpcPublisher::ChannelKind::kInProcess);
-    clients.subscriber = std::make_unique<GrpcSubscriber>(settings_, channel, clock, registry);
+    clients.publisher = std::make_unique<GrpcPublisher>(settings_, *channel, clock, registry);
+    clients.subscriber = std::make_unique<GrpcSubscriber>(settings_, *channel, clock, registry);
     return clients;
   }
 
@@ -74,14 +74,15 @@ class GrpcHarness final : public Harness {
     return events;
   }
   void RestartBroker() override {
-    service_.EndStreams(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server restarting"));
+    service_.StopServing();
+    service_.StartServing();
   }
   bool RedeliversUnacked() const override { return false; }
   bool PipelinedPublishKeepsOrder() const override { return false; }
 
  private:
   GrpcSettings settings_;
-  testing::FakeCloudEventService service_;
+  testing::FakeCloudEventService service_{testing::FakeCloudEventService::Listen::kLoopbackTcp};
 };
 
 }  // namespace

@@ -150,6 +150,7 @@ class KafkaHarness final : public Harness {
     ASSERT_EQ(result.exit_code, 0) << result.output;
   }
   bool RedeliversUnacked() const override { return true; }
+  bool UsePersistentSession() override { return true; }  // the group's committed offsets
 
  private:
   void CreateTopic(const std::string& topic, int partitions) {

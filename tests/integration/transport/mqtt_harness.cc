@@ -135,6 +135,11 @@ class MqttHarness final : public Harness {
     return clients.ok() ? *std::move(clients) : TransportClients{};
   }
 
+  bool UsePersistentSession() override {
+    settings_.session_expiry = std::chrono::hours(1);
+    return true;
+  }
+
   void AgentSend(const cloudevents::Event& event) override {
     auto encoded = cloudevents::EncodeMqtt(event);
     ASSERT_TRUE(encoded.ok()) << encoded.status();

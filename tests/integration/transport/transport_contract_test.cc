@@ -1,7 +1,7 @@
 // The transport contract: every Publisher/Subscriber implementation, the fake included, passes
 // the same tests (STYLE.md §3). MQTT and Kafka run against real brokers (mosquitto, Kafka); gRPC
-// runs against an in-process CloudEventService test double because no real Maestro can be built
-// on this machine (see grpc_harness.cc); the fake runs in memory.
+// runs against a CloudEventService test double on a loopback TCP port because no real Maestro
+// can be built on this machine (see grpc_harness.cc); the fake runs in memory.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -322,6 +322,63 @@ TEST_P(TransportContractTest, BothDirectionsRecoverAfterTheBrokerRestarts) {
         return false;
       },
       kWait));
+}
+
+// A restarted or new leader resumes the subscription of the one before it: an agent's spec resync
+// request sent while no dispatcher was subscribed is still answered (issue: the request fell into
+// the gap between a restart and the new subscription and was lost).
+TEST_P(TransportContractTest, WithAPersistentSessionWhatAgentsSentWhileNoSubscriberRanArrives) {
+  if (!harness_->UsePersistentSession()) {
+    GTEST_SKIP() << harness_->name() << " has no persistent subscription to resume";
+  }
+  {
+    Inbox first;
+    StartClients(first);
+    ASSERT_FALSE(HasFatalFailure());
+    harness_->AgentSend(MakeStatusEvent(source_id_, "cluster-a", 1));
+    ASSERT_TRUE(mmi::testing::WaitFor([&] { return first.count() >= 1; }, kWait));
+    clients_.subscriber->Stop();
+    clients_.publisher->Stop();
+    clients_ = TransportClients{};
+  }
+  // Nobody subscribed: a restart, a leader handover.
+  harness_->AgentSend(MakeStatusEvent(source_id_, "cluster-a", 2));
+  harness_->AgentSend(MakeStatusEvent(source_id_, "cluster-b", 3));
+  Inbox second;
+  StartClients(second);
+  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_TRUE(mmi::testing::WaitFor(
+      [&] {
+        std::set<int> seqs;
+        for (const cloudevents::Event& event : second.events()) {
+          seqs.insert(SeqOf(event));
+        }
+        return seqs.count(2) == 1 && seqs.count(3) == 1;
+      },
+      kWait))
+      << harness_->name() << ": the events sent while no subscriber ran did not arrive; got "
+      << second.count();
+}
+
+// The dispatcher's outbox publishes only while connected(), so a publisher that sends nothing
+// must come back by itself: no Publish() may be needed to wake its connection.
+TEST_P(TransportContractTest, APublisherThatSendsNothingIsConnectedAgainAfterTheBrokerRestarts) {
+  clients_ = harness_->MakeClients(RealClock::Instance(), registry_);
+  ASSERT_TRUE(clients_.publisher->Start().ok());
+  ASSERT_TRUE(mmi::testing::WaitFor([&] { return clients_.publisher->connected(); }, kWait))
+      << harness_->name() << ": never connected";
+  harness_->RestartBroker();
+  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_TRUE(mmi::testing::WaitFor(
+      [&] {
+        return clients_.publisher->connected() &&
+               (!harness_->CountsReconnects() ||
+                Metric("mmi_transport_reconnects_total", {{"client", "publisher"}}) >= 1);
+      },
+      kWait))
+      << harness_->name() << ": the publisher did not reconnect by itself";
+  const absl::Status published = PublishWithRetry(MakeSpecEvent(source_id_, "cluster-c", 7));
+  ASSERT_TRUE(published.ok()) << published;
 }
 
 TEST_P(TransportContractTest, MalformedAndOversizeMessagesAreRejectedAndTheSubscriptionLives) {

@@ -1,8 +1,12 @@
 #include "libs/transport/grpc/testing/fake_cloud_event_service.h"
 
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
 #include <grpcpp/server_builder.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/grpc_codec.h"
@@ -19,23 +23,96 @@ std::string Authorization(const grpc::ServerContext& context) {
 
 }  // namespace
 
-FakeCloudEventService::FakeCloudEventService() {
-  grpc::ServerBuilder builder;
-  builder.RegisterService(this);
-  builder.SetMaxReceiveMessageSize(64 * 1024 * 1024);
-  builder.SetMaxSendMessageSize(64 * 1024 * 1024);
-  PinGrpcCallbackCompletionQueue();  // before this callback-API server takes its reference
-  server_ = builder.BuildAndStart();
+class FakeCloudEventService::Handler final
+    : public io::cloudevents::v1::CloudEventService::Service {
+ public:
+  explicit Handler(FakeCloudEventService& owner) : owner_(owner) {}
+
+  grpc::Status Publish(grpc::ServerContext* context,
+                       const io::cloudevents::v1::PublishRequest* request,
+                       google::protobuf::Empty* /*response*/) override {
+    return owner_.Publish(context, request);
+  }
+  grpc::Status Subscribe(grpc::ServerContext* context,
+                         const io::cloudevents::v1::SubscriptionRequest* request,
+                         grpc::ServerWriter<io::cloudevents::v1::CloudEvent>* writer) override {
+    return owner_.Subscribe(context, request, writer);
+  }
+
+ private:
+  FakeCloudEventService& owner_;
+};
+
+FakeCloudEventService::FakeCloudEventService(Listen listen) : listen_(listen) { StartServing(); }
+
+FakeCloudEventService::FakeCloudEventService(ServerTls tls)
+    : listen_(Listen::kLoopbackTcp), tls_(std::move(tls)) {
+  StartServing();
 }
 
-FakeCloudEventService::~FakeCloudEventService() {
+void FakeCloudEventService::RequireBearerToken(std::string token) {
+  absl::MutexLock lock(&mu_);
+  required_token_ = std::move(token);
+}
+
+FakeCloudEventService::~FakeCloudEventService() { StopServing(); }
+
+void FakeCloudEventService::StartServing() {
+  if (server_ != nullptr) {
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    shutting_down_ = false;
+  }
+  // A gRPC service object belongs to one server for life: a restart registers a new one.
+  handler_ = std::make_unique<Handler>(*this);
+  grpc::ServerBuilder builder;
+  builder.RegisterService(handler_.get());
+  builder.SetMaxReceiveMessageSize(64 * 1024 * 1024);
+  builder.SetMaxSendMessageSize(64 * 1024 * 1024);
+  if (listen_ == Listen::kLoopbackTcp) {
+    std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+    if (tls_.has_value()) {
+      auto provider = std::make_shared<grpc::experimental::StaticDataCertificateProvider>(
+          std::vector<grpc::experimental::IdentityKeyCertPair>{{tls_->key_pem, tls_->cert_pem}});
+      grpc::experimental::TlsServerCredentialsOptions options(provider);
+      options.watch_identity_key_cert_pairs();
+      options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+      if (!tls_->key_log_file.empty()) {
+        options.set_tls_session_key_log_file_path(tls_->key_log_file);
+      }
+      credentials = grpc::experimental::TlsServerCredentials(options);
+    }
+    // Port 0 the first time (a free one), then the same port again.
+    builder.AddListeningPort(absl::StrCat("127.0.0.1:", port_), credentials,
+                             port_ == 0 ? &port_ : nullptr);
+  }
+  PinGrpcCallbackCompletionQueue();  // before this callback-API server takes its reference
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr) {
+    // The port of a server shut down a moment ago can linger; one retry after a pause.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    server_ = builder.BuildAndStart();
+  }
+  GPR_ASSERT(server_ != nullptr);
+}
+
+void FakeCloudEventService::StopServing() {
+  if (server_ == nullptr) {
+    return;
+  }
   {
     absl::MutexLock lock(&mu_);
     shutting_down_ = true;
   }
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   server_->Wait();
+  server_.reset();
+  handler_.reset();
 }
+
+std::string FakeCloudEventService::address() const { return absl::StrCat("127.0.0.1:", port_); }
 
 std::shared_ptr<grpc::Channel> FakeCloudEventService::InProcessChannel(
     const grpc::ChannelArguments& args) {
@@ -91,9 +168,11 @@ int FakeCloudEventService::open_streams() const {
 }
 
 grpc::Status FakeCloudEventService::Publish(grpc::ServerContext* context,
-                                            const io::cloudevents::v1::PublishRequest* request,
-                                            google::protobuf::Empty* /*response*/) {
+                                            const io::cloudevents::v1::PublishRequest* request) {
   absl::MutexLock lock(&mu_);
+  if (!required_token_.empty() && Authorization(*context) != "Bearer " + required_token_) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "invalid bearer token");
+  }
   publishes_.push_back(PublishCall{request->event(), Authorization(*context)});
   if (!scripted_.empty()) {
     grpc::Status status = scripted_.front();
@@ -110,6 +189,9 @@ grpc::Status FakeCloudEventService::Subscribe(
   {
     absl::MutexLock lock(&mu_);
     subscribes_.push_back(SubscribeCall{*request, Authorization(*context)});
+    if (!required_token_.empty() && Authorization(*context) != "Bearer " + required_token_) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "invalid bearer token");
+    }
     if (send_subscription_id_) {
       context->AddInitialMetadata("subscription-id", absl::StrCat("sub-", subscribes_.size()));
     }

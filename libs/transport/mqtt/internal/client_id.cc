@@ -16,4 +16,11 @@ std::string MqttClientId(const MqttSettings& settings, std::string_view suffix) 
   return absl::StrCat(base, "-", std::string(suffix));
 }
 
+std::string PersistentSessionClientId(const MqttSettings& settings, std::string_view suffix) {
+  if (settings.shared_group.empty()) {
+    return absl::StrCat(settings.source_id, "-", std::string(suffix));
+  }
+  return absl::StrCat(settings.source_id, "-", settings.shared_group, "-", std::string(suffix));
+}
+
 }  // namespace mmi::transport::internal

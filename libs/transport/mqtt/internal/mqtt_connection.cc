@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <random>
 #include <utility>
@@ -26,8 +27,14 @@ absl::Status CheckReadable(const std::string& path, std::string_view field) {
 
 }  // namespace
 
-void MqttConnection::ConnectListener::on_success(const mqtt::token& /*token*/) {
-  owner_->OnConnectSucceeded();
+void MqttConnection::ConnectListener::on_success(const mqtt::token& token) {
+  bool session_present = false;
+  try {
+    session_present = token.get_connect_response().is_session_present();
+  } catch (const std::exception&) {
+    // Not a connect token: cannot happen for this listener; treat as a new session.
+  }
+  owner_->OnConnectSucceeded(session_present);
 }
 
 void MqttConnection::ConnectListener::on_failure(const mqtt::token& token) {
@@ -36,9 +43,11 @@ void MqttConnection::ConnectListener::on_failure(const mqtt::token& token) {
 }
 
 MqttConnection::MqttConnection(const MqttSettings& settings, std::string client_id,
-                               TransportMetrics& metrics, const log::Logger& logger)
+                               TransportMetrics& metrics, const log::Logger& logger,
+                               std::chrono::seconds session_expiry)
     : settings_(settings),
       client_id_(std::move(client_id)),
+      session_expiry_(session_expiry),
       metrics_(metrics),
       logger_(logger),
       backoff_(settings.reconnect_backoff) {}
@@ -48,11 +57,16 @@ MqttConnection::~MqttConnection() { Stop(std::chrono::milliseconds(0)); }
 absl::Status MqttConnection::BuildOptions() {
   auto builder = mqtt::connect_options_builder()
                      .mqtt_version(MQTTVERSION_5)
-                     .clean_start(true)
+                     .clean_start(session_expiry_.count() == 0)
                      .keep_alive_interval(settings_.keep_alive)
                      .connect_timeout(std::chrono::duration_cast<std::chrono::seconds>(
                          std::max(settings_.dial_timeout, std::chrono::milliseconds(1'000))))
                      .automatic_reconnect(false);
+  if (session_expiry_.count() > 0) {
+    builder.properties(mqtt::properties{
+        {mqtt::property::SESSION_EXPIRY_INTERVAL,
+         static_cast<int32_t>(std::min<int64_t>(session_expiry_.count(), INT32_MAX))}});
+  }
   if (!settings_.username.empty()) {
     builder.user_name(settings_.username);
     builder.password(settings_.password);
@@ -235,7 +249,7 @@ void MqttConnection::BeginConnect() {
   }
 }
 
-void MqttConnection::OnConnectSucceeded() {
+void MqttConnection::OnConnectSucceeded(bool session_present) {
   {
     absl::MutexLock lock(&mu_);
     if (stopping_ || state_ != State::kConnecting) {
@@ -245,8 +259,16 @@ void MqttConnection::OnConnectSucceeded() {
     backoff_.Reset();
   }
   metrics_.SetConnected(true);
-  logger_.Info("connected to MQTT broker",
-               {{"broker", settings_.broker_host}, {"client_id", client_id_}});
+  logger_.Info("connected to MQTT broker", {{"broker", settings_.broker_host},
+                                            {"client_id", client_id_},
+                                            {"session_present", session_present}});
+  if (session_expiry_.count() > 0 && !session_present) {
+    logger_.Info(
+        "no MQTT session to resume (first connection, expired, or the broker lost it): what was "
+        "sent while no replica was subscribed did not wait for us",
+        {{"client_id", client_id_},
+         {"session_expiry_s", static_cast<int64_t>(session_expiry_.count())}});
+  }
 }
 
 void MqttConnection::OnConnectFailed(const std::string& reason) {

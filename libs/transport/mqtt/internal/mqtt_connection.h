@@ -39,8 +39,11 @@ class MqttConnection {
   };
 
   // `client_id` is the full MQTT client id. `metrics` and `logger` must outlive this object.
+  // `session_expiry` 0 = Clean Start; otherwise a persistent session kept that long (MQTT 5
+  // Session Expiry Interval), resumed on every reconnect.
   MqttConnection(const MqttSettings& settings, std::string client_id, TransportMetrics& metrics,
-                 const log::Logger& logger);
+                 const log::Logger& logger,
+                 std::chrono::seconds session_expiry = std::chrono::seconds(0));
   ~MqttConnection();
   MqttConnection(const MqttConnection&) = delete;
   MqttConnection& operator=(const MqttConnection&) = delete;
@@ -78,7 +81,7 @@ class MqttConnection {
 
   void Loop();
   void BeginConnect();
-  void OnConnectSucceeded();
+  void OnConnectSucceeded(bool session_present);
   void OnConnectFailed(const std::string& reason);
   void OnConnectionLost(const std::string& cause);
   void Drop();
@@ -86,6 +89,7 @@ class MqttConnection {
 
   const MqttSettings settings_;
   const std::string client_id_;
+  const std::chrono::seconds session_expiry_;
   TransportMetrics& metrics_;
   const log::Logger& logger_;
   ConnectListener listener_{this};
