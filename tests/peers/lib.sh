@@ -9,7 +9,8 @@
 #       connection facts as KEY=VALUE lines to <data-dir>/env, and exits 0.
 #     - on failure it prints the tail of the logs to stderr, stops what it started and
 #       exits non-zero. It never falls back to anything fake.
-#   stop <data-dir>: stops the PIDs listed in <data-dir>/pids (reverse order, TERM then KILL).
+#   stop <data-dir>: stops the PIDs listed in <data-dir>/pids (reverse order, TERM then KILL),
+#     then removes the directories listed in <data-dir>/external-dirs (see nobody_dir).
 # Built peer binaries live under $MMI_PEERS_HOME (default $HOME/.cache/mmi-peers).
 
 set -euo pipefail
@@ -94,7 +95,63 @@ stop_pids() {
   : > "$dir/pids"
 }
 
-# fail_with_logs: prints the tail of every log in $PEER_DIR, stops what was started, exits 1.
+# Where nobody_dir puts a directory when nobody cannot reach the peer directory: any directory
+# every user can traverse (/var/tmp: on disk, unlike a tmpfs /tmp, and big enough for the fleet
+# benchmark's database).
+MMI_NOBODY_TMPDIR="${MMI_NOBODY_TMPDIR:-/var/tmp}"
+
+# nobody_dir <name>: for a peer process that runs as `nobody` (we are root), prints the path of a
+# directory owned by nobody:nogroup that nobody can reach. That is $PEER_DIR/<name> when nobody
+# can traverse $PEER_DIR. Otherwise (a checkout under /root, or under any 0700 directory such as
+# one made by `mktemp -d`) it is a fresh directory $MMI_NOBODY_TMPDIR/mmi-peer-<name>.XXXXXXXX,
+# $PEER_DIR/<name> becomes a symlink to it (for people; pass the printed path to the peer, which
+# cannot follow the symlink), and its path is appended to $PEER_DIR/external-dirs so that
+# `stop <data-dir>` removes it. A symlink left by an earlier start whose target still exists is
+# reused, as an in-tree directory would be.
+nobody_dir() {
+  local name="$1" link="$PEER_DIR/$1" dir
+  if setpriv --reuid=nobody --regid=nogroup --clear-groups -- test -x "$PEER_DIR"; then
+    mkdir -p "$link"
+    chown nobody:nogroup "$link"
+    printf '%s\n' "$link"
+    return 0
+  fi
+  if [ -L "$link" ] && [ -d "$link" ]; then
+    dir="$(readlink -f "$link")"
+  else
+    setpriv --reuid=nobody --regid=nogroup --clear-groups -- test -x "$MMI_NOBODY_TMPDIR" \
+      || die "nobody can reach neither $PEER_DIR nor MMI_NOBODY_TMPDIR=$MMI_NOBODY_TMPDIR"
+    rm -rf "$link"
+    dir="$(mktemp -d "$MMI_NOBODY_TMPDIR/mmi-peer-$name.XXXXXXXX")" || die "mktemp in $MMI_NOBODY_TMPDIR failed"
+    ln -s "$dir" "$link"
+    printf '%s\n' "$dir" >> "$PEER_DIR/external-dirs"
+    log "nobody cannot reach $PEER_DIR: $name is kept in $dir (removed by stop)"
+  fi
+  chown nobody:nogroup "$dir"
+  printf '%s\n' "$dir"
+}
+
+# remove_external_dirs <data-dir>: removes the directories nobody_dir recorded in
+# <data-dir>/external-dirs (only absolute paths named mmi-peer-<name>.XXXXXXXX, as it makes them)
+# and the symlinks in <data-dir> that point to them.
+remove_external_dirs() {
+  local dir="$1" ext link
+  [ -f "$dir/external-dirs" ] || return 0
+  while IFS= read -r ext; do
+    case "$ext" in
+      /*/mmi-peer-*.*) ;;
+      *) log "not removing '$ext': not a directory nobody_dir made"; continue ;;
+    esac
+    rm -rf -- "$ext"
+    for link in "$dir"/*; do
+      if [ -L "$link" ] && [ "$(readlink "$link")" = "$ext" ]; then rm -f -- "$link"; fi
+    done
+  done < "$dir/external-dirs"
+  rm -f "$dir/external-dirs"
+}
+
+# fail_with_logs: prints the tail of every log in $PEER_DIR, stops what was started, removes the
+# directories it made outside $PEER_DIR, exits 1.
 fail_with_logs() {
   log "start failed: $*"
   local f
@@ -104,6 +161,7 @@ fail_with_logs() {
     tail -n 40 "$f" >&2
   done
   stop_pids "$PEER_DIR"
+  remove_external_dirs "$PEER_DIR"
   exit 1
 }
 
