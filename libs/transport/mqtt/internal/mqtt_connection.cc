@@ -62,11 +62,6 @@ absl::Status MqttConnection::BuildOptions() {
                      .connect_timeout(std::chrono::duration_cast<std::chrono::seconds>(
                          std::max(settings_.dial_timeout, std::chrono::milliseconds(1'000))))
                      .automatic_reconnect(false);
-  if (session_expiry_.count() > 0) {
-    builder.properties(mqtt::properties{
-        {mqtt::property::SESSION_EXPIRY_INTERVAL,
-         static_cast<int32_t>(std::min<int64_t>(session_expiry_.count(), INT32_MAX))}});
-  }
   if (!settings_.username.empty()) {
     builder.user_name(settings_.username);
     builder.password(settings_.password);
@@ -100,6 +95,13 @@ absl::Status MqttConnection::BuildOptions() {
     builder.ssl(ssl.finalize());
   }
   options_ = builder.finalize();
+  if (session_expiry_.count() > 0) {
+    // Set on the final object: Paho C++ 1.2.0 loses properties given to the builder when
+    // finalize() copies them (checked against mosquitto: no session was kept).
+    options_.set_properties(mqtt::properties{
+        {mqtt::property::SESSION_EXPIRY_INTERVAL,
+         static_cast<int32_t>(std::min<int64_t>(session_expiry_.count(), INT32_MAX))}});
+  }
   return absl::OkStatus();
 }
 
