@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -278,6 +279,24 @@ GitOpsClusterController::GitOpsClusterController(kube::KubeClient& client, const
            Handler::Kind::kManagedCluster);
   secrets_ = make(Core("secrets"), absl::StrCat(kSecretTypeLabel, "=cluster"), ShrinkSecret,
                   Handler::Kind::kSecret);
+  if (settings_.refresh_application_sets) {
+    kube::InformerSettings s;
+    s.resource = {"argoproj.io", "v1alpha1", "applicationsets", ""};
+    s.page_size = settings_.informer_page_size;
+    s.transform = ShrinkApplicationSet;
+    appsets_ = std::make_unique<kube::Informer>(client_, clock_, std::move(s), &registry);
+    refresher_ =
+        std::make_unique<AppSetRefresher>(client_, clock_, settings_.appset_refresh, registry);
+  }
+}
+
+std::vector<kube::Informer*> GitOpsClusterController::Informers() const {
+  std::vector<kube::Informer*> out = {gitops_clusters_.get(), decisions_.get(),
+                                      managed_clusters_.get(), secrets_.get()};
+  if (appsets_) {
+    out.push_back(appsets_.get());
+  }
+  return out;
 }
 
 GitOpsClusterController::~GitOpsClusterController() { Stop(); }
@@ -306,8 +325,7 @@ absl::Status GitOpsClusterController::Start() {
     return absl::FailedPreconditionError("GitOpsClusterController::Start called twice");
   }
   started_ = true;
-  for (kube::Informer* informer :
-       {gitops_clusters_.get(), decisions_.get(), managed_clusters_.get(), secrets_.get()}) {
+  for (kube::Informer* informer : Informers()) {
     informer->Start();
   }
   loop_ = std::jthread([this](const std::stop_token& stop) { Run(stop); });
@@ -326,8 +344,7 @@ void GitOpsClusterController::Stop() {
       return;
     }
   }
-  for (kube::Informer* informer :
-       {gitops_clusters_.get(), decisions_.get(), managed_clusters_.get(), secrets_.get()}) {
+  for (kube::Informer* informer : Informers()) {
     informer->Stop();
   }
   {
@@ -342,8 +359,12 @@ void GitOpsClusterController::Stop() {
 }
 
 bool GitOpsClusterController::synced() const {
-  return gitops_clusters_->HasSynced() && decisions_->HasSynced() &&
-         managed_clusters_->HasSynced() && secrets_->HasSynced();
+  for (kube::Informer* informer : Informers()) {
+    if (!informer->HasSynced()) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // --- queue ---
@@ -400,8 +421,7 @@ bool GitOpsClusterController::WaitForInformers(const std::stop_token& stop) {
       return true;
     }
     // Informers wait on real time; poll their state.
-    for (kube::Informer* informer :
-         {gitops_clusters_.get(), decisions_.get(), managed_clusters_.get(), secrets_.get()}) {
+    for (kube::Informer* informer : Informers()) {
       if (!informer->HasSynced()) {
         informer->WaitForSynced(std::chrono::milliseconds(100));
         break;
@@ -435,6 +455,11 @@ void GitOpsClusterController::Run(const std::stop_token& stop) {
       next_resync_ = now + settings_.resync_period;
     }
     auto next_timer = next_resync_;
+    if (refresher_) {
+      if (auto due = refresher_->SendDue(); due.has_value()) {
+        next_timer = std::min(next_timer, *due);
+      }
+    }
     for (const auto& [key, due] : delayed_) {
       next_timer = std::min(next_timer, due);
     }
@@ -457,12 +482,37 @@ void GitOpsClusterController::EnqueueAllGitOpsClusters() {
 
 void GitOpsClusterController::EnqueueForPlacement(const std::string& ns,
                                                   const std::string& placement) {
+  bool used = false;
   for (const kube::ObjectPtr& g : gitops_clusters_->List(ns)) {
     const std::string ref_name = StrField(Field(Field(*g, "spec"), "placementRef"), "name");
     if (absl::EqualsIgnoreCase(ref_name, placement)) {
       Enqueue(absl::StrCat(kGitOpsKey, kube::ObjectKey(*g)));
+      used = true;
     }
   }
+  if (!used) {
+    // No GitOpsCluster of ours uses it: its ApplicationSets are not ours to refresh.
+    refresh_pending_.erase(absl::AsciiStrToLower(absl::StrCat(ns, "/", placement)));
+  }
+}
+
+void GitOpsClusterController::RefreshAppSetsIfDecided(const std::string& ns,
+                                                      const std::string& placement) {
+  if (!refresher_ ||
+      refresh_pending_.erase(absl::AsciiStrToLower(absl::StrCat(ns, "/", placement))) == 0) {
+    return;
+  }
+  // The Placement's decisions now, and its label alone: a generator selecting by that label
+  // still reads the Placement when its last PlacementDecision is gone.
+  std::vector<kube::ObjectPtr> decisions;
+  for (const kube::ObjectPtr& pd : decisions_->List(ns)) {
+    if (absl::EqualsIgnoreCase(Label(*pd, kPlacementLabel), placement)) {
+      decisions.push_back(pd);
+    }
+  }
+  decisions.push_back(std::make_shared<const json>(
+      json{{"metadata", {{"namespace", ns}, {"labels", {{kPlacementLabel, placement}}}}}}));
+  refresher_->DecisionsChanged(appsets_->List(), absl::StrCat(ns, "/", placement), decisions);
 }
 
 void GitOpsClusterController::EnqueueForCluster(const std::string& cluster) {
@@ -519,6 +569,9 @@ void GitOpsClusterController::Process(const std::string& key) {
     const std::string rest = key.substr(2);
     const auto slash = rest.find('/');
     if (slash != std::string::npos) {
+      if (refresher_) {
+        refresh_pending_.insert(absl::AsciiStrToLower(rest));
+      }
       EnqueueForPlacement(rest.substr(0, slash), rest.substr(slash + 1));
     }
     return;
@@ -626,6 +679,10 @@ GitOpsClusterController::Outcome GitOpsClusterController::Reconcile(const std::s
     }
   }
 
+  if (spec.ok() && outcome != Outcome::kError) {
+    // The cluster secrets the generators need are written now.
+    RefreshAppSetsIfDecided(spec->namespace_, spec->placement_name);
+  }
   if (!keep_previous) {
     auto it = managed_.find(key);
     if (it == managed_.end() || it->second.secrets != managed.secrets ||

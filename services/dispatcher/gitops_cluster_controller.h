@@ -21,9 +21,13 @@
 // managedServiceAccountRef changed) and pointing to the same server is deleted whatever the
 // policy, as upstream does (§4.5), so Argo CD never sees two clusters of one name.
 //
-// Threads: one thread per informer (GitOpsClusters, PlacementDecisions, ManagedClusters and
-// the Argo CD cluster secrets, all namespaces); their handlers only put keys into a bounded
-// de-duplicating queue. One reconcile loop thread (named `gitops-loop`) drains it, owns all
+// After a reconcile that followed a change of its Placement's decisions, the ApplicationSets
+// reading those decisions are asked to refresh (appset_refresh.h), unless
+// refresh_application_sets is off.
+//
+// Threads: one thread per informer (GitOpsClusters, PlacementDecisions, ManagedClusters, the
+// Argo CD cluster secrets and ApplicationSets, all namespaces); their handlers only put keys into a
+// bounded de-duplicating queue. One reconcile loop thread (named `gitops-loop`) drains it, owns all
 // reconcile state and makes every write. Failed reconciles are retried with exponential
 // backoff; every GitOpsCluster is reconciled again each `resync_period`.
 //
@@ -58,6 +62,7 @@
 #include "libs/common/clock.h"
 #include "libs/kube/informer.h"
 #include "libs/kube/kube_client.h"
+#include "services/dispatcher/appset_refresh.h"
 #include "services/dispatcher/gitops_cluster.h"
 
 namespace prometheus {
@@ -101,6 +106,11 @@ struct GitOpsClusterControllerSettings {
   // Longest the idle loop waits before it re-checks its timers (retries, resync) against the
   // Clock. Lower it in tests that drive a fake clock.
   std::chrono::milliseconds timer_check_interval{1000};
+  // When a Placement's decisions change, ask the ApplicationSets that read them to refresh
+  // (appset_refresh.h), so a joining or leaving cluster does not wait for their requeue. Needs
+  // list/watch/patch on applicationsets and create on events.
+  bool refresh_application_sets = true;
+  AppSetRefreshSettings appset_refresh;
 };
 
 // Label put on every cluster secret this controller writes (value: settings.managed_by).
@@ -165,6 +175,11 @@ class GitOpsClusterController {
   void SetManaged(const std::string& key, std::optional<Managed> managed);
   void ScheduleRetry(const std::string& key);
   void ForgetRetry(const std::string& key);
+  // After a reconcile of a GitOpsCluster of Placement `ns/placement`: refreshes the
+  // ApplicationSets reading its decisions when they changed since the last time.
+  void RefreshAppSetsIfDecided(const std::string& ns, const std::string& placement);
+  // Every informer that exists.
+  std::vector<kube::Informer*> Informers() const;
 
   kube::KubeClient& client_;
   const Clock& clock_;
@@ -175,6 +190,8 @@ class GitOpsClusterController {
   std::unique_ptr<kube::Informer> decisions_;
   std::unique_ptr<kube::Informer> managed_clusters_;
   std::unique_ptr<kube::Informer> secrets_;
+  std::unique_ptr<kube::Informer> appsets_;     // with refresh_application_sets only
+  std::unique_ptr<AppSetRefresher> refresher_;  // idem
   std::vector<std::unique_ptr<Handler>> handlers_;
 
   absl::Mutex mu_;
@@ -190,6 +207,9 @@ class GitOpsClusterController {
   std::map<std::string, WrittenStatus> written_;  // by GitOpsCluster key
   std::map<std::string, std::chrono::steady_clock::time_point> delayed_;
   std::map<std::string, Backoff> retries_;
+  // Placements ("ns/name") whose decisions changed and whose ApplicationSets were not asked to
+  // refresh yet.
+  std::set<std::string> refresh_pending_;
   std::chrono::steady_clock::time_point next_resync_{};
 
   std::mutex lifecycle_mu_;

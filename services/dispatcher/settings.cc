@@ -47,6 +47,8 @@ absl::StatusOr<DispatcherSettings> ParseSettingsYaml(std::string_view yaml) {
   g.Duration("resyncPeriod", s.gitops_cluster.resync_period);
   g.Scalar("fieldManager", s.gitops_cluster.field_manager);
   g.Scalar("managedBy", s.gitops_cluster.managed_by);
+  g.Scalar("refreshApplicationSets", s.gitops_cluster.refresh_application_sets);
+  g.Duration("refreshMinInterval", s.gitops_cluster.appset_refresh.min_interval);
   std::string orphans;
   g.Scalar("orphanSecretPolicy", orphans);
   if (orphans == "DeleteWhenUndecided") {
@@ -102,6 +104,8 @@ absl::Status FinalizeSettings(DispatcherSettings& s) {
   if (s.reconciler.event_instance.empty()) {
     s.reconciler.event_instance = service::Hostname("mmi-dispatcher");
   }
+  s.gitops_cluster.appset_refresh.field_manager = s.gitops_cluster.field_manager;
+  s.gitops_cluster.appset_refresh.event_instance = s.reconciler.event_instance;
   if (s.leader.identity.empty()) {
     s.leader.identity = service::Hostname("mmi-dispatcher");
   }
@@ -115,6 +119,9 @@ absl::Status FinalizeSettings(DispatcherSettings& s) {
   service::ValidateCommonSettings(s.log_level, s.kube, s.store, s.leader, errors);
   if (s.workers < 1) {
     errors.push_back("dispatch.workers: must be >= 1");
+  }
+  if (s.gitops_cluster.appset_refresh.min_interval.count() < 0) {
+    errors.push_back("gitopsCluster.refreshMinInterval: must be >= 0");
   }
   if (s.reconciler.batch_size < 1) {
     errors.push_back("dispatch.batchSize: must be >= 1");

@@ -396,6 +396,8 @@ dispatcher:
     fieldManager: fm-d
     managedBy: mb-d
     orphanSecretPolicy: DeleteWhenUndecided
+    refreshApplicationSets: false
+    refreshMinInterval: 7s
 statusSink:
   logLevel: warn
   adminPort: 9091
@@ -503,6 +505,9 @@ TEST_F(ChartTest, EverySettingReachesTheServices) {
   EXPECT_EQ(d.gitops_cluster.managed_by, "mb-d");
   EXPECT_EQ(d.gitops_cluster.orphan_secret_policy,
             dispatcher::OrphanSecretPolicy::kDeleteWhenUndecided);
+  EXPECT_FALSE(d.gitops_cluster.refresh_application_sets);
+  EXPECT_EQ(d.gitops_cluster.appset_refresh.min_interval, seconds(7));
+  EXPECT_EQ(d.gitops_cluster.appset_refresh.field_manager, "fm-d");
 
   const status_sink::StatusSinkSettings& s = loaded["mqtt"].sink;
   EXPECT_EQ(s.log_level, "warn");
@@ -911,6 +916,11 @@ TEST_F(ChartOnHubTest, ServiceAccountsMayDoExactlyWhatTheCodeDoes) {
       {&dispatcher, "create roles.rbac.authorization.k8s.io -n openshift-gitops", true},
       {&dispatcher, "create rolebindings.rbac.authorization.k8s.io -n openshift-gitops", true},
       {&dispatcher, "delete roles.rbac.authorization.k8s.io -n openshift-gitops", false},
+      // ApplicationSets reading a Placement's decisions are asked to refresh (appset_refresh.cc).
+      {&dispatcher, "watch applicationsets.argoproj.io -A", true},
+      {&dispatcher, "patch applicationsets.argoproj.io -n openshift-gitops", true},
+      {&dispatcher, "update applicationsets.argoproj.io -n openshift-gitops", false},
+      {&dispatcher, "delete applicationsets.argoproj.io -n openshift-gitops", false},
       // The Lease, only its own and only in the release namespace.
       {&dispatcher, "create leases.coordination.k8s.io -n " + ns, true},
       {&dispatcher, "get leases.coordination.k8s.io/mmi-dispatcher -n " + ns, true},
