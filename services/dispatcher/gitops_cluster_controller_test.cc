@@ -669,10 +669,17 @@ class AppSetRefreshTest : public GitOpsClusterControllerTest {
         {{"metadata", {{"annotations", {{kAppSetRefreshAnnotation, nullptr}}}}}}, {}, "");
     ASSERT_TRUE(patched.ok()) << patched.status();
   }
+  // The controller's refresh patches (not the test's own ClearRefresh).
   size_t AppSetPatches() {
+    // "/" in the annotation key is "~1" in a JSON pointer.
+    const json::json_pointer refresh(
+        "/metadata/annotations/argocd.argoproj.io~1application-set-refresh");
     size_t n = 0;
     for (const auto& call : kube_.Calls()) {
-      n += call.verb == "PATCH" && call.ref.resource == "applicationsets" ? 1 : 0;
+      if (call.verb == "PATCH" && call.ref.resource == "applicationsets" &&
+          call.body.contains(refresh) && call.body.at(refresh) == "true") {
+        ++n;
+      }
     }
     return n;
   }
@@ -692,16 +699,22 @@ TEST_F(AppSetRefreshTest, AJoinRefreshesExactlyTheApplicationSetsReadingThePlace
   EXPECT_FALSE(Refreshed("other-placement"));
   EXPECT_FALSE(Refreshed("placementrule"));
   EXPECT_FALSE(Refreshed("clusters"));
-  EXPECT_EQ(Refreshes("ok"), 2);
-  size_t events = 0;
-  for (const auto& call : kube_.Calls()) {
-    if (call.verb == "CREATE" && call.ref.resource == "events") {
-      ++events;
-      EXPECT_EQ(call.body["reason"], "RefreshRequested");
-      EXPECT_EQ(call.body["involvedObject"]["kind"], "ApplicationSet");
+  // Each refresh is followed by its Event, written on the loop thread right after the patch.
+  const auto events = [&] {
+    std::vector<json> out;
+    for (const auto& call : kube_.Calls()) {
+      if (call.verb == "CREATE" && call.ref.resource == "events") {
+        out.push_back(call.body);
+      }
     }
+    return out;
+  };
+  ASSERT_TRUE(Eventually([&] { return events().size() == 2; })) << events().size();
+  for (const json& event : events()) {
+    EXPECT_EQ(event["reason"], "RefreshRequested");
+    EXPECT_EQ(event["involvedObject"]["kind"], "ApplicationSet");
   }
-  EXPECT_EQ(events, 2u);
+  EXPECT_EQ(Refreshes("ok"), 2);
 
   // A leave refreshes them too.
   ClearRefresh("direct");
@@ -709,7 +722,7 @@ TEST_F(AppSetRefreshTest, AJoinRefreshesExactlyTheApplicationSetsReadingThePlace
   clock_.Advance(seconds(3));
   DecideClusters({"edge-2"});
   ASSERT_TRUE(Eventually([&] { return Refreshed("direct") && Refreshed("nested"); }));
-  EXPECT_EQ(Refreshes("ok"), 4);
+  EXPECT_TRUE(Eventually([&] { return Refreshes("ok") == 4; }));
 }
 
 TEST_F(AppSetRefreshTest, AnApplicationSetIsRefreshedAtMostOncePerInterval) {
@@ -717,7 +730,7 @@ TEST_F(AppSetRefreshTest, AnApplicationSetIsRefreshedAtMostOncePerInterval) {
   StartController();
   ASSERT_TRUE(Eventually([&] { return HasSecret("edge-1"); }));
   DecideClusters({"edge-1", "edge-2"});
-  ASSERT_TRUE(Eventually([&] { return Refreshed("direct"); }));
+  ASSERT_TRUE(Eventually([&] { return AppSetPatches() == 2; }));  // "direct" and "nested"
   ClearRefresh("direct");
   const size_t after_first = AppSetPatches();
 
