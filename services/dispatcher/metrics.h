@@ -6,7 +6,8 @@
 //       converted_to_create (Maestro already had / had lost the resource)
 //   mmi_dispatcher_decisions_total{decision}  one per reconcile: create, update, delete,
 //       unchanged, skipped_local_cluster, unknown_cluster, invalid, waiting_deletion,
-//       finalizer_released
+//       finalizer_released, delete_resent (an unconfirmed delete request sent again; it also
+//       counts as delete)
 //   mmi_dispatch_queue_depth                  keys waiting for the reconcile loop
 //   mmi_dispatcher_outbox_pending             recorded events not yet accepted by the broker
 //   mmi_dispatcher_publish_latency_seconds{transport}  recorded in PostgreSQL -> broker accepted

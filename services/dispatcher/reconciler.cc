@@ -170,6 +170,15 @@ void Reconciler::InstallState(Loaded loaded) {
     }
   }
   early_confirmations_.clear();
+  // Delete requests published before the restart and still unconfirmed: their resend clock
+  // starts now (a pending one starts when it is published).
+  const auto now = clock_.MonotonicNow();
+  for (auto& [id, t] : resources_) {
+    if (t.state == DeletionState::kDeleteRequested && t.unpublished == 0) {
+      t.delete_published_at = now;
+      EnqueueAfter(t.Key(), DeleteResendDelay(0));
+    }
+  }
   metrics_.tracked().Set(static_cast<double>(resources_.size()));
   Log().Info("dispatch state loaded", {{"resources", static_cast<int64_t>(resources_.size())},
                                        {"outbox", static_cast<int64_t>(loaded.outbox.size())}});
@@ -354,7 +363,9 @@ void Reconciler::Reconcile(const std::string& key, std::vector<PendingChange>& b
         RequestDelete(*t, Now(), batch);
         break;
       case DeletionState::kDeleteRequested:
-        metrics_.Decision("waiting_deletion");
+        if (!ResendDeleteIfDue(*t, batch)) {
+          metrics_.Decision("waiting_deletion");
+        }
         break;
       case DeletionState::kDeleteConfirmed:
         FinishDeletion(*t);
@@ -375,6 +386,8 @@ void Reconciler::Reconcile(const std::string& key, std::vector<PendingChange>& b
     t->requeue = true;
     if (t->state == DeletionState::kLive) {
       RequestDelete(*t, Now(), batch);
+    } else if (t->state == DeletionState::kDeleteRequested) {
+      ResendDeleteIfDue(*t, batch);
     } else if (t->state == DeletionState::kDeleteConfirmed) {
       FinishDeletion(*t);
     }
@@ -397,7 +410,9 @@ void Reconciler::Reconcile(const std::string& key, std::vector<PendingChange>& b
         break;
       }
       case DeletionState::kDeleteRequested:
-        metrics_.Decision("waiting_deletion");
+        if (!ResendDeleteIfDue(*t, batch)) {
+          metrics_.Decision("waiting_deletion");
+        }
         break;
       case DeletionState::kDeleteConfirmed:
         FinishDeletion(*t);
@@ -555,6 +570,24 @@ void Reconciler::RequestDelete(Tracked& t, cloudevents::Timestamp deletion_time,
   batch.push_back(std::move(pc));
 }
 
+std::chrono::milliseconds Reconciler::DeleteResendDelay(int resends) const {
+  return settings_.delete_resend_after * (int64_t{1} << std::clamp(resends, 0, 4));
+}
+
+bool Reconciler::ResendDeleteIfDue(Tracked& t, std::vector<PendingChange>& batch) {
+  if (t.busy || t.unpublished > 0 || !t.delete_published_at.has_value() ||
+      clock_.MonotonicNow() - *t.delete_published_at < DeleteResendDelay(t.delete_resends)) {
+    return false;
+  }
+  ++t.delete_resends;
+  t.delete_published_at.reset();
+  metrics_.Decision("delete_resent");
+  Log().Info("no deletion confirmation yet; sending the delete request again",
+             {{"resource", t.Key()}, {"cluster", t.cluster}, {"resends", t.delete_resends}});
+  RequestDelete(t, Now(), batch);
+  return true;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Store round trips
 
@@ -644,6 +677,11 @@ void Reconciler::OnPublished(const store::OutboxEntry& entry) {
   Tracked& t = it->second;
   if (t.unpublished > 0) {
     --t.unpublished;
+  }
+  if (entry.action == store::OutboxAction::kDelete && t.state == DeletionState::kDeleteRequested) {
+    // Check again once the agent has had its time to confirm.
+    t.delete_published_at = clock_.MonotonicNow();
+    EnqueueAfter(t.Key(), DeleteResendDelay(t.delete_resends));
   }
   if (t.strip && t.strip_hash == entry.payload_hash &&
       entry.action != store::OutboxAction::kDelete) {

@@ -98,6 +98,11 @@ struct ReconcilerSettings {
   std::chrono::milliseconds unknown_cluster_retry{60'000};
   // At most one Kubernetes Event per parked Application per interval.
   std::chrono::milliseconds unknown_cluster_event_interval{600'000};
+  // A delete request the agent has not confirmed this long after the broker accepted it is
+  // published again (the wait doubles per resend, up to 16x): its Deleted report may have been
+  // lost (a status sink killed while holding it, an agent offline when the request came).
+  // Agents and Maestro treat a repeated delete as done (Maestro: NotFound, also done).
+  std::chrono::milliseconds delete_resend_after{60'000};
   // Retries of failed store calls and hub writes.
   BackoffSettings retry{.initial = std::chrono::milliseconds(500),
                         .max = std::chrono::milliseconds(60'000),
@@ -182,6 +187,9 @@ class Reconciler {
     bool stripping = false;  // a strip of operation/refresh is running
     std::optional<PropagatedRequest> strip;  // strip once `strip_hash` is published
     std::string strip_hash;
+    // When the broker last accepted a delete request for it, and how often it was sent again.
+    std::optional<std::chrono::steady_clock::time_point> delete_published_at;
+    int delete_resends = 0;
     std::string Key() const { return hub_namespace + "/" + hub_name; }
   };
   struct PendingChange {
@@ -213,6 +221,10 @@ class Reconciler {
   void RequestDelete(Tracked& t, cloudevents::Timestamp deletion_time,
                      std::vector<PendingChange>& batch);
   void FinishDeletion(Tracked& t);
+  // kDeleteRequested and unconfirmed past its resend delay: publish the delete request again.
+  // True when it did.
+  bool ResendDeleteIfDue(Tracked& t, std::vector<PendingChange>& batch);
+  std::chrono::milliseconds DeleteResendDelay(int resends) const;
   void SubmitStrip(Tracked& t, PropagatedRequest request);
   void SubmitReleaseUntracked(const std::string& ns, const std::string& name);
   void Park(const std::string& key, const std::string& cluster, const nlohmann::json& app);

@@ -222,6 +222,47 @@ TEST_F(ReconcilerTest, ReleasesTheFinalizerOnlyAfterTheAgentConfirmedTheDeletion
             1);
 }
 
+// A Deleted report can be lost (the status sink killed while it held it): an unconfirmed delete
+// request goes out again after delete_resend_after, then after twice that, until confirmed.
+TEST_F(ReconcilerTest, AnUnconfirmedDeleteRequestIsSentAgainUntilTheAgentConfirms) {
+  PutApp(PullApp("argocd", "guestbook", "cluster1"));
+  Process& p = Start();
+  const std::string id = IdOf("cluster1", "argocd", "guestbook");
+  ASSERT_TRUE(hub_.Delete(ApplicationsRef("argocd"), "guestbook", {}).ok());
+  Sync("argocd", "guestbook");
+  p.RunAll();
+  ASSERT_EQ(p.publisher.accepted().size(), 2U);
+
+  clock_.Advance(std::chrono::seconds(59));
+  p.RunAll();
+  EXPECT_EQ(p.publisher.accepted().size(), 2U) << "not before a minute";
+  clock_.Advance(std::chrono::seconds(2));
+  p.RunAll();
+  auto published = p.publisher.accepted();
+  ASSERT_EQ(published.size(), 3U);
+  EXPECT_EQ(published[2].type, cloudevents::kSpecDeleteRequestType);
+  EXPECT_EQ(published[2].ResourceId().value(), id);
+  EXPECT_EQ((*store_.GetResource(id))->deletion_state, store::DeletionState::kDeleteRequested);
+  EXPECT_EQ(
+      MetricValue(p.registry, "mmi_dispatcher_decisions_total", {{"decision", "delete_resent"}}),
+      1);
+
+  clock_.Advance(std::chrono::seconds(61));
+  p.RunAll();
+  EXPECT_EQ(p.publisher.accepted().size(), 3U) << "the second wait is twice as long";
+  clock_.Advance(std::chrono::seconds(60));
+  p.RunAll();
+  EXPECT_EQ(p.publisher.accepted().size(), 4U);
+
+  ASSERT_TRUE(store_.MarkDeletionConfirmed(id).ok());
+  p.reconciler.OnDeletionConfirmed(id);
+  p.RunAll();
+  EXPECT_TRUE(absl::IsNotFound(hub_.Get(ApplicationsRef("argocd"), "guestbook").status()));
+  clock_.Advance(std::chrono::minutes(10));
+  p.RunAll();
+  EXPECT_EQ(p.publisher.accepted().size(), 4U) << "nothing more once confirmed";
+}
+
 TEST_F(ReconcilerTest, ConfirmedDeletionsFoundAtStartAreFinished) {
   PutApp(PullApp("argocd", "guestbook", "cluster1"));
   const std::string id = IdOf("cluster1", "argocd", "guestbook");

@@ -32,6 +32,7 @@ absl::StatusOr<DispatcherSettings> ParseSettingsYaml(std::string_view yaml) {
   d.Scalar("batchSize", s.reconciler.batch_size);
   d.Scalar("maxInflightBatches", s.reconciler.max_inflight_batches);
   d.Duration("unknownClusterRetry", s.reconciler.unknown_cluster_retry);
+  d.Duration("deleteResendAfter", s.reconciler.delete_resend_after);
   d.Duration("unknownClusterEventInterval", s.reconciler.unknown_cluster_event_interval);
   d.Scalar("workers", s.workers);
   d.Scalar("specResync", s.spec_resync);
@@ -119,6 +120,9 @@ absl::Status FinalizeSettings(DispatcherSettings& s) {
   service::ValidateCommonSettings(s.log_level, s.kube, s.store, s.leader, errors);
   if (s.workers < 1) {
     errors.push_back("dispatch.workers: must be >= 1");
+  }
+  if (s.reconciler.delete_resend_after.count() <= 0) {
+    errors.push_back("dispatch.deleteResendAfter: must be > 0");
   }
   if (s.gitops_cluster.appset_refresh.min_interval.count() < 0) {
     errors.push_back("gitopsCluster.refreshMinInterval: must be >= 0");

@@ -385,6 +385,7 @@ dispatcher:
     batchSize: 12
     maxInflightBatches: 3
     unknownClusterRetry: 2m
+    deleteResendAfter: 3m
     unknownClusterEventInterval: 20m
     workers: 5
     specResync: false
@@ -492,6 +493,7 @@ TEST_F(ChartTest, EverySettingReachesTheServices) {
   EXPECT_EQ(d.reconciler.batch_size, 12u);
   EXPECT_EQ(d.reconciler.max_inflight_batches, 3);
   EXPECT_EQ(d.reconciler.unknown_cluster_retry, seconds(120));
+  EXPECT_EQ(d.reconciler.delete_resend_after, seconds(180));
   EXPECT_EQ(d.reconciler.unknown_cluster_event_interval, seconds(1200));
   EXPECT_EQ(d.workers, 5);
   EXPECT_FALSE(d.spec_resync);
