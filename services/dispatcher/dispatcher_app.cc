@@ -150,9 +150,9 @@ absl::Status DispatcherApp::Start() {
       DeletionListenerSettings{.dsn = settings_.store.dsn}, *c.store,
       [r = c.reconciler.get()](const std::string& id) { r->OnDeletionConfirmed(id); });
   if (c.subscriber) {
-    c.resync =
-        std::make_unique<SpecResyncResponder>(settings_.reconciler.payload.source_id, *c.workers,
-                                              *c.store, *c.publisher, clock, *c.metrics);
+    c.resync = std::make_unique<SpecResyncResponder>(
+        settings_.reconciler.payload.source_id, *c.workers, *c.store, *c.publisher, clock,
+        *c.metrics, [r = c.reconciler.get()](const std::string& id) { return r->IsDeleting(id); });
   }
   if (settings_.gitops_cluster_enabled) {
     c.gitops = std::make_unique<GitOpsClusterController>(hub_client, clock,

@@ -17,7 +17,9 @@
 //   mmi_dispatcher_parked_applications        Applications waiting for their ManagedCluster
 //   mmi_dispatcher_hub_writes_total{operation,result}  operation strip_operation|
 //       release_finalizer|event, result ok|conflict|error
-//   mmi_dispatcher_spec_resync_requests_total{result}  result ok|error|ignored
+//   mmi_dispatcher_spec_resync_requests_total{result}  result ok|error|ignored|
+//       response_retried|response_dropped|answered_as_deleting (a spec answer sent as a delete:
+//       the resource's deletion was decided after the answer was built)
 //   mmi_dispatcher_tracked_resources          resources in the dispatch state
 //
 // Thread-safe (prometheus-cpp metrics are atomic).

@@ -155,6 +155,10 @@ void Reconciler::InstallState(Loaded loaded) {
     t.payload_hash = std::move(r.payload_hash);
     t.version = r.version;
     t.state = r.deletion_state;
+    if (t.state != DeletionState::kLive) {
+      absl::MutexLock lock(&deleting_mu_);
+      deleting_.insert(t.resource_id);
+    }
     by_key_[t.Key()] = t.resource_id;
     resources_[r.resource_id] = std::move(t);
   }
@@ -331,7 +335,16 @@ Reconciler::Tracked* Reconciler::FindByKey(const std::string& key) {
   return rit == resources_.end() ? nullptr : &rit->second;
 }
 
+bool Reconciler::IsDeleting(const std::string& resource_id) const {
+  absl::MutexLock lock(&deleting_mu_);
+  return deleting_.contains(resource_id);
+}
+
 void Reconciler::Untrack(const std::string& resource_id) {
+  {
+    absl::MutexLock lock(&deleting_mu_);
+    deleting_.erase(resource_id);
+  }
   auto it = resources_.find(resource_id);
   if (it == resources_.end()) {
     return;
@@ -543,6 +556,10 @@ void Reconciler::RequestDelete(Tracked& t, cloudevents::Timestamp deletion_time,
     Log().Error("cannot encode a delete request",
                 {{"resource", t.Key()}, {"error", std::string(encoded.status().message())}});
     return;
+  }
+  {
+    absl::MutexLock lock(&deleting_mu_);
+    deleting_.insert(t.resource_id);
   }
   PendingChange pc;
   store::DispatchedResource& row = pc.change.resource;

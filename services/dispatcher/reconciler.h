@@ -147,6 +147,9 @@ class Reconciler {
   void OnClusterAdded(const std::string& cluster);
   // Any thread. The status sink recorded the agent's Deleted confirmation for `resource_id`.
   void OnDeletionConfirmed(const std::string& resource_id);
+  // Any thread. True from the moment a deletion of `resource_id` is decided (before it is even
+  // recorded) until it is finished: the spec resync responder must not send its spec any more.
+  bool IsDeleting(const std::string& resource_id) const;
 
   // Any thread.
   bool loaded() const { return loaded_.load(); }
@@ -267,6 +270,8 @@ class Reconciler {
   // Confirmations that arrived before the state was installed (the listener runs from the start;
   // LoadState() may have read the row just before the status sink confirmed it).
   absl::flat_hash_set<std::string> early_confirmations_;
+  mutable absl::Mutex deleting_mu_;
+  absl::flat_hash_set<std::string> deleting_ ABSL_GUARDED_BY(deleting_mu_);
   Backoff retry_backoff_;
   Backoff load_backoff_;
   uint64_t event_counter_ = 0;

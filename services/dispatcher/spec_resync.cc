@@ -107,8 +107,9 @@ absl::StatusOr<std::vector<cloudevents::Event>> BuildSpecResyncResponses(
 SpecResyncResponder::SpecResyncResponder(std::string source_id, internal::Executor& workers,
                                          store::DispatchStore& store,
                                          transport::Publisher& publisher, const Clock& clock,
-                                         DispatcherMetrics& metrics)
+                                         DispatcherMetrics& metrics, DeletingCheck is_deleting)
     : source_id_(std::move(source_id)),
+      is_deleting_(std::move(is_deleting)),
       workers_(workers),
       store_(store),
       publisher_(publisher),
@@ -168,6 +169,18 @@ void SpecResyncResponder::Pump() {
     }
   }
   for (PendingAnswer& answer : batch) {
+    if (is_deleting_ && answer.event.data.has_value() &&
+        is_deleting_(answer.event.ResourceId().value_or(""))) {
+      // Its deletion was decided after the answer was built: the spec must not follow the
+      // delete request to the agent. Answer as for a resource being deleted (§6.5).
+      answer.event.data.reset();
+      answer.event.data_content_type.reset();
+      answer.event.RemoveExtension(cloudevents::kExtMetadata);
+      answer.event.SetTimestamp(
+          cloudevents::kExtDeletionTimestamp,
+          std::chrono::time_point_cast<std::chrono::nanoseconds>(clock_.Now()));
+      metrics_.SpecResync("answered_as_deleting");
+    }
     cloudevents::Event event = answer.event;  // kept for a retry
     publisher_.Publish(std::move(event),
                        [this, answer = std::move(answer)](absl::Status status) mutable {

@@ -50,10 +50,17 @@ bool IsSpecResyncRequestFor(const cloudevents::Event& event, const std::string& 
 
 class SpecResyncResponder {
  public:
-  // Everything borrowed; must outlive the responder.
+  // True while a deletion of the resource is decided but not finished (Reconciler::IsDeleting).
+  using DeletingCheck = std::function<bool(const std::string& resource_id)>;
+
+  // Everything borrowed; must outlive the responder. `is_deleting` (optional) is asked right
+  // before each answer carrying a spec is handed to the publisher: a resource whose deletion was
+  // decided meanwhile (even not yet recorded) gets a delete answer instead. The delete request
+  // itself leaves later on the same publisher, so an agent never gets the spec after the delete.
   SpecResyncResponder(std::string source_id, internal::Executor& workers,
                       store::DispatchStore& store, transport::Publisher& publisher,
-                      const Clock& clock, DispatcherMetrics& metrics);
+                      const Clock& clock, DispatcherMetrics& metrics,
+                      DeletingCheck is_deleting = {});
 
   // Any thread (a Subscriber handler): answers `request` on the worker pool, then calls `done`
   // (the transport ack) once every response was handed to the publisher. Events that are not
@@ -78,6 +85,7 @@ class SpecResyncResponder {
   void Completed(PendingAnswer answer, const absl::Status& status);
 
   const std::string source_id_;
+  const DeletingCheck is_deleting_;
   internal::Executor& workers_;
   store::DispatchStore& store_;
   transport::Publisher& publisher_;

@@ -8,6 +8,7 @@
 #include "libs/common/testing/fake_clock.h"
 #include "libs/store/testing/fake_dispatch_store.h"
 #include "libs/transport/testing/fake_publisher.h"
+#include "libs/transport/testing/metric_value.h"
 #include "prometheus/registry.h"
 
 namespace mmi::dispatcher {
@@ -134,6 +135,36 @@ TEST(SpecResyncTest, TheResponderAnswersFromTheStore) {
   workers.RunUntilIdleForTest();
   EXPECT_EQ(acks, 2);
   EXPECT_EQ(publisher.accepted().size(), 2U);
+}
+
+// A deletion decided after the answers were built (the dispatcher restarted: the agent's queued
+// request is answered while the reconciler finds the Applications deleted meanwhile) turns the
+// spec answer into a delete answer: the agent must never get the spec after the delete request.
+TEST(SpecResyncTest, AResourceWhoseDeletionWasDecidedMeanwhileIsAnsweredAsDeleting) {
+  mmi::testing::FakeClock clock;
+  internal::Executor workers(clock, "workers", 0);
+  store::testing::FakeDispatchStore store;
+  ASSERT_TRUE(store.Record({Row(kLive, 3, store::DeletionState::kLive)}).ok());
+  transport::testing::FakePublisher publisher;
+  ASSERT_TRUE(publisher.Start().ok());
+  prometheus::Registry registry;
+  DispatcherMetrics metrics(registry, "fake");
+  SpecResyncResponder responder(
+      "app-work-client", workers, store, publisher, clock, metrics,
+      [](const std::string& id) { return id == kLive; });  // decided after the store read
+
+  responder.Handle(Request(""), [] {});
+  workers.RunUntilIdleForTest();
+  const std::vector<cloudevents::Event> accepted = publisher.accepted();
+  const cloudevents::Event* answer = ById(accepted, kLive);
+  ASSERT_NE(answer, nullptr);
+  EXPECT_EQ(answer->type, cloudevents::kSpecResyncResponseType);
+  EXPECT_FALSE(answer->data.has_value()) << "no spec";
+  EXPECT_TRUE(answer->DeletionTimestamp().ok());
+  EXPECT_FALSE(answer->HasExtension(cloudevents::kExtMetadata));
+  EXPECT_EQ(transport::testing::MetricValue(registry, "mmi_dispatcher_spec_resync_requests_total",
+                                            {{"result", "answered_as_deleting"}}),
+            1);
 }
 
 TEST(SpecResyncTest, AnAnswerTheBrokerRefusedIsSentAgain) {
