@@ -292,8 +292,14 @@ absl::StatusOr<HandleResult> ClusterAgent::Apply(const Event& event) {
   }
 
   auto existing = works_.find(*id);
-  if (existing != works_.end() && *version != 0 && *version < existing->second.version) {
-    return HandleResult{Outcome::kStale, {}};
+  if (existing != works_.end()) {
+    ++existing->second.specs_received;
+    if (*version != 0 && *version <= existing->second.version) {
+      ++existing->second.duplicate_specs;
+    }
+    if (*version != 0 && *version < existing->second.version) {
+      return HandleResult{Outcome::kStale, {}};
+    }
   }
 
   const Timestamp now = Now();
@@ -303,6 +309,7 @@ absl::StatusOr<HandleResult> ClusterAgent::Apply(const Event& event) {
   if (existing == works_.end()) {
     work.id = *id;
     work.applied_at = now;
+    work.specs_received = 1;
   }
   work.version = *version;
   work.original_source = event.source;
@@ -327,6 +334,7 @@ absl::StatusOr<HandleResult> ClusterAgent::Apply(const Event& event) {
   meta.namespace_ = cluster_;
   meta.uid = work.id;
   meta.generation = work.version;
+  work.name = meta.name;
   if (meta.name.empty()) {
     meta.name = work.id;
   }
@@ -377,7 +385,10 @@ absl::StatusOr<HandleResult> ClusterAgent::Delete(const Event& event, bool from_
     gone.original_source = event.source;
     auto metadata = event.MetadataJson();
     gone.metadata_json = metadata.ok() ? *metadata : "{}";
+    const json parsed = json::parse(gone.metadata_json, nullptr, /*allow_exceptions=*/false);
+    gone.name = StringAt(parsed, "name");
   }
+  RememberDeleted(gone);
   ManifestBundleStatus status;
   status.conditions.push_back(MakeCondition(
       std::string(cloudevents::kConditionDeleted), /*generation=*/0, Now(), "ManifestsDeleted",
@@ -499,7 +510,68 @@ absl::StatusOr<Event> ClusterAgent::StatusEvent(Work& work, const ManifestBundle
   event.SetString(cloudevents::kExtLogTracing, "{}");
   event.data = std::move(data);
   work.last_hash = std::move(hash);
+  work.last_status_at = *event.time;
   return event;
+}
+
+void ClusterAgent::RememberDeleted(const Work& work) {
+  auto [it, inserted] = deleted_.try_emplace(work.id);
+  it->second.name = work.name;
+  it->second.version = work.version;
+  ++it->second.confirmations;
+  if (!inserted) {
+    return;
+  }
+  deleted_order_.push_back(work.id);
+  if (deleted_order_.size() > kMaxDeletedRemembered) {
+    deleted_.erase(deleted_order_.front());
+    deleted_order_.pop_front();
+  }
+}
+
+json ClusterAgent::Snapshot() const {
+  auto unix_seconds = [](Timestamp t) {
+    return std::chrono::duration<double>(t.time_since_epoch()).count();
+  };
+  json works = json::array();
+  for (const auto& [id, work] : works_) {
+    json manifests = json::array();
+    json first_app;  // the first Application's runtime, as last reported
+    for (std::size_t i = 0; i < work.bundle.manifests.size(); ++i) {
+      const json& manifest = work.bundle.manifests[i];
+      const json& meta = MetadataOf(manifest);
+      const json* spec = Child(manifest, "spec");
+      manifests.push_back({{"kind", StringAt(manifest, "kind")},
+                           {"name", StringAt(meta, "name")},
+                           {"namespace", StringAt(meta, "namespace")},
+                           {"spec", spec != nullptr ? *spec : json()}});
+      if (first_app.is_null() && IsApplication(manifest) && i < work.runtimes.size()) {
+        first_app = {{"sync", work.runtimes[i].sync_status},
+                     {"health", work.runtimes[i].health_status},
+                     {"revision", SimulatedRevision(manifest)}};
+      }
+    }
+    json entry = {{"id", id},
+                  {"version", work.version},
+                  {"work", work.name},
+                  {"source", work.original_source},
+                  {"manifests", std::move(manifests)},
+                  {"status_hash", work.last_hash},
+                  {"status_at", unix_seconds(work.last_status_at)},
+                  {"specs_received", work.specs_received},
+                  {"duplicate_specs", work.duplicate_specs}};
+    if (!first_app.is_null()) {
+      entry.update(first_app);
+    }
+    works.push_back(std::move(entry));
+  }
+  json deleted = json::array();
+  for (const std::string& id : deleted_order_) {
+    const Deleted& d = deleted_.at(id);
+    deleted.push_back(
+        {{"id", id}, {"work", d.name}, {"version", d.version}, {"confirmations", d.confirmations}});
+  }
+  return {{"works", std::move(works)}, {"deleted", std::move(deleted)}};
 }
 
 Event ClusterAgent::SpecResyncRequest() const {
@@ -635,6 +707,15 @@ Fleet::Fleet(const FleetSettings& settings, const Clock& clock, FleetMetrics& me
 }
 
 std::size_t Fleet::application_count() const { return work_total_; }
+
+json Fleet::Snapshot() const {
+  json clusters = json::object();
+  for (const auto& [name, agent] : agents_) {
+    clusters[name] = agent->Snapshot();
+  }
+  return {{"clusters", std::move(clusters)},
+          {"applications", static_cast<std::int64_t>(application_count())}};
+}
 
 ClusterAgent* Fleet::FindForTest(std::string_view cluster) {
   auto it = agents_.find(cluster);

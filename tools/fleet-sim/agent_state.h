@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,6 +36,7 @@
 #include "libs/cloudevents/manifest_bundle.h"
 #include "libs/cloudevents/sequence_id.h"
 #include "libs/common/clock.h"
+#include "nlohmann/json.hpp"
 #include "tools/fleet-sim/application_status.h"
 #include "tools/fleet-sim/fleet_metrics.h"
 
@@ -108,6 +110,21 @@ class ClusterAgent {
 
   std::size_t work_count() const { return works_.size(); }
   std::size_t application_count() const;
+
+  // What this agent holds and last reported, as ground truth for a test harness comparing it
+  // with the hub (tests/fault):
+  //   {"works": [{"id", "version", "work" (ManifestWork name), "source",
+  //               "manifests": [{"kind", "name", "namespace", "spec"}],
+  //               "status_hash", "status_at" (Unix seconds of the last status sent),
+  //               "sync", "health", "revision" (of the first Application, as last reported),
+  //               "specs_received", "duplicate_specs"}, ...],
+  //    "deleted": [{"id", "work", "version", "confirmations"}, ...]}
+  // `specs_received` counts the spec events applied or ignored as stale for the work since it
+  // was created on this agent; `duplicate_specs` those whose resourceversion was not higher than
+  // the one held (a re-delivery, or an older spec). `deleted` lists the works whose deletion
+  // this agent confirmed (Deleted=True sent), the last kMaxDeletedRemembered of them.
+  nlohmann::json Snapshot() const;
+  static constexpr std::size_t kMaxDeletedRemembered = 10'000;
   // The statushash last sent for `resource_id`, if the work is held.
   std::optional<std::string> LastStatusHashForTest(std::string_view resource_id) const;
   // When the next refresh of `resource_id` is due (monotonic), if the work is held.
@@ -125,7 +142,18 @@ class ClusterAgent {
     std::vector<ApplicationRuntime> runtimes;  // one per manifest
     std::string last_hash;
     std::chrono::steady_clock::time_point next_refresh{};
+    std::string name;  // the ManifestWork name (`metadata` extension), "" when not sent
+    cloudevents::Timestamp last_status_at{};
+    std::int64_t specs_received = 0;
+    std::int64_t duplicate_specs = 0;
   };
+  struct Deleted {
+    std::string name;
+    std::int32_t version = 0;
+    std::int64_t confirmations = 0;
+  };
+
+  void RememberDeleted(const Work& work);
 
   absl::StatusOr<HandleResult> Apply(const cloudevents::Event& event);
   absl::StatusOr<HandleResult> Delete(const cloudevents::Event& event, bool from_resync);
@@ -148,6 +176,9 @@ class ClusterAgent {
   std::mt19937_64 rng_;
   std::map<std::string, Work, std::less<>> works_;  // by resource ID; ordered for determinism
   std::optional<std::chrono::steady_clock::time_point> next_transition_;
+  // Confirmed deletions by resource ID, and their IDs oldest first (for the bound).
+  std::map<std::string, Deleted, std::less<>> deleted_;
+  std::deque<std::string> deleted_order_;
 };
 
 struct FleetSettings {
@@ -184,6 +215,8 @@ class Fleet {
   std::vector<cloudevents::Event> Tick(bool postpone_refreshes = false);
 
   std::size_t cluster_count() const { return agents_.size(); }
+  // {"clusters": {<cluster>: ClusterAgent::Snapshot()}, "applications": N}.
+  nlohmann::json Snapshot() const;
   // Works held across the fleet. O(1).
   std::size_t application_count() const;
   // nullptr when the cluster is not simulated.

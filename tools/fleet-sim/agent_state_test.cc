@@ -462,6 +462,66 @@ TEST_F(FleetTest, SpecResyncRequestsListEveryHeldWork) {
   EXPECT_EQ(metrics_.spec_resyncs_sent.Value(), 2);
 }
 
+// The snapshot is the fault harness's ground truth (tests/fault): per work the spec held, the
+// status last reported, how many spec events came and how many of them were re-deliveries; and
+// the deletions the agent confirmed.
+TEST_F(FleetTest, SnapshotListsHeldSpecsLastStatusesDuplicatesAndDeletions) {
+  Fleet fleet(Settings(), clock_, metrics_);
+  ASSERT_EQ(fleet.Handle("cluster1", CreateEvent("cluster1", "res-1", 1, "v1")).size(), 1u);
+  clock_.Advance(seconds(5));
+  // Version 2 arrives, then again (a re-delivery), then version 1 (older: ignored).
+  const Event update = SpecEvent(cloudevents::kSpecUpdateRequestType, "cluster1", "res-1", 2,
+                                 AppBundle("app-res-1", "v2"));
+  auto applied = fleet.Handle("cluster1", update);
+  ASSERT_EQ(applied.size(), 1u);
+  auto again = fleet.Handle("cluster1", update);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_TRUE(fleet
+                  .Handle("cluster1", SpecEvent(cloudevents::kSpecUpdateRequestType, "cluster1",
+                                                "res-1", 1, AppBundle("app-res-1", "v1")))
+                  .empty());
+  ASSERT_EQ(fleet.Handle("cluster2", CreateEvent("cluster2", "res-2", 1)).size(), 1u);
+  ASSERT_EQ(fleet.Handle("cluster2", DeleteEvent("cluster2", "res-2", 1)).size(), 1u);
+  // A delete of a work never received is confirmed too.
+  ASSERT_EQ(fleet.Handle("cluster2", DeleteEvent("cluster2", "res-9", 3)).size(), 1u);
+
+  const json snapshot = fleet.Snapshot();
+  EXPECT_EQ(snapshot["applications"], 1);
+  ASSERT_TRUE(snapshot["clusters"].contains("cluster1"));
+  const json& works = snapshot["clusters"]["cluster1"]["works"];
+  ASSERT_EQ(works.size(), 1u);
+  const json& work = works[0];
+  EXPECT_EQ(work["id"], "res-1");
+  EXPECT_EQ(work["version"], 2);
+  EXPECT_EQ(work["work"], "openshift-gitops-app");
+  EXPECT_EQ(work["source"], kSource);
+  ASSERT_EQ(work["manifests"].size(), 1u);
+  EXPECT_EQ(work["manifests"][0]["kind"], "Application");
+  EXPECT_EQ(work["manifests"][0]["name"], "app-res-1");
+  EXPECT_EQ(work["manifests"][0]["namespace"], "openshift-gitops");
+  EXPECT_EQ(work["manifests"][0]["spec"]["source"]["targetRevision"], "v2");
+  EXPECT_EQ(work["specs_received"], 4);
+  EXPECT_EQ(work["duplicate_specs"], 2) << "the re-delivered v2 and the older v1";
+  // The last status sent: the re-delivery's.
+  EXPECT_EQ(work["status_hash"], *again[0].StatusHash());
+  EXPECT_DOUBLE_EQ(work["status_at"].get<double>(), 1'780'000'005.0);
+  EXPECT_EQ(work["sync"], "Synced");
+  EXPECT_EQ(work["health"], "Healthy");
+  const json reported = Feedback(*cloudevents::ManifestBundleStatusOf(again[0]));
+  EXPECT_EQ(work["revision"], reported["sync"]["revision"]);
+  EXPECT_TRUE(snapshot["clusters"]["cluster1"]["deleted"].empty());
+
+  const json& cluster2 = snapshot["clusters"]["cluster2"];
+  EXPECT_TRUE(cluster2["works"].empty());
+  ASSERT_EQ(cluster2["deleted"].size(), 2u);
+  EXPECT_EQ(cluster2["deleted"][0]["id"], "res-2");
+  EXPECT_EQ(cluster2["deleted"][0]["work"], "openshift-gitops-app");
+  EXPECT_EQ(cluster2["deleted"][0]["version"], 1);
+  EXPECT_EQ(cluster2["deleted"][0]["confirmations"], 1);
+  EXPECT_EQ(cluster2["deleted"][1]["id"], "res-9");
+  EXPECT_EQ(cluster2["deleted"][1]["version"], 3);
+}
+
 TEST(ClusterNameTest, PadsTheIndexToTheConfiguredDigits) {
   EXPECT_EQ(ClusterName("cluster", 7), "cluster7");
   EXPECT_EQ(ClusterName("cluster-", 7, 4), "cluster-0007");

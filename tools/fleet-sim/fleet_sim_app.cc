@@ -2,8 +2,11 @@
 
 #include <signal.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
+#include <future>
 #include <iostream>
 #include <memory>
 #include <utility>
@@ -13,6 +16,7 @@
 #include "libs/common/clock.h"
 #include "libs/common/log.h"
 #include "libs/metrics/admin_server.h"
+#include "nlohmann/json.hpp"
 #include "prometheus/registry.h"
 #include "tools/fleet-sim/fleet_metrics.h"
 #ifdef MMI_FLEET_SIM_WITH_GRPC
@@ -81,6 +85,38 @@ absl::StatusOr<std::unique_ptr<AgentTransport>> MakeTransport(const AppSettings&
       "--transport: must be mqtt, kafka or grpc (if built), got \"", s.transport, "\""));
 }
 
+// Asks the loop for the agents' snapshot and writes it to `path` (via a temporary file and a
+// rename, so a reader never sees half of it).
+void WriteStateFile(FleetSimulator& simulator, const std::string& path, std::int64_t generation) {
+  auto promise = std::make_shared<std::promise<nlohmann::json>>();
+  std::future<nlohmann::json> future = promise->get_future();
+  simulator.RequestSnapshot(
+      [promise](nlohmann::json snapshot) mutable { promise->set_value(std::move(snapshot)); });
+  nlohmann::json snapshot;
+  try {
+    snapshot = future.get();
+  } catch (const std::future_error&) {
+    return;  // the simulator stopped first
+  }
+  snapshot["generation"] = generation;
+  snapshot["written_at"] =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string tmp = absl::StrCat(path, ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << snapshot.dump();
+    if (!out.good()) {
+      Logger().Error("cannot write the state file", {{"path", tmp}});
+      return;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    Logger().Error("cannot write the state file", {{"path", path}});
+    return;
+  }
+  Logger().Info("state file written", {{"path", path}, {"generation", generation}});
+}
+
 }  // namespace
 
 absl::StatusOr<AppSettings> ParseFlags(int argc, char** argv) {
@@ -146,6 +182,8 @@ absl::StatusOr<AppSettings> ParseFlags(int argc, char** argv) {
   cli.add_option("--duration", duration, "seconds to run; 0 = until SIGINT/SIGTERM")
       ->capture_default_str();
   cli.add_option("--log-level", s.log_level, "debug|info|warn|error")->capture_default_str();
+  cli.add_option("--state-file", s.state_file,
+                 "on SIGUSR1 write what every agent holds and last reported here (JSON)");
   try {
     cli.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -209,6 +247,7 @@ int FleetSimMain(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   // Shared with AdminServer, which takes a shared_ptr to the registry it serves.
@@ -242,9 +281,16 @@ int FleetSimMain(int argc, char** argv) {
   }
 
   const auto deadline = std::chrono::steady_clock::now() + settings->duration;
+  std::int64_t state_generation = 0;
   while (true) {
     timespec timeout{1, 0};
     const int signal = sigtimedwait(&signals, nullptr, &timeout);
+    if (signal == SIGUSR1) {
+      if (!settings->state_file.empty()) {
+        WriteStateFile(simulator, settings->state_file, ++state_generation);
+      }
+      continue;
+    }
     if (signal == SIGINT || signal == SIGTERM) {
       Logger().Info("signal received; stopping", {{"signal", signal}});
       break;

@@ -31,6 +31,10 @@ struct AppSettings {
   std::string metrics_listen = "0.0.0.0:9090";  // --metrics-listen; "" = no admin server
   std::chrono::seconds duration{0};             // --duration; 0 = until a signal
   std::string log_level = "info";               // --log-level
+  // --state-file: on SIGUSR1 the agents' snapshot (Fleet::Snapshot() plus "generation", a count
+  // of the snapshots written, and "written_at", Unix seconds) is written here (replaced
+  // atomically). "" = SIGUSR1 is ignored.
+  std::string state_file;
   SimulatorSettings simulator;
 };
 

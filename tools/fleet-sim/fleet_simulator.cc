@@ -66,6 +66,14 @@ void FleetSimulator::Enqueue(Item item) {
   metrics_.intake_queue_depth.Set(static_cast<double>(intake_.size()));
 }
 
+void FleetSimulator::RequestSnapshot(SnapshotCallback done) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) {
+    return;
+  }
+  intake_.push_back(SnapshotRequest{std::move(done)});
+}
+
 void FleetSimulator::PublishAll(std::vector<cloudevents::Event> events) {
   for (cloudevents::Event& event : events) {
     PublishOne(std::move(event));
@@ -124,6 +132,8 @@ void FleetSimulator::Loop() {
     for (Item& item : batch) {
       if (auto* received = std::get_if<ReceivedEvent>(&item)) {
         PublishAll(fleet_.Handle(received->topic_cluster, received->event));
+      } else if (auto* request = std::get_if<SnapshotRequest>(&item)) {
+        std::move(request->done)(fleet_.Snapshot());
       } else {
         const Subscription& subscription = std::get<Subscription>(item);
         std::vector<cloudevents::Event> requests = fleet_.SpecResyncRequests(subscription.clusters);

@@ -19,9 +19,11 @@
 #include <variant>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "libs/common/clock.h"
+#include "nlohmann/json.hpp"
 #include "tools/fleet-sim/agent_state.h"
 #include "tools/fleet-sim/agent_transport.h"
 #include "tools/fleet-sim/fleet_metrics.h"
@@ -74,8 +76,17 @@ class FleetSimulator {
   // How many times the agents have sent their spec resync requests.
   int resync_rounds() const { return resync_rounds_.load(); }
 
+  // Posts a request for Fleet::Snapshot() to the loop, which runs `done` with it (on the loop
+  // thread, after the events received before this call) unless the simulator stops first. Never
+  // dropped by the intake bound. `done` must not call back into the simulator.
+  using SnapshotCallback = absl::AnyInvocable<void(nlohmann::json) &&>;
+  void RequestSnapshot(SnapshotCallback done);
+
  private:
-  using Item = std::variant<ReceivedEvent, Subscription>;
+  struct SnapshotRequest {
+    SnapshotCallback done;
+  };
+  using Item = std::variant<ReceivedEvent, Subscription, SnapshotRequest>;
 
   void Enqueue(Item item);
   void Loop();

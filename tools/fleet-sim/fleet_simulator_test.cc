@@ -176,5 +176,40 @@ TEST(FleetSimulatorTest, ReceivedEventsAreAnsweredBetweenSlicesOfATicksChurn) {
   simulator.Stop();
 }
 
+// A snapshot request is answered by the loop after the events received before it.
+TEST(FleetSimulatorTest, SnapshotIsTakenOnTheLoopAfterEarlierEvents) {
+  testing::FakeClock clock;
+  prometheus::Registry registry;
+  FleetMetrics metrics(registry);
+  RecordingTransport transport;
+  SimulatorSettings settings;
+  settings.fleet.cluster_prefix = "cluster";
+  settings.fleet.clusters = 1;
+  settings.max_intake = 1;  // the request is never dropped by the intake bound
+  FleetSimulator simulator(settings, transport, clock, metrics);
+  ASSERT_TRUE(simulator.Start().ok());
+  transport.Receive(CreateEvent("res-1"));
+
+  absl::Mutex mu;
+  std::vector<nlohmann::json> snapshots;
+  simulator.RequestSnapshot([&](nlohmann::json snapshot) {
+    absl::MutexLock lock(&mu);
+    snapshots.push_back(std::move(snapshot));
+  });
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        absl::MutexLock lock(&mu);
+        return !snapshots.empty();
+      },
+      seconds(10)));
+  simulator.Stop();
+  const nlohmann::json& works = snapshots[0]["clusters"]["cluster1"]["works"];
+  ASSERT_EQ(works.size(), 1u);
+  EXPECT_EQ(works[0]["id"], "res-1");
+  EXPECT_EQ(works[0]["version"], 1);
+  EXPECT_EQ(works[0]["specs_received"], 1);
+  EXPECT_EQ(works[0]["duplicate_specs"], 0);
+}
+
 }  // namespace
 }  // namespace mmi::fleet_sim
