@@ -62,6 +62,13 @@ PEER_PID_KEYS = {
 }
 
 
+SERVICE_USERS_GROUP = "mmi-services"
+# cfg.secure: the MQTT user (client certificate CN) of each process, as examples/mosquitto-acl.conf
+# and tests/peers/mosquitto/fleet-sim.acl.conf name them.
+SECURE_MQTT_USERS = {"dispatcher": "mmi.dispatcher", "status-sink": "mmi.status-sink",
+                     "fleet-sim": "fleet-sim.test"}
+
+
 class StackError(RuntimeError):
     """Something of the stack failed to start or answer; the message says what and why."""
 
@@ -85,6 +92,17 @@ class StackConfig:
     ready_timeout: float = 120.0
     # Peer start timeout (the start-* scripts have their own, this is the outer bound).
     peer_timeout: float = 300.0
+    # Give each service its own hub user (client certificate CN=mmi-<service>, group
+    # SERVICE_USERS_GROUP, bound to cluster-admin) instead of the admin kubeconfig, whose
+    # system:masters group API Priority and Fairness exempts (tests/fault throttles the services).
+    service_users: bool = False
+    # Secure by default, as examples/ ships it (MQTT only): mosquitto over mTLS only with
+    # examples/mosquitto-acl.conf (each service and fleet-sim authenticated by its client
+    # certificate's CN), PostgreSQL over TLS with a sslmode=verify-full DSN and a checked password.
+    secure: bool = False
+    # fleet-sim writes its agents' snapshot to <work_dir>/fleet-sim-state.json on SIGUSR1
+    # (--state-file; see fleet_sim_state()).
+    fleet_state_file: bool = False
 
 
 # ------------------------------------------------------------------------------------------------
@@ -508,13 +526,187 @@ class Stack:
         self._start_watchdog()
         self.hub_env = self._start_peer("start-kube", "hub", "ROLE=hub")
         self._hub = HubClient(self.hub_env)
-        self.pg_env = self._start_peer("start-postgres", "postgres")
+        self.pg_env = self._start_peer("start-postgres", "postgres", *(["TLS=1"] if self.cfg.secure else []))
         if self.cfg.transport == "mqtt":
-            self.broker_env = self._start_peer("start-mosquitto", "broker")
+            acl = []
+            if self.cfg.secure:
+                acl = [f"ACL_FILE={os.path.join(EXAMPLES_DIR, 'mosquitto-acl.conf')},"
+                       f"{os.path.join(REPO_ROOT, 'tests', 'peers', 'mosquitto', 'fleet-sim.acl.conf')}",
+                       "CLIENTS=" + ",".join(SECURE_MQTT_USERS.values())]
+            self.broker_env = self._start_peer("start-mosquitto", "broker", *acl)
         else:
             self.broker_env = self._start_peer("start-kafka", "broker")
             self.ensure_kafka_topics()
+        if self.cfg.service_users:
+            self.ensure_service_users()
         self._save_state()
+
+    def ensure_service_users(self) -> None:
+        """cfg.service_users: a client certificate per service (CN=mmi-<service>, O=mmi-services)
+        signed by the hub's CA, a kubeconfig each (config/<service>.kubeconfig) and a
+        ClusterRoleBinding of the group to cluster-admin. Idempotent."""
+        pki = os.path.dirname(self.hub_env["KUBE_CA_FILE"])
+        ca_key = os.path.join(pki, "ca.key")
+        if not os.path.exists(ca_key):
+            raise StackError(f"{ca_key} missing: the hub peer keeps its CA key there (start-kube)")
+        with open(self.hub_env["KUBECONFIG"], encoding="utf-8") as f:
+            admin_config = f.read()
+        for service in ("dispatcher", "status-sink"):
+            path = os.path.join(self.config_dir, f"{service}.kubeconfig")
+            if os.path.exists(path):
+                continue
+            key, csr, crt = (os.path.join(self.config_dir, f"{service}.{x}") for x in ("key", "csr", "crt"))
+            ext = os.path.join(self.config_dir, f"{service}.ext")
+            with open(ext, "w", encoding="utf-8") as f:
+                f.write("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+                        "extendedKeyUsage=clientAuth\n")
+            for cmd in (["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key],
+                        ["openssl", "req", "-new", "-key", key, "-subj",
+                         f"/O={SERVICE_USERS_GROUP}/CN=mmi-{service}", "-out", csr],
+                        ["openssl", "x509", "-req", "-in", csr, "-CA", self.hub_env["KUBE_CA_FILE"],
+                         "-CAkey", ca_key, "-CAcreateserial", "-CAserial", os.path.join(self.config_dir, "ca.srl"),
+                         "-sha256", "-days", "30", "-extfile", ext, "-out", crt]):
+                out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+                if out.returncode != 0:
+                    raise StackError(f"{shlex.join(cmd)} failed: {out.stderr.strip()}")
+            with open(crt, "rb") as f:
+                crt_b64 = base64.b64encode(f.read()).decode()
+            with open(key, "rb") as f:
+                key_b64 = base64.b64encode(f.read()).decode()
+            text, n1 = re.subn(r"(client-certificate-data:\s*)\S+", lambda m: m.group(1) + crt_b64, admin_config)
+            text, n2 = re.subn(r"(client-key-data:\s*)\S+", lambda m: m.group(1) + key_b64, text)
+            if n1 != 1 or n2 != 1:
+                raise StackError(f"{self.hub_env['KUBECONFIG']}: expected one embedded client certificate and key")
+            with open(path + ".tmp", "w", encoding="utf-8") as f:
+                f.write(text)
+            os.chmod(path + ".tmp", 0o600)
+            os.replace(path + ".tmp", path)
+        self.hub.request("PATCH", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/mmi-services"
+                         "?fieldManager=mmi-stack&force=true",
+                         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                          "metadata": {"name": "mmi-services"},
+                          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                      "name": "cluster-admin"},
+                          "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                                        "name": SERVICE_USERS_GROUP}]},
+                         "application/apply-patch+yaml")
+
+    # ---- faults on peers (tests/fault) ----------------------------------------------------------
+
+    def _peer_script(self, script: str, dirname: str, *args: str, timeout: float = 300) -> str:
+        d = os.path.join(self.peers_dir, dirname)
+        log = os.path.join(self.logs_dir, f"peer-{dirname}.log")
+        with open(log, "ab") as out:
+            proc = subprocess.run([os.path.join(REPO_ROOT, "tests", "peers", "bin", script), d, *args],
+                                  stdout=subprocess.PIPE, stderr=out, stdin=subprocess.DEVNULL,
+                                  timeout=timeout, check=False)
+        if proc.returncode != 0:
+            raise StackError(f"{script} {d} failed (exit {proc.returncode}); {log}:\n{tail(log)}")
+        return proc.stdout.decode("utf-8", "replace")
+
+    def restart_broker(self, down_seconds: float = 0) -> None:
+        """restart-mosquitto / restart-kafka: same ports and configuration (mosquitto keeps no
+        sessions: persistence false)."""
+        script = "restart-mosquitto" if self.cfg.transport == "mqtt" else "restart-kafka"
+        self._peer_script(script, "broker", f"DOWN_SECONDS={int(down_seconds)}")
+        self.broker_env = read_env_file(os.path.join(self.peers_dir, "broker", "env"))
+        self._save_state()
+
+    def restart_kube_apiserver(self, kill: bool = False) -> None:
+        """restart-kube-apiserver (etcd stays up): same URL, new PID."""
+        self._peer_script("restart-kube-apiserver", "hub", *(["--kill"] if kill else []))
+        self.hub_env = read_env_file(os.path.join(self.peers_dir, "hub", "env"))
+        self._save_state()
+
+    def compact_etcd(self) -> int:
+        """compact-etcd: compacts the hub's etcd to its current revision; returns it."""
+        out = self._peer_script("compact-etcd", "hub", timeout=60).strip().splitlines()
+        return int(out[-1]) if out and out[-1].isdigit() else 0
+
+    def restart_postgres(self, down_seconds: float = 0, timeout: float = 60) -> None:
+        """Stops the postmaster (fast shutdown: SIGINT ends every session) and starts it again
+        with the same command line, so on the same port and data; updates PG_PID in the peer's
+        env and pids files. Clients see their connections end and the same DSN come back."""
+        d = os.path.join(self.peers_dir, "postgres")
+        old = int(self.pg_env["PG_PID"])
+        with open(f"/proc/{old}/cmdline", "rb") as f:
+            argv = [a.decode() for a in f.read().split(b"\0") if a]
+        os.kill(old, signal.SIGINT)
+        deadline = time.monotonic() + timeout
+        while os.path.exists(f"/proc/{old}"):
+            try:
+                with open(f"/proc/{old}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                        break
+            except OSError:
+                break
+            if time.monotonic() > deadline:
+                raise StackError(f"postgres (pid {old}) did not stop within {timeout:.0f}s")
+            time.sleep(0.05)
+        if down_seconds:
+            time.sleep(down_seconds)
+        if os.getuid() == 0:
+            argv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", *argv]
+        n = 1
+        while os.path.exists(os.path.join(d, "logs", f"postgres-restart-{n}.log")):
+            n += 1
+        with open(os.path.join(d, "logs", f"postgres-restart-{n}.log"), "ab") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+        pids_path = os.path.join(d, "pids")
+        with open(pids_path, encoding="utf-8") as f:
+            pids = [p for p in f.read().split() if p.strip() and p.strip() != str(old)]
+        with open(pids_path, "w", encoding="utf-8") as f:
+            f.write("\n".join([*pids, str(proc.pid)]) + "\n")
+        env_path = os.path.join(d, "env")
+        with open(env_path, encoding="utf-8") as f:
+            lines = [l for l in f.read().splitlines() if not l.startswith("PG_PID=")]
+        with open(env_path, "w", encoding="utf-8") as f:
+            f.write("\n".join([*lines, f"PG_PID={proc.pid}"]) + "\n")
+        self.pg_env = read_env_file(env_path)
+        self._save_state()
+        ready = os.path.join(self.pg_env["PG_BIN_DIR"], "pg_isready")
+        while True:
+            rc = proc.poll()
+            if rc is not None:
+                raise StackError(f"postgres exited with {rc} after its restart; see {d}/logs")
+            if subprocess.run([ready, "-h", "127.0.0.1", "-p", self.pg_env["PG_PORT"], "-U", "mmi", "-d", "mmi"],
+                              capture_output=True, check=False).returncode == 0:
+                return
+            if time.monotonic() > deadline + 60:
+                raise StackError("postgres not ready after its restart")
+            time.sleep(0.2)
+
+    def signal_peer(self, name: str, sig: int) -> None:
+        """Sends `sig` to a peer's main process (e.g. SIGSTOP/SIGCONT to pause the broker)."""
+        os.kill(self.pid(name), sig)
+
+    def fleet_sim_state(self, timeout: float = 120) -> dict:
+        """cfg.fleet_state_file: asks fleet-sim for its agents' snapshot (SIGUSR1) and returns it
+        (see tools/fleet-sim `--state-file`): {"clusters": {cluster: {"works": [...],
+        "deleted": [...]}}, "applications", "generation", "written_at"}."""
+        path = os.path.join(self.work_dir, "fleet-sim-state.json")
+        if os.path.exists(path):
+            os.remove(path)  # fleet-sim writes a new one (atomically: a rename)
+        pid = self.pid("fleet-sim")
+        if not self.running("fleet-sim"):
+            raise StackError("fleet-sim is not running")
+        os.kill(pid, signal.SIGUSR1)
+        deadline = time.monotonic() + timeout
+        while True:
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as f:
+                    try:
+                        state = json.load(f)
+                    except json.JSONDecodeError:
+                        state = {}
+                if state.get("generation"):
+                    return state
+            if not self.running("fleet-sim"):
+                raise StackError(f"fleet-sim exited; {self.logs_dir}/fleet-sim.log:\n{tail(os.path.join(self.logs_dir, 'fleet-sim.log'))}")
+            if time.monotonic() > deadline:
+                raise StackError(f"fleet-sim wrote no state file within {timeout:.0f}s ({path})")
+            time.sleep(0.1)
 
     def kafka_topics(self) -> list[str]:
         """The spec and status topics of the rendered config (sourceEventsTopic, agentEventsTopic)."""
@@ -545,7 +737,7 @@ class Stack:
 
     def broker_address(self) -> str:
         if self.cfg.transport == "mqtt":
-            return self.broker_env["MQTT_HOST"]
+            return self.broker_env["MQTT_MTLS_HOST" if self.cfg.secure else "MQTT_HOST"]
         return self.broker_env["KAFKA_BOOTSTRAP"]
 
     # ---- hub objects --------------------------------------------------------------------------
@@ -788,6 +980,15 @@ class Stack:
         else:
             sets += [f"transport.kafka.bootstrapServer={self.broker_address()}",
                      "transport.kafka.sasl.mechanism=", "transport.kafka.sasl.username="]
+        if self.cfg.secure and t == "mqtt":
+            # mTLS, each service with its own certificate (the ACL's user is its CN).
+            sets += ["transport.tls.enabled=true"]
+            clients = self.broker_env["MQTT_CLIENTS_DIR"]
+            for service, key in (("dispatcher", "dispatcher"), ("status-sink", "statusSink")):
+                cn = SECURE_MQTT_USERS[service]
+                sets += [f"{key}.transportOverrides.tls.caFile={self.broker_env['MQTT_CA_FILE']}",
+                         f"{key}.transportOverrides.tls.clientCertFile={clients}/{cn}.crt",
+                         f"{key}.transportOverrides.tls.clientKeyFile={clients}/{cn}.key"]
         sets += list(self.cfg.helm_set)
         args = ["template", RELEASE_NAME, CHART_DIR, "--namespace", RELEASE_NAMESPACE,
                 "-f", os.path.join(EXAMPLES_DIR, f"values-{t}.yaml")]
@@ -834,7 +1035,10 @@ class Stack:
         env = dict(os.environ)
         for k in ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"):
             env.pop(k, None)
-        env.update({"KUBECONFIG": self.hub_env["KUBECONFIG"],
+        kubeconfig = self.hub_env["KUBECONFIG"]
+        if self.cfg.service_users:
+            kubeconfig = os.path.join(self.config_dir, f"{name}.kubeconfig")
+        env.update({"KUBECONFIG": kubeconfig,
                     "MMI_STORE_DSN": self.pg_env["PG_DSN"],  # from Secret mmi-postgresql in the chart
                     "POD_NAME": f"{name}-local-0", "POD_NAMESPACE": RELEASE_NAMESPACE})
         return env
@@ -894,7 +1098,38 @@ class Stack:
                 "--source-id", self.source_id(), "--clusters", str(self.cfg.clusters),
                 "--cluster-prefix", self.cfg.cluster_prefix, "--cluster-digits", str(self.cfg.cluster_digits),
                 "--metrics-listen", f"127.0.0.1:{port}", "--log-level", self.cfg.log_level,
+                *(["--state-file", os.path.join(self.work_dir, "fleet-sim-state.json")]
+                  if self.cfg.fleet_state_file else []),
+                *self._fleet_sim_tls_args(),
                 *self.cfg.fleet_args, *(extra_args or [])]
+
+    def _fleet_sim_tls_args(self) -> list[str]:
+        if not (self.cfg.secure and self.cfg.transport == "mqtt"):
+            return []
+        clients = self.broker_env["MQTT_CLIENTS_DIR"]
+        cn = SECURE_MQTT_USERS["fleet-sim"]
+        return ["--mqtt-ca-file", self.broker_env["MQTT_CA_FILE"],
+                "--mqtt-cert-file", f"{clients}/{cn}.crt", "--mqtt-key-file", f"{clients}/{cn}.key"]
+
+    def secrets(self) -> dict[str, str]:
+        """What must never appear in a log: the DSN password, the hub bearer token, and the
+        private keys the processes were given (their first line of base64, which a leaked key
+        would carry). Keyed by a name for the report."""
+        out = {}
+        if self.pg_env.get("PG_TLS") == "1" and self.pg_env.get("PG_PASSWORD"):
+            # Random and checked only with TLS=1 (otherwise the fixed word "mmi", not a secret).
+            out["postgres password"] = self.pg_env["PG_PASSWORD"]
+        if self.hub_env.get("KUBE_TOKEN"):
+            out["hub token"] = self.hub_env["KUBE_TOKEN"]
+        keys = []
+        if self.cfg.secure and self.cfg.transport == "mqtt":
+            keys = [f"{self.broker_env['MQTT_CLIENTS_DIR']}/{cn}.key" for cn in SECURE_MQTT_USERS.values()]
+        for path in keys:
+            with open(path, encoding="utf-8") as f:
+                body = [line.strip() for line in f if line.strip() and not line.startswith("-----")]
+            if body:
+                out[f"private key {os.path.basename(path)}"] = body[0]
+        return out
 
     def start_fleet_sim(self, extra_args: list[str] | None = None) -> None:
         port = free_port()

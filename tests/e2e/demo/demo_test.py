@@ -3,7 +3,10 @@
 
 Asserts the exit code, the JSON summary (every Application created, dispatched and Synced+Healthy
 on the hub, one cluster secret per cluster and none for local-cluster, the acm-placement
-ConfigMap, GitOpsCluster Ready) and that no process the demo started is still running.
+ConfigMap, GitOpsCluster Ready) and that no process the demo started is still running. With
+--secure (mTLS with the examples' mosquitto ACL, PostgreSQL over TLS with verify-full), also that
+every log of the run was searched and holds none of the DSN password, the hub token and the
+private keys.
 """
 
 import argparse
@@ -70,6 +73,7 @@ def main() -> int:
     p.add_argument("--work-dir", required=True)
     p.add_argument("--clusters", type=int, default=10)
     p.add_argument("--transport", default="mqtt")
+    p.add_argument("--secure", action="store_true")
     args = p.parse_args()
     n = args.clusters
     os.makedirs(os.path.dirname(args.work_dir), exist_ok=True)
@@ -79,6 +83,8 @@ def main() -> int:
 
     cmd = [args.demo, "--exit", "--clusters", str(n), "--transport", args.transport,
            "--build-dir", args.build_dir, "--work-dir", args.work_dir, "--summary-json", summary_path]
+    if args.secure:
+        cmd.append("--secure")
     print("running: " + " ".join(cmd), flush=True)
     t0 = time.monotonic()
     demo = subprocess.Popen(cmd)
@@ -124,6 +130,16 @@ def main() -> int:
         check((s.get("status_writes") or {}).get("ok", 0) >= n, f"status-sink wrote: {s.get('status_writes')}")
         check(set((s.get("metrics_urls") or {}).keys()) == {"dispatcher", "status-sink", "fleet-sim"},
               "metrics URLs of the three processes")
+        scan = s.get("secrets_in_logs") or {}
+        check(scan.get("files", 0) >= 5, f"the run's logs were searched for secrets ({scan.get('files')} files)")
+        check("hub token" in scan.get("secrets", []), f"searched for the hub token: {scan.get('secrets')}")
+        if args.secure:
+            check(s.get("secure") is True, "the demo ran secure (mTLS + ACL, PostgreSQL verify-full)")
+            check("postgres password" in scan.get("secrets", []),
+                  f"searched for the DSN password: {scan.get('secrets')}")
+            keys = [k for k in scan.get("secrets", []) if k.startswith("private key")]
+            check(len(keys) == 3, f"searched for the three processes' private keys: {keys}")
+        check(scan.get("hits") == [], f"no secret in any log: {scan.get('hits')}")
     if os.path.exists(os.path.join(args.work_dir, "stack.json")):
         pids = started_pids(args.work_dir)
         deadline = time.monotonic() + 10
