@@ -337,7 +337,7 @@ Reconciler::Tracked* Reconciler::FindByKey(const std::string& key) {
 
 bool Reconciler::IsDeleting(const std::string& resource_id) const {
   absl::MutexLock lock(&deleting_mu_);
-  return deleting_.contains(resource_id);
+  return deleting_.contains(resource_id) || recently_deleted_.contains(resource_id);
 }
 
 void Reconciler::Untrack(const std::string& resource_id) {
@@ -437,7 +437,9 @@ void Reconciler::Reconcile(const std::string& key, std::vector<PendingChange>& b
   if (t != nullptr && t->state != DeletionState::kLive) {
     // A deletion of the same resource is still under way (re-created Application).
     t->requeue = true;
-    metrics_.Decision("waiting_deletion");
+    if (t->state != DeletionState::kDeleteRequested || !ResendDeleteIfDue(*t, batch)) {
+      metrics_.Decision("waiting_deletion");
+    }
     return;
   }
 
@@ -531,6 +533,10 @@ void Reconciler::Reconcile(const std::string& key, std::vector<PendingChange>& b
     fresh.appset_name = row.appset_name;
     fresh.busy = true;
     by_key_[key] = row.resource_id;
+    {
+      absl::MutexLock lock(&deleting_mu_);
+      recently_deleted_.erase(row.resource_id);  // dispatched afresh
+    }
     resources_[row.resource_id] = std::move(fresh);
     pc.created_entry = true;
     metrics_.tracked().Set(static_cast<double>(resources_.size()));
@@ -596,11 +602,11 @@ bool Reconciler::ResendDeleteIfDue(Tracked& t, std::vector<PendingChange>& batch
       clock_.MonotonicNow() - *t.delete_published_at < DeleteResendDelay(t.delete_resends)) {
     return false;
   }
-  ++t.delete_resends;
-  t.delete_published_at.reset();
+  // delete_published_at and delete_resends move on when the resend is published (OnPublished): a
+  // resend whose Record fails is due again at once on its retry (busy/unpublished keep it single).
   metrics_.Decision("delete_resent");
   Log().Info("no deletion confirmation yet; sending the delete request again",
-             {{"resource", t.Key()}, {"cluster", t.cluster}, {"resends", t.delete_resends}});
+             {{"resource", t.Key()}, {"cluster", t.cluster}, {"resend", t.delete_resends + 1}});
   RequestDelete(t, Now(), batch);
   return true;
 }
@@ -642,6 +648,13 @@ void Reconciler::OnRecorded(std::vector<PendingChange> batch,
         continue;
       }
       const std::string key = it->second.Key();
+      if (pc.change.event.action == store::OutboxAction::kDelete &&
+          it->second.state == DeletionState::kLive) {
+        // The deletion was decided but not recorded: it is decided again on the retry, unless
+        // the Application came back meanwhile; until then it is live.
+        absl::MutexLock lock(&deleting_mu_);
+        deleting_.erase(id);
+      }
       if (pc.created_entry) {
         Untrack(id);
       } else {
@@ -696,7 +709,10 @@ void Reconciler::OnPublished(const store::OutboxEntry& entry) {
     --t.unpublished;
   }
   if (entry.action == store::OutboxAction::kDelete && t.state == DeletionState::kDeleteRequested) {
-    // Check again once the agent has had its time to confirm.
+    // Check again once the agent has had its time to confirm; each resend waits twice as long.
+    if (t.delete_published_at.has_value()) {
+      ++t.delete_resends;
+    }
     t.delete_published_at = clock_.MonotonicNow();
     EnqueueAfter(t.Key(), DeleteResendDelay(t.delete_resends));
   }
@@ -779,6 +795,18 @@ void Reconciler::FinishDeletion(Tracked& t) {
         metrics_.Decision("finalizer_released");
       }
       Log().Info("deletion finished", {{"resource", key}, {"finalizer_released", released}});
+      {
+        // A resync answer built before the deletion may still be queued (up to ~2 min of
+        // retries): it must not carry the spec of what is gone. Kept 10 min.
+        absl::MutexLock lock(&deleting_mu_);
+        const auto now = clock_.MonotonicNow();
+        recently_deleted_[id] = now;
+        if (recently_deleted_.size() > 1024) {
+          absl::erase_if(recently_deleted_, [now](const auto& entry) {
+            return now - entry.second > std::chrono::minutes(10);
+          });
+        }
+      }
       Untrack(id);
       Enqueue(key);  // a re-created or retargeted Application is dispatched afresh
     });

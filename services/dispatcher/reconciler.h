@@ -148,7 +148,8 @@ class Reconciler {
   // Any thread. The status sink recorded the agent's Deleted confirmation for `resource_id`.
   void OnDeletionConfirmed(const std::string& resource_id);
   // Any thread. True from the moment a deletion of `resource_id` is decided (before it is even
-  // recorded) until it is finished: the spec resync responder must not send its spec any more.
+  // recorded), and after it finished until the resource is dispatched afresh (10 min at least):
+  // the spec resync responder must not send its spec any more.
   bool IsDeleting(const std::string& resource_id) const;
 
   // Any thread.
@@ -272,6 +273,10 @@ class Reconciler {
   absl::flat_hash_set<std::string> early_confirmations_;
   mutable absl::Mutex deleting_mu_;
   absl::flat_hash_set<std::string> deleting_ ABSL_GUARDED_BY(deleting_mu_);
+  // Finished deletions, by when: IsDeleting() stays true for them until they are dispatched
+  // afresh (pruned after 10 min once over 1,024).
+  absl::flat_hash_map<std::string, std::chrono::steady_clock::time_point> recently_deleted_
+      ABSL_GUARDED_BY(deleting_mu_);
   Backoff retry_backoff_;
   Backoff load_backoff_;
   uint64_t event_counter_ = 0;

@@ -263,6 +263,38 @@ TEST_F(ReconcilerTest, AnUnconfirmedDeleteRequestIsSentAgainUntilTheAgentConfirm
   EXPECT_EQ(p.publisher.accepted().size(), 4U) << "nothing more once confirmed";
 }
 
+// The Application is re-created while the old resource's deletion is unconfirmed: the new one
+// waits, and the delete request still goes out again until the agent confirms it.
+TEST_F(ReconcilerTest, AReCreatedApplicationWaitsButTheDeleteIsStillSentAgain) {
+  PutApp(PullApp("argocd", "guestbook", "cluster1"));
+  Process& p = Start();
+  const std::string id = IdOf("cluster1", "argocd", "guestbook");
+  ASSERT_TRUE(hub_.Delete(ApplicationsRef("argocd"), "guestbook", {}).ok());
+  Sync("argocd", "guestbook");
+  p.RunAll();
+  ASSERT_EQ(p.publisher.accepted().size(), 2U);
+  // Someone removes the finalizer; the Application is created again under the same name.
+  auto released = hub_.Patch(ApplicationsRef("argocd"), "guestbook", kube::PatchType::kMerge,
+                             {{"metadata", {{"finalizers", nullptr}}}}, {}, "");
+  ASSERT_TRUE(released.ok()) << released.status();
+  PutApp(PullApp("argocd", "guestbook", "cluster1"));
+  p.RunAll();
+  EXPECT_EQ(p.publisher.accepted().size(), 2U) << "the new one waits for the old deletion";
+
+  clock_.Advance(std::chrono::seconds(61));
+  p.RunAll();
+  const auto published = p.publisher.accepted();
+  ASSERT_EQ(published.size(), 3U);
+  EXPECT_EQ(published[2].type, cloudevents::kSpecDeleteRequestType);
+
+  ASSERT_TRUE(store_.MarkDeletionConfirmed(id).ok());
+  p.reconciler.OnDeletionConfirmed(id);
+  p.RunAll();
+  const auto after = p.publisher.accepted();
+  ASSERT_EQ(after.size(), 4U) << "then the re-created Application is dispatched afresh";
+  EXPECT_EQ(after[3].type, cloudevents::kSpecCreateRequestType);
+}
+
 TEST_F(ReconcilerTest, ConfirmedDeletionsFoundAtStartAreFinished) {
   PutApp(PullApp("argocd", "guestbook", "cluster1"));
   const std::string id = IdOf("cluster1", "argocd", "guestbook");
