@@ -39,9 +39,11 @@ inline constexpr char kAppSetRefreshAnnotation[] = "argocd.argoproj.io/applicati
 inline constexpr char kPlacementDuckConfigMap[] = "acm-placement";
 
 // Whether `appset` reads `decision` (a PlacementDecision) through a clusterDecisionResource
-// generator, top level or nested in matrix/merge generators. The generator lists the duck
-// resources in the ApplicationSet controller's namespace, whatever the ApplicationSet's own, so
-// the caller passes only decisions from that namespace. A malformed generator reads nothing.
+// generator, top level or nested in matrix/merge generators, by label selector or name. The
+// generator lists the duck resources in the ApplicationSet controller's namespace, whatever the
+// ApplicationSet's own; the namespace is not compared here (the GitOpsCluster controller passes
+// the decisions of its Placement, and an ApplicationSet of another namespace with a matching
+// selector is at worst refreshed once for nothing). A malformed generator reads nothing.
 bool ReadsDecision(const nlohmann::json& appset, const nlohmann::json& decision);
 
 // What the informer keeps of an ApplicationSet: its identity and generators.

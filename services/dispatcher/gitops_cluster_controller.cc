@@ -359,12 +359,10 @@ void GitOpsClusterController::Stop() {
 }
 
 bool GitOpsClusterController::synced() const {
-  for (kube::Informer* informer : Informers()) {
-    if (!informer->HasSynced()) {
-      return false;
-    }
-  }
-  return true;
+  // Not the ApplicationSets: refreshing them is an optimisation, and a hub without their CRD
+  // (or without the RBAC to list them) must not keep the controller from reconciling.
+  return gitops_clusters_->HasSynced() && decisions_->HasSynced() &&
+         managed_clusters_->HasSynced() && secrets_->HasSynced();
 }
 
 // --- queue ---
@@ -416,12 +414,19 @@ std::string GitOpsClusterController::Pop(std::chrono::milliseconds max_wait) {
 // --- loop ---
 
 bool GitOpsClusterController::WaitForInformers(const std::stop_token& stop) {
+  // The ApplicationSets get a while to list (their refreshes need them), not for ever.
+  const auto appsets_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (!stop.stop_requested()) {
     if (synced()) {
-      return true;
+      while (appsets_ && !appsets_->HasSynced() && !stop.stop_requested() &&
+             std::chrono::steady_clock::now() < appsets_deadline) {
+        appsets_->WaitForSynced(std::chrono::milliseconds(100));
+      }
+      return !stop.stop_requested();
     }
     // Informers wait on real time; poll their state.
-    for (kube::Informer* informer : Informers()) {
+    for (kube::Informer* informer :
+         {gitops_clusters_.get(), decisions_.get(), managed_clusters_.get(), secrets_.get()}) {
       if (!informer->HasSynced()) {
         informer->WaitForSynced(std::chrono::milliseconds(100));
         break;
@@ -500,6 +505,18 @@ void GitOpsClusterController::RefreshAppSetsIfDecided(const std::string& ns,
                                                       const std::string& placement) {
   if (!refresher_ ||
       refresh_pending_.erase(absl::AsciiStrToLower(absl::StrCat(ns, "/", placement))) == 0) {
+    return;
+  }
+  if (!appsets_->HasSynced()) {
+    // Their CRD or our RBAC for them may be missing: the ApplicationSets' requeue picks the
+    // change up, as it would without us.
+    if (!appsets_unsynced_logged_) {
+      appsets_unsynced_logged_ = true;
+      Logger().Warn(
+          "ApplicationSets not listed (CRD or RBAC missing?); decisions changes wait for their "
+          "requeue",
+          {{"placement", absl::StrCat(ns, "/", placement)}});
+    }
     return;
   }
   // The Placement's decisions now, and its label alone: a generator selecting by that label

@@ -210,6 +210,7 @@ class GitOpsClusterController {
   // Placements ("ns/name") whose decisions changed and whose ApplicationSets were not asked to
   // refresh yet.
   std::set<std::string> refresh_pending_;
+  bool appsets_unsynced_logged_ = false;
   std::chrono::steady_clock::time_point next_resync_{};
 
   std::mutex lifecycle_mu_;
