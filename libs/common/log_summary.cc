@@ -8,6 +8,18 @@ WarnSummary::WarnSummary(const Logger& logger, std::string message, const Clock&
                          std::chrono::milliseconds interval)
     : logger_(logger), message_(std::move(message)), clock_(clock), interval_(interval) {}
 
+WarnSummary::~WarnSummary() {
+  std::pair<uint64_t, std::string> due;
+  {
+    absl::MutexLock lock(&mu_);
+    due = {unlogged_, std::move(last_sample_)};
+    unlogged_ = 0;
+  }
+  if (due.first > 0) {
+    LogSummary(due.first, due.second);
+  }
+}
+
 void WarnSummary::Add(std::string_view sample, Fields fields) {
   const auto now = clock_.MonotonicNow();
   bool log_now = false;

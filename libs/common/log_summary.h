@@ -31,6 +31,8 @@ class WarnSummary {
   // `logger` and `clock` are borrowed and must outlive this object.
   WarnSummary(const Logger& logger, std::string message, const Clock& clock,
               std::chrono::milliseconds interval = kDefaultInterval);
+  // Logs what is counted but not logged yet, whatever the interval (the last word at shutdown).
+  ~WarnSummary();
   WarnSummary(const WarnSummary&) = delete;
   WarnSummary& operator=(const WarnSummary&) = delete;
 

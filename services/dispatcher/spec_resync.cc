@@ -125,6 +125,7 @@ void SpecResyncResponder::Handle(cloudevents::Event request, std::function<void(
     return;
   }
   workers_.Post([this, request = std::move(request), done = std::move(done)] {
+    unanswerable_.Flush();  // the summary of earlier bad requests, once its interval passed
     const std::string cluster = request.ClusterName().value_or("");
     auto rows = cluster.empty()
                     ? absl::StatusOr<std::vector<store::DispatchedResource>>(

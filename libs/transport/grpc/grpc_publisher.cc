@@ -182,7 +182,8 @@ void GrpcPublisher::WatchConnectivity() {
       state = channel_->GetState(/*try_to_connect=*/true);
     }
     const bool ready = state == GRPC_CHANNEL_READY;
-    if (ready_.exchange(ready) != ready) {
+    if (ready_.load() != ready) {
+      // The metrics first: whoever sees connected() change finds them up to date.
       metrics_.SetConnected(ready);
       if (ready) {
         if (ever_ready) {
@@ -194,6 +195,7 @@ void GrpcPublisher::WatchConnectivity() {
         logger_.Warn("gRPC channel not ready; publishing waits while it reconnects",
                      {{"url", settings_.url}, {"state", std::string(StateName(state))}});
       }
+      ready_.store(ready);
     }
     channel_->WaitForStateChange(state, std::chrono::system_clock::now() + kWatchSlice);
     state = channel_->GetState(/*try_to_connect=*/false);

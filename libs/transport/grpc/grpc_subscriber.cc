@@ -172,16 +172,14 @@ void GrpcSubscriber::MarkEstablished() {
 }
 
 void GrpcSubscriber::WatchLoop() {
-  if (settings_.heartbeat_timeout.count() <= 0) {
-    return;
-  }
   absl::MutexLock lock(&mu_);
   while (true) {
     auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
     if (mu_.AwaitWithTimeout(absl::Condition(&stopping), absl::FromChrono(kWatchInterval))) {
       return;
     }
-    if (current_ != nullptr && established_ &&
+    intake_log_.Flush();  // its own lock; logging under mu_ is fine (no callback)
+    if (settings_.heartbeat_timeout.count() > 0 && current_ != nullptr && established_ &&
         clock_.MonotonicNow() - last_activity_ > settings_.heartbeat_timeout) {
       logger_.Warn("no event or heartbeat within serverHealthinessTimeout; re-subscribing",
                    {{"timeout_ms", static_cast<int64_t>(settings_.heartbeat_timeout.count())}});

@@ -26,6 +26,12 @@ struct IntakeLog {
         oversize(logger, "rejected oversize messages", clock),
         malformed(logger, "rejected malformed messages", clock) {}
 
+  // Logs the summaries whose interval has passed (call from the subscriber's periodic loop).
+  void Flush() {
+    oversize.Flush();
+    malformed.Flush();
+  }
+
   const log::Logger& logger;
   log::WarnSummary oversize;
   log::WarnSummary malformed;

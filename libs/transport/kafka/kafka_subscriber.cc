@@ -92,6 +92,7 @@ void KafkaSubscriber::Stop() {
 
 void KafkaSubscriber::Loop() {
   while (running_) {
+    intake_log_.Flush();
     std::unique_ptr<RdKafka::Message> message(consumer_->consume(100));
     switch (message->err()) {
       case RdKafka::ERR_NO_ERROR:

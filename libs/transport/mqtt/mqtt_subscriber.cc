@@ -58,6 +58,7 @@ absl::Status MqttSubscriber::Start(EventHandler handler, SubscribedHook on_subsc
     subscribed_ = false;
   };
   hooks.on_message = [this](mqtt::const_message_ptr message) { OnMessage(message); };
+  hooks.on_tick = [this] { intake_log_.Flush(); };
   if (absl::Status s = connection_->Start(std::move(hooks)); !s.ok()) {
     return s;
   }

@@ -90,12 +90,12 @@ void FakeCloudEventService::StartServing() {
   }
   PinGrpcCallbackCompletionQueue();  // before this callback-API server takes its reference
   server_ = builder.BuildAndStart();
-  if (server_ == nullptr) {
-    // The port of a server shut down a moment ago can linger; one retry after a pause.
+  // The port of a server shut down a moment ago can linger: retry for a few seconds.
+  for (int attempt = 0; server_ == nullptr && attempt < 25; ++attempt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     server_ = builder.BuildAndStart();
   }
-  GPR_ASSERT(server_ != nullptr);
+  GPR_ASSERT(server_ != nullptr);  // the test cannot go on without its server
 }
 
 void FakeCloudEventService::StopServing() {

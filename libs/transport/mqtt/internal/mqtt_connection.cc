@@ -96,8 +96,9 @@ absl::Status MqttConnection::BuildOptions() {
   }
   options_ = builder.finalize();
   if (session_expiry_.count() > 0) {
-    // Set on the final object: Paho C++ 1.2.0 loses properties given to the builder when
-    // finalize() copies them (checked against mosquitto: no session was kept).
+    // Set on the final object: in Paho C++ 1.2.0 the options copied out of the builder keep a
+    // pointer to the builder's properties, dangling once the builder is gone (no session was
+    // kept; a reconnect read freed memory and crashed).
     options_.set_properties(mqtt::properties{
         {mqtt::property::SESSION_EXPIRY_INTERVAL,
          static_cast<int32_t>(std::min<int64_t>(session_expiry_.count(), INT32_MAX))}});
