@@ -22,6 +22,7 @@
 #include "libs/transport/grpc/testing/fake_cloud_event_service.h"
 #include "libs/transport/testing/metric_value.h"
 #include "libs/transport/testing/test_events.h"
+#include "tests/support/wait.h"
 
 namespace mmi::transport {
 namespace {
@@ -33,14 +34,7 @@ using testing::MetricValue;
 constexpr auto kWait = std::chrono::seconds(10);
 
 bool WaitUntil(const std::function<bool()>& condition) {
-  const auto deadline = std::chrono::steady_clock::now() + kWait;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
+  return mmi::testing::WaitFor(condition, kWait, std::chrono::milliseconds(5));
 }
 
 // Connectivity on a real loopback TCP socket: the server goes away and comes back on the same
