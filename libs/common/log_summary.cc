@@ -12,8 +12,7 @@ WarnSummary::~WarnSummary() {
   std::pair<uint64_t, std::string> due;
   {
     absl::MutexLock lock(&mu_);
-    due = {unlogged_, std::move(last_sample_)};
-    unlogged_ = 0;
+    due = TakeDue(clock_.MonotonicNow(), /*whatever_the_interval=*/true);
   }
   if (due.first > 0) {
     LogSummary(due.first, due.second);
@@ -62,8 +61,9 @@ uint64_t WarnSummary::total() const {
   return total_;
 }
 
-std::pair<uint64_t, std::string> WarnSummary::TakeDue(std::chrono::steady_clock::time_point now) {
-  if (unlogged_ == 0 || now - last_line_at_ < interval_) {
+std::pair<uint64_t, std::string> WarnSummary::TakeDue(std::chrono::steady_clock::time_point now,
+                                                      bool whatever_the_interval) {
+  if (unlogged_ == 0 || (!whatever_the_interval && now - last_line_at_ < interval_)) {
     return {0, {}};
   }
   std::pair<uint64_t, std::string> due{unlogged_, std::move(last_sample_)};

@@ -46,8 +46,10 @@ class WarnSummary {
   uint64_t total() const;
 
  private:
-  // Takes the summary due at `now`, if any: the count and sample to log (count 0 = none).
-  std::pair<uint64_t, std::string> TakeDue(std::chrono::steady_clock::time_point now)
+  // Takes the summary due at `now` (or any, `whatever_the_interval`): the count and sample to
+  // log (count 0 = none).
+  std::pair<uint64_t, std::string> TakeDue(std::chrono::steady_clock::time_point now,
+                                           bool whatever_the_interval = false)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LogSummary(uint64_t count, const std::string& sample) const;
 

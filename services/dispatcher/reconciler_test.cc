@@ -64,6 +64,18 @@ class ReconcilerTest : public ::testing::Test {
     return *process_;
   }
 
+  // argocd/guestbook on cluster1, dispatched and then deleted on the hub: its create and delete
+  // requests published, the deletion not confirmed.
+  Process& StartThenDeleteOnTheHub() {
+    PutApp(PullApp("argocd", "guestbook", "cluster1"));
+    Process& p = Start();
+    EXPECT_TRUE(hub_.Delete(ApplicationsRef("argocd"), "guestbook", {}).ok());
+    Sync("argocd", "guestbook");
+    p.RunAll();
+    EXPECT_EQ(p.publisher.accepted().size(), 2U);
+    return p;
+  }
+
   static std::string IdOf(const std::string& cluster, const std::string& ns,
                           const std::string& name) {
     return cloudevents::WorkResourceId("app-work-client", cluster, ns + "-" + name);
@@ -225,13 +237,8 @@ TEST_F(ReconcilerTest, ReleasesTheFinalizerOnlyAfterTheAgentConfirmedTheDeletion
 // A Deleted report can be lost (the status sink killed while it held it): an unconfirmed delete
 // request goes out again after delete_resend_after, then after twice that, until confirmed.
 TEST_F(ReconcilerTest, AnUnconfirmedDeleteRequestIsSentAgainUntilTheAgentConfirms) {
-  PutApp(PullApp("argocd", "guestbook", "cluster1"));
-  Process& p = Start();
+  Process& p = StartThenDeleteOnTheHub();
   const std::string id = IdOf("cluster1", "argocd", "guestbook");
-  ASSERT_TRUE(hub_.Delete(ApplicationsRef("argocd"), "guestbook", {}).ok());
-  Sync("argocd", "guestbook");
-  p.RunAll();
-  ASSERT_EQ(p.publisher.accepted().size(), 2U);
 
   clock_.Advance(std::chrono::seconds(59));
   p.RunAll();
@@ -266,13 +273,8 @@ TEST_F(ReconcilerTest, AnUnconfirmedDeleteRequestIsSentAgainUntilTheAgentConfirm
 // The Application is re-created while the old resource's deletion is unconfirmed: the new one
 // waits, and the delete request still goes out again until the agent confirms it.
 TEST_F(ReconcilerTest, AReCreatedApplicationWaitsButTheDeleteIsStillSentAgain) {
-  PutApp(PullApp("argocd", "guestbook", "cluster1"));
-  Process& p = Start();
+  Process& p = StartThenDeleteOnTheHub();
   const std::string id = IdOf("cluster1", "argocd", "guestbook");
-  ASSERT_TRUE(hub_.Delete(ApplicationsRef("argocd"), "guestbook", {}).ok());
-  Sync("argocd", "guestbook");
-  p.RunAll();
-  ASSERT_EQ(p.publisher.accepted().size(), 2U);
   // Someone removes the finalizer; the Application is created again under the same name.
   auto released = hub_.Patch(ApplicationsRef("argocd"), "guestbook", kube::PatchType::kMerge,
                              {{"metadata", {{"finalizers", nullptr}}}}, {}, "");

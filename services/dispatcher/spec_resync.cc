@@ -34,6 +34,14 @@ cloudevents::Event Response(const std::string& source_id, const std::string& clu
   return e;
 }
 
+// A delete answer (§6.5): `deletiontimestamp`, no spec.
+void MakeDeleteAnswer(cloudevents::Event& e, cloudevents::Timestamp now) {
+  e.data.reset();
+  e.data_content_type.reset();
+  e.RemoveExtension(cloudevents::kExtMetadata);
+  e.SetTimestamp(cloudevents::kExtDeletionTimestamp, now);
+}
+
 }  // namespace
 
 bool IsSpecResyncRequestFor(const cloudevents::Event& event, const std::string& source_id) {
@@ -73,7 +81,7 @@ absl::StatusOr<std::vector<cloudevents::Event>> BuildSpecResyncResponses(
     if (row.deletion_state != store::DeletionState::kLive) {
       cloudevents::Event e =
           Response(source_id, *cluster, row.resource_id, row.version, new_id(), now);
-      e.SetTimestamp(cloudevents::kExtDeletionTimestamp, now);
+      MakeDeleteAnswer(e, now);
       out.push_back(std::move(e));
       continue;
     }
@@ -98,7 +106,7 @@ absl::StatusOr<std::vector<cloudevents::Event>> BuildSpecResyncResponses(
     // Unknown to us: tell the agent to delete its orphan.
     cloudevents::Event e = Response(source_id, *cluster, rv.resource_id,
                                     static_cast<int32_t>(rv.resource_version), new_id(), now);
-    e.SetTimestamp(cloudevents::kExtDeletionTimestamp, now);
+    MakeDeleteAnswer(e, now);
     out.push_back(std::move(e));
   }
   return out;
@@ -174,12 +182,8 @@ void SpecResyncResponder::Pump() {
         is_deleting_(answer.event.ResourceId().value_or(""))) {
       // Its deletion was decided after the answer was built: the spec must not follow the
       // delete request to the agent. Answer as for a resource being deleted (§6.5).
-      answer.event.data.reset();
-      answer.event.data_content_type.reset();
-      answer.event.RemoveExtension(cloudevents::kExtMetadata);
-      answer.event.SetTimestamp(
-          cloudevents::kExtDeletionTimestamp,
-          std::chrono::time_point_cast<std::chrono::nanoseconds>(clock_.Now()));
+      MakeDeleteAnswer(answer.event,
+                       std::chrono::time_point_cast<std::chrono::nanoseconds>(clock_.Now()));
       metrics_.SpecResync("answered_as_deleting");
     }
     cloudevents::Event event = answer.event;  // kept for a retry

@@ -60,13 +60,4 @@ absl::StatusOr<std::vector<CapturedRecord>> ReadCaptured(std::string_view file) 
   return records;
 }
 
-std::string UserProperty(const MqttMessage& message, std::string_view name) {
-  for (const auto& [key, value] : message.user_properties) {
-    if (key == name) {
-      return value;
-    }
-  }
-  return "";
-}
-
 }  // namespace mmi::cloudevents::testing

@@ -29,7 +29,4 @@ absl::StatusOr<std::vector<CapturedRecord>> ReadCaptured(std::string_view file);
 // The whole of another file of the capture directory (e.g. "rest-resource-bundle.json").
 absl::StatusOr<std::string> ReadCapturedFile(std::string_view file);
 
-// The value of user property `name`, or "" when absent.
-std::string UserProperty(const MqttMessage& message, std::string_view name);
-
 }  // namespace mmi::cloudevents::testing
