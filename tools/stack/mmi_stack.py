@@ -103,6 +103,9 @@ class StackConfig:
     # fleet-sim writes its agents' snapshot to <work_dir>/fleet-sim-state.json on SIGUSR1
     # (--state-file; see fleet_sim_state()).
     fleet_state_file: bool = False
+    # fleet-sim also plays this many clusters past `clusters` that are not registered at start
+    # (no ManagedCluster): register_cluster() joins one later (the demo's join and leave).
+    spare_clusters: int = 0
 
 
 # ------------------------------------------------------------------------------------------------
@@ -776,6 +779,14 @@ class Stack:
                 "metadata": {"name": name, "labels": labels},
                 "spec": {"hubAcceptsClient": True, "leaseDurationSeconds": 60}}
 
+    def register_cluster(self, name: str) -> None:
+        """A ManagedCluster `name` in ManagedClusterSet `global` (a cluster joining the fleet)."""
+        self._apply(self.managed_cluster(name))
+
+    def deregister_cluster(self, name: str) -> None:
+        """ManagedCluster `name` deleted (a cluster detached from the hub)."""
+        self.hub.request("DELETE", f"{OCM_CLUSTER_API}/v1/managedclusters/{name}", ok=(404,))
+
     def create_managed_clusters(self, concurrency: int = 8) -> None:
         """ManagedCluster cluster-XXXX for every simulated cluster (member of ManagedClusterSet
         `global`), plus local-cluster (label local-cluster=true) unless cfg.local_cluster is off."""
@@ -874,9 +885,10 @@ class Stack:
         sel = urllib.parse.quote("argocd.argoproj.io/secret-type=cluster")
         return self.hub.list_all(f"/api/v1/namespaces/{namespace}/secrets?labelSelector={sel}")
 
-    def appset(self, name: str, namespace: str = ARGO_NAMESPACE) -> dict:
+    def appset(self, name: str, namespace: str = ARGO_NAMESPACE, fresh: bool = False) -> dict:
+        """ApplicationSet `name` as stored on the hub (read once and kept, unless `fresh`)."""
         key = f"{namespace}/{name}"
-        if key not in self._appsets:
+        if fresh or key not in self._appsets:
             self._appsets[key] = self.hub.request("GET", f"{APP_API}/namespaces/{namespace}/applicationsets/{name}")
         return self._appsets[key]
 
@@ -896,17 +908,19 @@ class Stack:
         # The blank cluster secret's server when the controller has not written it yet.
         return self._secret_servers.get(cluster, f"https://{cluster}-control-plane")
 
-    def generated_application(self, appset_name: str, cluster: str, namespace: str = ARGO_NAMESPACE) -> dict:
+    def generated_application(self, appset_name: str, cluster: str, namespace: str = ARGO_NAMESPACE,
+                              generator: dict | None = None) -> dict:
         """The Application the ApplicationSet controller generates from ApplicationSet
         `appset_name` (as stored on the hub) for `cluster`: template rendered with the
-        clusterDecisionResource params (name, server, clusterName, reason), owner reference to
-        the ApplicationSet, the resources finalizer when the template names none."""
+        clusterDecisionResource params (name, server, clusterName, reason, and `values.<k>` of
+        `generator`, or of every generator when none is named), owner reference to the
+        ApplicationSet, the resources finalizer when the template names none."""
         appset = self.appset(appset_name, namespace)
         spec = appset.get("spec") or {}
         if spec.get("goTemplate"):
             raise StackError(f"ApplicationSet {appset_name}: goTemplate rendering is not simulated")
         params = {"name": cluster, "server": self._cluster_server(cluster), "clusterName": cluster, "reason": ""}
-        for gen in spec.get("generators") or []:
+        for gen in [generator] if generator is not None else spec.get("generators") or []:
             for k, v in ((gen.get("clusterDecisionResource") or {}).get("values") or {}).items():
                 params[f"values.{k}"] = str(v)
         tmpl = render_fasttemplate(spec.get("template") or {}, params)
@@ -1095,7 +1109,7 @@ class Stack:
 
     def fleet_sim_args(self, port: int, extra_args: list[str] | None = None) -> list[str]:
         return [self.binary("fleet-sim"), "--transport", self.cfg.transport, "--broker", self.broker_address(),
-                "--source-id", self.source_id(), "--clusters", str(self.cfg.clusters),
+                "--source-id", self.source_id(), "--clusters", str(self.cfg.clusters + self.cfg.spare_clusters),
                 "--cluster-prefix", self.cfg.cluster_prefix, "--cluster-digits", str(self.cfg.cluster_digits),
                 "--metrics-listen", f"127.0.0.1:{port}", "--log-level", self.cfg.log_level,
                 *(["--state-file", os.path.join(self.work_dir, "fleet-sim-state.json")]

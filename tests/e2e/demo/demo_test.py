@@ -3,7 +3,8 @@
 
 Asserts the exit code, the JSON summary (every Application created, dispatched and Synced+Healthy
 on the hub, one cluster secret per cluster and none for local-cluster, the acm-placement
-ConfigMap, GitOpsCluster Ready) and that no process the demo started is still running. With
+ConfigMap, GitOpsCluster Ready), that the joining cluster's Application reached its agent and left
+it again (seconds printed, not asserted), and that no process the demo started is still running. With
 --secure (mTLS with the examples' mosquitto ACL, PostgreSQL over TLS with verify-full), also that
 every log of the run was searched and holds none of the DSN password, the hub token and the
 private keys.
@@ -130,6 +131,17 @@ def main() -> int:
         check((s.get("status_writes") or {}).get("ok", 0) >= n, f"status-sink wrote: {s.get('status_writes')}")
         check(set((s.get("metrics_urls") or {}).keys()) == {"dispatcher", "status-sink", "fleet-sim"},
               "metrics URLs of the three processes")
+        # The last act: a cluster joins the Placement and leaves it; only "it happened" is
+        # asserted, the seconds are printed (never a timing assertion).
+        jl = s.get("join_leave") or {}
+        print(f"join and leave: {json.dumps(jl, sort_keys=True)}", flush=True)
+        for key in ("join_agent_seconds", "join_hub_synced_healthy_seconds", "leave_agent_seconds",
+                    "leave_finalizer_seconds"):
+            check(isinstance(jl.get(key), (int, float)), f"join and leave: {key} measured")
+        check(jl.get("generated") == 1 and jl.get("deleted") == 1,
+              f"the ApplicationSet stand-in generated and deleted the joining cluster's Application: {jl}")
+        check(jl.get("refreshes_taken", 0) >= 2 and jl.get("appset_refreshes", 0) >= jl.get("refreshes_taken", 0),
+              f"the GitOpsCluster controller refreshed the ApplicationSet on the join and the leave: {jl}")
         scan = s.get("secrets_in_logs") or {}
         check(scan.get("files", 0) >= 5, f"the run's logs were searched for secrets ({scan.get('files')} files)")
         check("hub token" in scan.get("secrets", []), f"searched for the hub token: {scan.get('secrets')}")
