@@ -4,24 +4,41 @@
 # same Debian packages as scripts/bootstrap (toolchain + C++ libraries; the tests are not built).
 #
 #   docker build -t quay.io/multicluster-maestro-integrations/mmi:0.1.0 .
+#
+# CI builds it with buildah on a Debian 12 base made locally with debootstrap (no registry):
+# tests/peers/build/image.sh passes --build-arg DEBIAN_IMAGE=localhost/mmi/debian:12-r<N>, and
+# bin/start-node loads the result into the node's containerd (tests/e2e/chart).
 
 ARG DEBIAN_IMAGE=debian:12-slim
 
-# ---- build: cmake preset "release" (RelWithDebInfo), only the two service binaries ----------
-FROM ${DEBIAN_IMAGE} AS build
+# ---- build: cmake preset "release" (-O2, no debug info), only the two service binaries -----
+# The toolchain and libraries are a stage of their own (tests/peers/build/image.sh tags it to keep
+# it in the layer cache between builds).
+FROM ${DEBIAN_IMAGE} AS build-deps
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       build-essential cmake ninja-build pkg-config git python3 python3-pip openssl curl ca-certificates \
       libabsl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
       librdkafka-dev libpaho-mqtt-dev libpaho-mqttpp-dev libpqxx-dev nlohmann-json3-dev \
       prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev \
-      libyaml-cpp-dev libcli11-dev libspdlog-dev \
+      libyaml-cpp-dev libcli11-dev libspdlog-dev ccache \
  && rm -rf /var/lib/apt/lists/*
+
+FROM build-deps AS build
 WORKDIR /src
 COPY . .
-RUN rm -rf build/release \
+# Tests not configured; only the two service targets are built, with -O2 -DNDEBUG and without
+# -g: the binaries are stripped, so debug info would only cost compile and link time. The compiler cache
+# survives between builds (BuildKit and buildah cache mount): a rebuild after a small change
+# recompiles what changed. MMI_BUILD_JOBS bounds the parallel compile jobs.
+ARG MMI_BUILD_JOBS=2
+RUN --mount=type=cache,id=mmi-ccache,target=/root/.cache/ccache \
+    rm -rf build/release \
  && cmake --preset release -DMMI_BUILD_TESTS=OFF -DMMI_WERROR=ON \
- && cmake --build --preset release --target dispatcher status-sink \
+      -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" \
+      -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+ && cmake --build --preset release --target dispatcher status-sink -j "${MMI_BUILD_JOBS}" \
+ && { ccache --show-stats || true; } \
  && install -D -s -m 0755 build/release/services/dispatcher/dispatcher /out/mmi-dispatcher \
  && install -D -s -m 0755 build/release/services/status-sink/status-sink /out/mmi-status-sink
 

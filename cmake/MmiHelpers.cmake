@@ -1,10 +1,14 @@
 # mmi_cc_library(NAME <name> [SRCS ...] [HDRS ...] [DEPS ...] [PRIVATE_DEPS ...] [TESTONLY])
 #   Declares target mmi_<name> with alias mmi::<name>. Includes are rooted at the repository.
-#   A library without SRCS is an INTERFACE (header-only) library.
+#   A library without SRCS is an INTERFACE (header-only) library. TESTONLY libraries (and every
+#   mmi_cc_test) are not declared when MMI_BUILD_TESTS is OFF (the image's build).
 # mmi_cc_test(NAME <name> SRCS ... [DEPS ...] [LABELS unit|integration|e2e] [TIMEOUT s])
 #   Declares a GoogleTest binary and registers it with ctest under the given label (default unit).
 function(mmi_cc_library)
   cmake_parse_arguments(MMI "TESTONLY" "NAME" "SRCS;HDRS;DEPS;PRIVATE_DEPS" ${ARGN})
+  if(MMI_TESTONLY AND NOT MMI_BUILD_TESTS)
+    return()
+  endif()
   set(target mmi_${MMI_NAME})
   if(MMI_SRCS)
     add_library(${target} STATIC ${MMI_SRCS} ${MMI_HDRS})
@@ -19,6 +23,9 @@ function(mmi_cc_library)
 endfunction()
 
 function(mmi_cc_test)
+  if(NOT MMI_BUILD_TESTS)
+    return()
+  endif()
   cmake_parse_arguments(MMI "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
   if(NOT MMI_LABELS)
     set(MMI_LABELS unit)

@@ -490,7 +490,7 @@ class Stack:
                 pass
         return True
 
-    def _start_peer(self, script: str, dirname: str, *args: str) -> dict[str, str]:
+    def start_peer(self, script: str, dirname: str, *args: str) -> dict[str, str]:
         d = os.path.join(self.peers_dir, dirname)
         if d not in self._peer_dirs:
             self._peer_dirs.append(d)
@@ -527,18 +527,18 @@ class Stack:
     def start_peers(self) -> None:
         """Hub kube-apiserver + etcd (every CRD), PostgreSQL and the broker. Idempotent."""
         self._start_watchdog()
-        self.hub_env = self._start_peer("start-kube", "hub", "ROLE=hub")
+        self.hub_env = self.start_peer("start-kube", "hub", "ROLE=hub")
         self._hub = HubClient(self.hub_env)
-        self.pg_env = self._start_peer("start-postgres", "postgres", *(["TLS=1"] if self.cfg.secure else []))
+        self.pg_env = self.start_peer("start-postgres", "postgres", *(["TLS=1"] if self.cfg.secure else []))
         if self.cfg.transport == "mqtt":
             acl = []
             if self.cfg.secure:
                 acl = [f"ACL_FILE={os.path.join(EXAMPLES_DIR, 'mosquitto-acl.conf')},"
                        f"{os.path.join(REPO_ROOT, 'tests', 'peers', 'mosquitto', 'fleet-sim.acl.conf')}",
                        "CLIENTS=" + ",".join(SECURE_MQTT_USERS.values())]
-            self.broker_env = self._start_peer("start-mosquitto", "broker", *acl)
+            self.broker_env = self.start_peer("start-mosquitto", "broker", *acl)
         else:
-            self.broker_env = self._start_peer("start-kafka", "broker")
+            self.broker_env = self.start_peer("start-kafka", "broker")
             self.ensure_kafka_topics()
         if self.cfg.service_users:
             self.ensure_service_users()
