@@ -429,6 +429,7 @@ class Stack:
         self.broker_env: dict[str, str] = {}
         self._hub: HubClient | None = None
         self._procs: dict[str, _Proc] = {}
+        self._external: dict[str, tuple[str, Callable[[], bool]]] = {}  # attach_external()
         self._peer_dirs: list[str] = []  # in start order
         self._lock = threading.Lock()
         self._stopped = False
@@ -1164,7 +1165,17 @@ class Stack:
     def running(self, name: str) -> bool:
         with self._lock:
             proc = self._procs.get(name)
+            external = self._external.get(name)
+        if external is not None:
+            return external[1]()
         return proc is not None and proc.popen.poll() is None
+
+    def attach_external(self, name: str, admin_url: str, alive: Callable[[], bool]) -> None:
+        """`name` (a service) runs outside the stack, e.g. as a pod the chart installed
+        (tools/stack/pods.py): admin_url()/metrics() reach it at `admin_url`, running() asks
+        `alive`."""
+        with self._lock:
+            self._external[name] = (admin_url.rstrip("/"), alive)
 
     def stop_process(self, name: str, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
         """Signals the process and waits for it (SIGKILL after `timeout`). Returns its exit code
@@ -1189,6 +1200,9 @@ class Stack:
     def admin_url(self, name: str) -> str:
         with self._lock:
             proc = self._procs.get(name)
+            external = self._external.get(name)
+        if external is not None:
+            return external[0]
         if proc is None:
             raise StackError(f"{name} was never started")
         return f"http://127.0.0.1:{proc.admin_port}"

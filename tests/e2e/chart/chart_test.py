@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 import urllib.parse
@@ -38,13 +37,11 @@ import urllib.request
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tools", "stack"))
-from mmi_stack import (APP_API, ARGO_NAMESPACE, RELEASE_NAME, RELEASE_NAMESPACE, CHART_DIR,  # noqa: E402
-                       EXAMPLES_DIR, Stack, StackConfig, StackError, http_get, metric_sum,
-                       parse_prometheus, prepare_work_dir, read_env_file)
+from mmi_stack import (APP_API, ARGO_NAMESPACE, RELEASE_NAME, RELEASE_NAMESPACE, Stack, StackConfig,  # noqa: E402
+                       StackError, metric_sum, prepare_work_dir)
+from pods import INSTANCE, ChartOnNode, image_facts, run, start_node  # noqa: E402
 
 APPSET = "guestbook"          # examples/applicationset.yaml
-INSTANCE = f"app.kubernetes.io/instance={RELEASE_NAME}"
-PEERS_BIN = os.path.join(REPO, "tests", "peers", "bin")
 
 failures: list[str] = []
 timings: dict[str, float] = {}
@@ -88,86 +85,7 @@ class Step:
         say(f"--- {self.name}: {timings[self.name]}s")
 
 
-def run(cmd: list[str], env: dict | None = None, timeout: float = 900) -> str:
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
-    if out.returncode != 0:
-        raise StackError(f"{' '.join(cmd)} failed (exit {out.returncode}):\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
-    return out.stdout
-
-
-def image_facts() -> dict[str, str]:
-    """Builds the image if the source tree changed (cached otherwise) and returns its facts."""
-    out = run([os.path.join(REPO, "tests", "peers", "build", "image.sh")], timeout=3600)
-    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
-
-
-def helm_install_args(verb: str, image: str, node: dict, broker_port: str, extra: list[str]) -> list[str]:
-    """The install command of the chart README, with this run's addresses."""
-    repo, _, tag = image.rpartition(":")
-    sets = [f"image.repository={repo}",
-            f"transport.mqtt.brokerHost={node['NODE_HOST_ADDRESS']}:{broker_port}",
-            # The test broker is plain MQTT without users (values-mqtt.yaml: mTLS + a password).
-            "transport.tls.enabled=false", "transport.tls.existingSecret=",
-            "transport.credentials.existingSecret=", "transport.mqtt.username=",
-            # Two pods on a two-core node: one of each service (default 2 each; a rolling update
-            # of two 500m dispatchers plus two sinks does not fit beside its surge pod).
-            "dispatcher.replicas=1", "statusSink.replicas=1", *extra]
-    args = [verb, RELEASE_NAME, CHART_DIR, "-n", RELEASE_NAMESPACE,
-            "-f", os.path.join(EXAMPLES_DIR, "values-mqtt.yaml")]
-    args += ["--set-string", f"image.tag={tag}"]
-    for s in sets:
-        args += ["--set", s]
-    return args + ["--wait", "--timeout", "5m"]
-
-
-class Cluster:
-    """kubectl/helm against the hub, and the chart's pods and Services."""
-
-    def __init__(self, stack: Stack, node: dict):
-        self.stack = stack
-        self.node = node
-        self.helm = stack.helm_binary()
-        self.env = {**os.environ, "KUBECONFIG": stack.hub_env["KUBECONFIG"]}
-
-    def kubectl_json(self, *args: str) -> dict:
-        return json.loads(self.stack.kubectl(*args, "-o", "json"))
-
-    def helm_run(self, args: list[str]) -> str:
-        say("helm " + " ".join(args))
-        return run([self.helm, *args], env=self.env, timeout=600)
-
-    def pods(self) -> list[dict]:
-        return self.kubectl_json("-n", RELEASE_NAMESPACE, "get", "pods", "-l", INSTANCE)["items"]
-
-    def pod_of(self, component: str) -> dict:
-        pods = [p for p in self.pods() if p["metadata"]["labels"].get("app.kubernetes.io/component") == component
-                and not p["metadata"].get("deletionTimestamp")]
-        if len(pods) != 1:
-            raise StackError(f"expected one {component} pod, found {[p['metadata']['name'] for p in pods]}")
-        return pods[0]
-
-    def metrics_service(self, component: str) -> str:
-        """ClusterIP:port of the component's metrics Service."""
-        items = self.kubectl_json("-n", RELEASE_NAMESPACE, "get", "services", "-l",
-                                  f"{INSTANCE},app.kubernetes.io/metrics=true,app.kubernetes.io/component={component}")["items"]
-        if len(items) != 1:
-            raise StackError(f"expected one metrics Service of {component}, found {len(items)}")
-        spec = items[0]["spec"]
-        return f"{spec['clusterIP']}:{spec['ports'][0]['port']}"
-
-    def metrics(self, component: str) -> dict:
-        """The component's /metrics, fetched through its Service (kube-proxy routes the ClusterIP)."""
-        status, text = http_get(f"http://{self.metrics_service(component)}/metrics", timeout=5)
-        if status != 200:
-            raise StackError(f"{component} /metrics through its Service: HTTP {status}")
-        return parse_prometheus(text)
-
-    def pod_logs(self, pod: dict) -> str:
-        name = pod["metadata"]["name"]
-        return self.stack.kubectl("-n", RELEASE_NAMESPACE, "logs", name, "--all-containers")
-
-
-def check_pods(cl: Cluster, when: str) -> None:
+def check_pods(cl: ChartOnNode, when: str) -> None:
     """No container restarted, and no request of either service was forbidden by RBAC."""
     for c in ("dispatcher", "status-sink"):
         pod = cl.pod_of(c)
@@ -207,24 +125,18 @@ def main() -> int:
         stack.binary("fleet-sim")
         with Step("peers (hub, PostgreSQL, mosquitto)"):
             stack.start_peers()
-        pg_port, broker_port = stack.pg_env["PG_PORT"], stack.broker_env["MQTT_PORT"]
         with Step("node (start-node: containerd, kubelet, scheduler, controller-manager, kube-proxy)"):
             # Registered with the stack: its stop() and watchdog tear the node down first.
-            node = stack.start_peer("start-node", "node", f"HUB={stack.peers_dir}/hub",
-                                     f"HOST_PORTS={pg_port},{broker_port}", f"IMAGES={img['MMI_IMAGE_ARCHIVE']}")
-        stack.hub_env = read_env_file(os.path.join(stack.peers_dir, "hub", "env"))  # restarted: new PID
+            node = start_node(stack, img)
         say(f"node {node['NODE_NAME']} Ready; pods reach this machine at {node['NODE_HOST_ADDRESS']}")
-        cl = Cluster(stack, node)
+        cl = ChartOnNode(stack, node, img["MMI_IMAGE"], log=say)
         stack.create_managed_clusters()
         stack.apply_examples()
 
         # ---- 1. install ----------------------------------------------------------------------
         with Step("helm install --wait (both Deployments Ready)"):
-            dsn = stack.pg_env["PG_DSN"].replace("127.0.0.1", node["NODE_HOST_ADDRESS"], 1)
-            check(node["NODE_HOST_ADDRESS"] in dsn, "the DSN names the node's host address")
-            stack.kubectl("-n", RELEASE_NAMESPACE, "create", "secret", "generic", "mmi-postgresql",
-                          f"--from-literal=dsn={dsn}")
-            cl.helm_run(helm_install_args("install", img["MMI_IMAGE"], node, broker_port, []))
+            check(node["NODE_HOST_ADDRESS"] in cl.dsn(), "the DSN names the node's host address")
+            cl.install()
         pods = {c: cl.pod_of(c) for c in ("dispatcher", "status-sink")}
         for c, pod in pods.items():
             st = pod["status"]
@@ -299,8 +211,7 @@ def main() -> int:
             before = {c: cl.pod_of(c)["metadata"]["uid"] for c in ("dispatcher", "status-sink")}
             specs_before = fleet_metric(stack, "mmi_fleet_sim_specs_received_total")
             check(specs_before >= n + 1, f"the agents received {specs_before} spec events ({n} creates, a delete)")
-            cl.helm_run(helm_install_args("upgrade", img["MMI_IMAGE"], node, broker_port,
-                                          ["transport.mqtt.keepAlive=30s"]))
+            cl.upgrade(["transport.mqtt.keepAlive=30s"])
             after = {}
             for c in before:
                 pod = wait_until(f"the new {c} pod alone", args.timeout, lambda c=c: (lambda ps: ps[0] if len(ps) == 1
