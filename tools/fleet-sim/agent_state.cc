@@ -173,7 +173,8 @@ ClusterAgent::ClusterAgent(std::string cluster, AgentSettings settings, const Cl
       settings_(std::move(settings)),
       clock_(clock),
       sequence_ids_(sequence_ids),
-      rng_(seed) {}
+      rng_(seed),
+      sync_model_(settings_.sync) {}
 
 Timestamp ClusterAgent::Now() const {
   return std::chrono::time_point_cast<std::chrono::nanoseconds>(clock_.Now());
@@ -314,20 +315,7 @@ absl::StatusOr<HandleResult> ClusterAgent::Apply(const Event& event) {
   work.version = *version;
   work.original_source = event.source;
   work.bundle = *std::move(bundle);
-  work.runtimes.resize(work.bundle.manifests.size());
-  for (std::size_t i = 0; i < work.bundle.manifests.size(); ++i) {
-    const json& manifest = work.bundle.manifests[i];
-    ApplicationRuntime& runtime = work.runtimes[i];
-    runtime.reconciled_at = now;  // a new spec makes Argo CD reconcile at once
-    if (const json* operation = Child(manifest, "operation");
-        operation != nullptr && operation->is_object()) {
-      runtime.last_operation = *operation;
-      runtime.operation_started_at = now;
-      // An explicit sync brings the Application back in sync.
-      runtime.sync_status = std::string(kSyncSynced);
-      runtime.health_status = std::string(kHealthHealthy);
-    }
-  }
+  ApplyRuntimes(work, now, mono_now);
   work.next_refresh = NextRefreshFrom(mono_now);
 
   // The agent-side ManifestWork's metadata (what Go agents put in the `metadata` extension).
@@ -354,6 +342,40 @@ absl::StatusOr<HandleResult> ClusterAgent::Apply(const Event& event) {
   HandleResult result{Outcome::kApplied, {}};
   result.replies.push_back(std::move(reply));
   return result;
+}
+
+void ClusterAgent::ApplyRuntimes(Work& work, Timestamp now, SteadyTime mono_now) {
+  work.runtimes.resize(work.bundle.manifests.size());
+  for (std::size_t i = 0; i < work.bundle.manifests.size(); ++i) {
+    const json& manifest = work.bundle.manifests[i];
+    ApplicationRuntime& runtime = work.runtimes[i];
+    if (settings_.sync.model == SyncModel::kArgoCd && IsApplication(manifest)) {
+      const SyncStepResult step = sync_model_.OnSpec(manifest, runtime, now);
+      if (step.next.has_value()) {
+        ArmSyncTimer(work, i, *step.next, mono_now);
+      }
+      continue;
+    }
+    runtime.reconciled_at = now;  // a new spec makes Argo CD reconcile at once
+    if (const json* operation = Child(manifest, "operation");
+        operation != nullptr && operation->is_object()) {
+      runtime.last_operation = *operation;
+      runtime.operation_started_at = now;
+      // An explicit sync brings the Application back in sync.
+      runtime.sync_status = std::string(kSyncSynced);
+      runtime.health_status = std::string(kHealthHealthy);
+    }
+  }
+}
+
+void ClusterAgent::ArmSyncTimer(Work& work, std::size_t index, std::chrono::milliseconds delay,
+                                SteadyTime from) {
+  ApplicationRuntime& runtime = work.runtimes[index];
+  if (runtime.argocd == nullptr) {
+    return;
+  }
+  runtime.argocd->timer = ++last_timer_token_;  // any timer armed before is now stale
+  sync_timers_.push(SyncTimer{from + delay, runtime.argocd->timer, work.id, index});
 }
 
 absl::StatusOr<HandleResult> ClusterAgent::Delete(const Event& event, bool from_resync) {
@@ -593,23 +615,25 @@ Event ClusterAgent::SpecResyncRequest() const {
   return event;
 }
 
+void ClusterAgent::AppendStatus(Work& work, std::vector<Event>& out) {
+  auto event = StatusEvent(work, BuildStatus(work), cloudevents::kStatusUpdateRequestType);
+  if (event.ok()) {
+    out.push_back(*std::move(event));
+    return;
+  }
+  Logger().Warn("cannot build a status event", {{"cluster", cluster_},
+                                                {"resource", work.id},
+                                                {"error", std::string(event.status().message())}});
+}
+
 std::vector<Event> ClusterAgent::Tick(TickCounts* counts, bool postpone_refreshes) {
   TickCounts ignored;
   TickCounts& count = counts != nullptr ? *counts : ignored;
   std::vector<Event> out;
   const SteadyTime mono_now = clock_.MonotonicNow();
   const Timestamp now = Now();
-  auto emit = [&](Work& work) {
-    auto event = StatusEvent(work, BuildStatus(work), cloudevents::kStatusUpdateRequestType);
-    if (event.ok()) {
-      out.push_back(*std::move(event));
-    } else {
-      Logger().Warn("cannot build a status event",
-                    {{"cluster", cluster_},
-                     {"resource", work.id},
-                     {"error", std::string(event.status().message())}});
-    }
-  };
+
+  RunDueSyncSteps(mono_now, now, out, count);
 
   if (settings_.refresh_max.count() > 0) {
     for (auto& [id, work] : works_) {
@@ -624,62 +648,107 @@ std::vector<Event> ClusterAgent::Tick(TickCounts* counts, bool postpone_refreshe
       for (auto& runtime : work.runtimes) {
         runtime.reconciled_at = now;
       }
-      emit(work);
+      AppendStatus(work, out);
       ++count.refreshes;
     }
   }
 
   if (settings_.transitions_per_minute > 0.0) {
-    if (!next_transition_.has_value()) {
-      ScheduleNextTransition(mono_now);
-    }
-    // Bounded catch-up: after a long stall, skip ahead instead of emitting a burst.
-    for (int guard = 0; next_transition_.has_value() && *next_transition_ <= mono_now; ++guard) {
-      if (guard >= 1000) {
-        ScheduleNextTransition(mono_now);
-        break;
-      }
-      ScheduleNextTransition(*next_transition_);
-      // Pick a random Application across this cluster's works.
-      std::vector<std::pair<Work*, std::size_t>> apps;
-      for (auto& [id, work] : works_) {
-        for (std::size_t i = 0; i < work.bundle.manifests.size(); ++i) {
-          if (IsApplication(work.bundle.manifests[i])) {
-            apps.emplace_back(&work, i);
-          }
-        }
-      }
-      if (apps.empty()) {
-        continue;
-      }
-      std::uniform_int_distribution<std::size_t> pick(0, apps.size() - 1);
-      auto [work, index] = apps[pick(rng_)];
-      ApplicationRuntime& runtime = work->runtimes[index];
-      if (runtime.sync_status == kSyncSynced && runtime.health_status == kHealthHealthy) {
-        // Drift: out of sync (someone edited live state), a rollout, or a failing rollout.
-        std::uniform_int_distribution<int> kind(0, 2);
-        switch (kind(rng_)) {
-          case 0:
-            runtime.sync_status = std::string(kSyncOutOfSync);
-            break;
-          case 1:
-            runtime.health_status = std::string(kHealthProgressing);
-            break;
-          default:
-            runtime.health_status = std::string(kHealthDegraded);
-            break;
-        }
-      } else {
-        // Self-heal / rollout finished.
-        runtime.sync_status = std::string(kSyncSynced);
-        runtime.health_status = std::string(kHealthHealthy);
-      }
-      runtime.reconciled_at = now;
-      emit(*work);
-      ++count.transitions;
-    }
+    RunTransitions(mono_now, now, out, count);
   }
   return out;
+}
+
+void ClusterAgent::RunDueSyncSteps(SteadyTime mono_now, Timestamp now, std::vector<Event>& out,
+                                   TickCounts& count) {
+  while (!sync_timers_.empty() && sync_timers_.top().due <= mono_now) {
+    const SyncTimer timer = sync_timers_.top();
+    sync_timers_.pop();
+    auto it = works_.find(timer.work_id);
+    if (it == works_.end()) {
+      continue;  // deleted meanwhile
+    }
+    Work& work = it->second;
+    if (timer.index >= work.runtimes.size() || timer.index >= work.bundle.manifests.size()) {
+      continue;
+    }
+    ApplicationRuntime& runtime = work.runtimes[timer.index];
+    if (runtime.argocd == nullptr || runtime.argocd->timer != timer.token) {
+      continue;  // superseded by a newer timer
+    }
+    runtime.argocd->timer = 0;
+    const SyncStepResult step =
+        sync_model_.OnTimer(work.bundle.manifests[timer.index], runtime, now);
+    if (step.next.has_value()) {
+      ArmSyncTimer(work, timer.index, *step.next, mono_now);
+    }
+    if (step.changed) {
+      // One status per step, so that the source sees Running before Succeeded and
+      // Progressing before Healthy even when both fall due in one tick.
+      AppendStatus(work, out);
+      ++count.sync_steps;
+    }
+  }
+}
+
+void ClusterAgent::RunTransitions(SteadyTime mono_now, Timestamp now, std::vector<Event>& out,
+                                  TickCounts& count) {
+  if (!next_transition_.has_value()) {
+    ScheduleNextTransition(mono_now);
+  }
+  // Bounded catch-up: after a long stall, skip ahead instead of emitting a burst.
+  for (int guard = 0; next_transition_.has_value() && *next_transition_ <= mono_now; ++guard) {
+    if (guard >= 1000) {
+      ScheduleNextTransition(mono_now);
+      break;
+    }
+    ScheduleNextTransition(*next_transition_);
+    // Pick a random Application across this cluster's works (under the argocd sync model, one
+    // that is synced to its spec with no step pending: the others are the sync model's).
+    std::vector<std::pair<Work*, std::size_t>> apps;
+    for (auto& [id, work] : works_) {
+      for (std::size_t i = 0; i < work.bundle.manifests.size(); ++i) {
+        if (IsApplication(work.bundle.manifests[i]) && i < work.runtimes.size() &&
+            ArgoCdSyncModel::Settled(work.runtimes[i])) {
+          apps.emplace_back(&work, i);
+        }
+      }
+    }
+    if (apps.empty()) {
+      continue;
+    }
+    std::uniform_int_distribution<std::size_t> pick(0, apps.size() - 1);
+    auto [work, index] = apps[pick(rng_)];
+    ApplicationRuntime& runtime = work->runtimes[index];
+    if (runtime.sync_status == kSyncSynced && runtime.health_status == kHealthHealthy) {
+      // Drift: out of sync (someone edited live state), a rollout, or a failing rollout.
+      std::uniform_int_distribution<int> kind(0, 2);
+      switch (kind(rng_)) {
+        case 0:
+          runtime.sync_status = std::string(kSyncOutOfSync);
+          // With selfHeal, the argocd sync model syncs it back.
+          if (const SyncStepResult heal =
+                  sync_model_.OnDrift(work->bundle.manifests[index], runtime);
+              heal.next.has_value()) {
+            ArmSyncTimer(*work, index, *heal.next, mono_now);
+          }
+          break;
+        case 1:
+          runtime.health_status = std::string(kHealthProgressing);
+          break;
+        default:
+          runtime.health_status = std::string(kHealthDegraded);
+          break;
+      }
+    } else {
+      // Self-heal / rollout finished.
+      runtime.sync_status = std::string(kSyncSynced);
+      runtime.health_status = std::string(kHealthHealthy);
+    }
+    runtime.reconciled_at = now;
+    AppendStatus(*work, out);
+    ++count.transitions;
+  }
 }
 
 // --- Fleet ---------------------------------------------------------------------------------------
@@ -844,6 +913,9 @@ std::vector<Event> Fleet::Tick(bool postpone_refreshes) {
   }
   if (counts.postponed > 0) {
     metrics_.refreshes_postponed.Increment(counts.postponed);
+  }
+  if (counts.sync_steps > 0) {
+    metrics_.StatusesSent("sync").Increment(counts.sync_steps);
   }
   return out;
 }

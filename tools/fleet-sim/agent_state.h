@@ -9,7 +9,9 @@
 // answers status resync requests with the statuses whose hash differs, builds the spec resync
 // request sent on (re)connect, and churns: each Application's `reconciledAt` is bumped every
 // refresh interval (jittered per Application) and sync/health transitions happen at a configured
-// rate, each producing a status update.
+// rate, each producing a status update. Under the argocd sync model (sync_model.h) an applied
+// spec may arm per-Application timers; their steps (auto-sync, Running -> Succeeded,
+// Progressing -> Healthy) are reported by later Ticks.
 //
 // `Fleet` routes received events to the right ClusterAgent (by the cluster segment of the topic
 // or the `clustername` extension; `""` on a status resync request = every cluster), counts
@@ -25,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <queue>
 #include <random>
 #include <string>
 #include <string_view>
@@ -39,6 +42,7 @@
 #include "nlohmann/json.hpp"
 #include "tools/fleet-sim/application_status.h"
 #include "tools/fleet-sim/fleet_metrics.h"
+#include "tools/fleet-sim/sync_model.h"
 
 namespace mmi::fleet_sim {
 
@@ -58,6 +62,9 @@ struct AgentSettings {
   // The agent's bundle limit (§6.3 step 4): total manifest bytes per work.
   std::size_t max_bundle_bytes = std::size_t{500} * 1024;
   cloudevents::CodecLimits limits;
+  // How the Applications sync (sync_model.h): `instant` (default) reports each spec as synced
+  // at once; `argocd` follows each Application's sync policy, its steps due on later Ticks.
+  SyncModelSettings sync;
 };
 
 // What handling one received event amounted to (for metrics and tests).
@@ -99,9 +106,12 @@ class ClusterAgent {
   struct TickCounts {
     int refreshes = 0;
     int transitions = 0;
-    int postponed = 0;  // due refreshes rescheduled without a status (postpone_refreshes)
+    int postponed = 0;   // due refreshes rescheduled without a status (postpone_refreshes)
+    int sync_steps = 0;  // sync model steps reported (argocd: Running, Succeeded, Healthy)
   };
-  // Status updates for the churn due at the clock's current time (refreshes, transitions).
+  // Status updates for what is due at the clock's current time: the sync model's steps (one
+  // status each, only Applications with a step pending cost anything), then the churn
+  // (refreshes, transitions).
   // With `postpone_refreshes` a due refresh is rescheduled one interval later without a status
   // (an agent busy applying specs re-reports unchanged Applications later, as an overloaded
   // Argo CD reconciles less often); transitions are still reported.
@@ -159,6 +169,30 @@ class ClusterAgent {
   absl::StatusOr<HandleResult> Delete(const cloudevents::Event& event, bool from_resync);
   absl::StatusOr<HandleResult> AnswerStatusResync(const cloudevents::Event& event);
 
+  // A sync model timer: step `token` of the Application at `index` of work `work_id` is due.
+  // Stale timers (the work gone, a newer timer armed) are skipped when they come due.
+  struct SyncTimer {
+    std::chrono::steady_clock::time_point due;
+    std::uint64_t token = 0;
+    std::string work_id;
+    std::size_t index = 0;
+    bool operator>(const SyncTimer& other) const {
+      return due != other.due ? due > other.due : token > other.token;
+    }
+  };
+
+  // Updates each manifest's runtime for the spec just stored in `work`; arms sync model timers.
+  void ApplyRuntimes(Work& work, cloudevents::Timestamp now,
+                     std::chrono::steady_clock::time_point mono_now);
+  void ArmSyncTimer(Work& work, std::size_t index, std::chrono::milliseconds delay,
+                    std::chrono::steady_clock::time_point from);
+  void RunDueSyncSteps(std::chrono::steady_clock::time_point mono_now, cloudevents::Timestamp now,
+                       std::vector<cloudevents::Event>& out, TickCounts& count);
+  void RunTransitions(std::chrono::steady_clock::time_point mono_now, cloudevents::Timestamp now,
+                      std::vector<cloudevents::Event>& out, TickCounts& count);
+  // Appends a status update of `work` to `out` (logged and skipped if it cannot be built).
+  void AppendStatus(Work& work, std::vector<cloudevents::Event>& out);
+
   cloudevents::ManifestBundleStatus BuildStatus(const Work& work) const;
   // A status event for `work` carrying `status`; remembers its hash in the work.
   absl::StatusOr<cloudevents::Event> StatusEvent(Work& work,
@@ -176,6 +210,10 @@ class ClusterAgent {
   std::mt19937_64 rng_;
   std::map<std::string, Work, std::less<>> works_;  // by resource ID; ordered for determinism
   std::optional<std::chrono::steady_clock::time_point> next_transition_;
+  const ArgoCdSyncModel sync_model_;
+  // Armed sync model timers, earliest first (argocd model only; empty otherwise).
+  std::priority_queue<SyncTimer, std::vector<SyncTimer>, std::greater<>> sync_timers_;
+  std::uint64_t last_timer_token_ = 0;
   // Confirmed deletions by resource ID, and their IDs oldest first (for the bound).
   std::map<std::string, Deleted, std::less<>> deleted_;
   std::deque<std::string> deleted_order_;

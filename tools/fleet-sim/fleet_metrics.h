@@ -4,7 +4,7 @@
 //   mmi_fleet_sim_specs_received_total{action}      action: create_request, update_request,
 //                                                   delete_request, resync_response
 //   mmi_fleet_sim_statuses_sent_total{reason}       reason: apply, delete, refresh, transition,
-//                                                   resync
+//                                                   resync, sync (--sync-model argocd steps)
 //   mmi_fleet_sim_status_resyncs_answered_total     status resync requests answered
 //   mmi_fleet_sim_spec_resyncs_sent_total           spec resync requests sent on (re)connect
 //   mmi_fleet_sim_events_rejected_total{reason}     reason: malformed, unknown_cluster, stale,

@@ -117,6 +117,56 @@ void WriteStateFile(FleetSimulator& simulator, const std::string& path, std::int
   Logger().Info("state file written", {{"path", path}, {"generation", generation}});
 }
 
+double Seconds(std::chrono::milliseconds d) { return std::chrono::duration<double>(d).count(); }
+
+std::chrono::milliseconds Milliseconds(double seconds) {
+  return std::chrono::round<std::chrono::milliseconds>(std::chrono::duration<double>(seconds));
+}
+
+// The --sync-model flags (sync_model.h), in seconds on the command line.
+class SyncModelFlags {
+ public:
+  explicit SyncModelFlags(const SyncModelSettings& defaults)
+      : model_(SyncModelName(defaults.model)),
+        auto_sync_delay_(Seconds(defaults.auto_sync_delay)),
+        operation_duration_(Seconds(defaults.operation_duration)),
+        progressing_duration_(Seconds(defaults.progressing_duration)) {}
+
+  void Add(CLI::App& cli) {
+    cli.add_option("--sync-model", model_,
+                   "instant: every spec reported Synced/Healthy at once; argocd: follow each "
+                   "Application's sync policy (automated sync after --auto-sync-delay, else "
+                   "OutOfSync until an operation; Running -> Succeeded, Progressing -> Healthy)")
+        ->check(CLI::IsMember({"instant", "argocd"}))
+        ->capture_default_str();
+    cli.add_option("--auto-sync-delay", auto_sync_delay_,
+                   "argocd: seconds from OutOfSync (or drift, with selfHeal) to the automated sync")
+        ->check(CLI::Range(0.0, 3600.0))
+        ->capture_default_str();
+    cli.add_option("--operation-duration", operation_duration_,
+                   "argocd: seconds a sync operation stays Running")
+        ->check(CLI::Range(0.0, 3600.0))
+        ->capture_default_str();
+    cli.add_option("--progressing-duration", progressing_duration_,
+                   "argocd: seconds health stays Progressing after a sync; 0 = Healthy at once")
+        ->check(CLI::Range(0.0, 3600.0))
+        ->capture_default_str();
+  }
+
+  void ApplyTo(SyncModelSettings& settings) const {
+    settings.model = *ParseSyncModel(model_);  // CLI::IsMember allows only known names
+    settings.auto_sync_delay = Milliseconds(auto_sync_delay_);
+    settings.operation_duration = Milliseconds(operation_duration_);
+    settings.progressing_duration = Milliseconds(progressing_duration_);
+  }
+
+ private:
+  std::string model_;
+  double auto_sync_delay_;
+  double operation_duration_;
+  double progressing_duration_;
+};
+
 }  // namespace
 
 absl::StatusOr<AppSettings> ParseFlags(int argc, char** argv) {
@@ -127,6 +177,7 @@ absl::StatusOr<AppSettings> ParseFlags(int argc, char** argv) {
   int refresh_max = 180;
   int duration = 0;
   int tick_ms = 1000;
+  SyncModelFlags sync(fleet.agent.sync);
   CLI::App cli{"fleet-sim: N managed clusters' Maestro work agents (agent side of the protocol)"};
   cli.add_option("--transport", s.transport,
                  "mqtt | kafka | grpc (Maestro's gRPC broker: one Subscribe stream per cluster)")
@@ -163,6 +214,7 @@ absl::StatusOr<AppSettings> ParseFlags(int argc, char** argv) {
   cli.add_option("--changes-per-minute", fleet.changes_per_minute,
                  "sync/health transitions per minute across the fleet")
       ->capture_default_str();
+  sync.Add(cli);
   cli.add_option("--seed", fleet.seed, "churn random seed")->capture_default_str();
   cli.add_option("--tick-ms", tick_ms, "churn tick in milliseconds")->capture_default_str();
   cli.add_option("--postpone-refreshes-above", s.simulator.postpone_refreshes_above,
@@ -212,6 +264,7 @@ absl::StatusOr<AppSettings> ParseFlags(int argc, char** argv) {
   if (duration < 0 || tick_ms < 10) {
     return absl::InvalidArgumentError("--duration >= 0 and --tick-ms >= 10 required");
   }
+  sync.ApplyTo(fleet.agent.sync);
   fleet.agent.refresh_min = std::chrono::seconds(refresh_min);
   fleet.agent.refresh_max = std::chrono::seconds(refresh_max);
   s.duration = std::chrono::seconds(duration);
@@ -269,12 +322,14 @@ int FleetSimMain(int argc, char** argv) {
       return 1;
     }
   }
-  Logger().Info("starting", {{"transport", settings->transport},
-                             {"broker", settings->broker},
-                             {"source_id", settings->source_id},
-                             {"clusters", settings->simulator.fleet.clusters},
-                             {"cluster_prefix", settings->simulator.fleet.cluster_prefix},
-                             {"changes_per_minute", settings->simulator.fleet.changes_per_minute}});
+  Logger().Info("starting",
+                {{"transport", settings->transport},
+                 {"broker", settings->broker},
+                 {"source_id", settings->source_id},
+                 {"clusters", settings->simulator.fleet.clusters},
+                 {"cluster_prefix", settings->simulator.fleet.cluster_prefix},
+                 {"changes_per_minute", settings->simulator.fleet.changes_per_minute},
+                 {"sync_model", SyncModelName(settings->simulator.fleet.agent.sync.model)}});
   if (absl::Status status = simulator.Start(); !status.ok()) {
     Logger().Error("cannot start", {{"error", std::string(status.message())}});
     return 1;
