@@ -366,6 +366,9 @@ class AppSetController:
         e = entries.setdefault(n, {"application": n, "status": "Waiting", "lastTransitionTime": now,
                                    "message": "No Application status found, defaulting status to Waiting.",
                                    "step": str(step + 1 if step is not None else -1)})
+        spec = app.get("spec") or {}
+        sources = spec.get("sources") or ([spec["source"]] if spec.get("source") else [])
+        e["targetRevisions"] = [src.get("targetRevision") or "HEAD" for src in sources]
         if e["status"] == "Healthy" and sync == "OutOfSync":
             e.update(status="Waiting", message="Application has pending changes, setting status to Waiting.",
                      lastTransitionTime=now)

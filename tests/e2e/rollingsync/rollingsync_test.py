@@ -86,6 +86,8 @@ def run(stack: Stack, n: int, timeout: float) -> None:
         if what in ("created", "operation", "deleted", "error"):
             print(f"  {rel(t):7.2f}s stand-in {what} {d}")
 
+    errors = [d for _, what, d in log if what == "error"]
+    check(not errors, f"the stand-in's every hub call succeeded (ApplicationSet status included): {errors[:2]}")
     check(set(ops) == set(apps), f"one operation per Application: {sorted(ops)}")
     for a in apps:
         synced = first(timeline, a, lambda s, h, p: s == "Synced" or p != "")
