@@ -30,10 +30,10 @@
 #include "absl/strings/str_format.h"
 #include "libs/common/clock.h"
 #include "libs/common/log.h"
+#include "libs/common/sleeper.h"
 #include "libs/kube/http_kube_client.h"
 #include "libs/kube/informer.h"
 #include "libs/kube/rest_config.h"
-#include "libs/kube/sleeper.h"
 #include "tests/support/peer.h"
 
 namespace {
@@ -257,7 +257,7 @@ int Run(int argc, char** argv) {
   settings.rate_limit.qps = 0;  // client-side limiting off: measure the server, APF protects it
   settings.max_idle_connections = static_cast<size_t>(concurrency) + 8;
   auto client = mmi::kube::HttpKubeClient::Create(settings, mmi::RealClock::Instance(),
-                                                  mmi::kube::RealSleeper::Instance(), nullptr);
+                                                  mmi::RealSleeper::Instance(), nullptr);
   if (!client.ok()) {
     std::cerr << client.status() << std::endl;
     return 1;

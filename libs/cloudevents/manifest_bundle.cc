@@ -8,6 +8,7 @@
 #include "libs/cloudevents/internal/json.h"
 #include "libs/cloudevents/json_format.h"
 #include "libs/common/status_macros.h"
+#include "libs/kube/object.h"
 
 namespace mmi::cloudevents {
 namespace {
@@ -147,15 +148,11 @@ Json ToJson(const ManifestWorkExecutor& executor) {
   return Json{{"subject", std::move(subject)}};
 }
 
-std::string KubeTime(Timestamp time) {
-  return FormatTimestamp(std::chrono::floor<std::chrono::seconds>(time));
-}
-
 Json ToJson(const Condition& condition) {
   Json out{{"type", condition.type},
            {"status", condition.status},
            {"lastTransitionTime", condition.last_transition_time.has_value()
-                                      ? Json(KubeTime(*condition.last_transition_time))
+                                      ? Json(kube::KubeTime(*condition.last_transition_time))
                                       : Json(nullptr)},
            {"reason", condition.reason},
            {"message", condition.message}};

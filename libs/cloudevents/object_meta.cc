@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/internal/json.h"
 #include "libs/common/status_macros.h"
+#include "libs/kube/object.h"
 
 namespace mmi::cloudevents {
 namespace {
@@ -43,10 +44,6 @@ absl::Status ReadTime(const ObjectReader& reader, std::string_view member,
   }
   *out = *time;
   return absl::OkStatus();
-}
-
-std::string KubeTime(Timestamp time) {
-  return FormatTimestamp(std::chrono::floor<std::chrono::seconds>(time));
 }
 
 }  // namespace
@@ -108,10 +105,10 @@ nlohmann::json ToJson(const ObjectMeta& meta) {
     out["generation"] = meta.generation;
   }
   if (meta.creation_timestamp.has_value()) {
-    out["creationTimestamp"] = KubeTime(*meta.creation_timestamp);
+    out["creationTimestamp"] = kube::KubeTime(*meta.creation_timestamp);
   }
   if (meta.deletion_timestamp.has_value()) {
-    out["deletionTimestamp"] = KubeTime(*meta.deletion_timestamp);
+    out["deletionTimestamp"] = kube::KubeTime(*meta.deletion_timestamp);
   }
   if (!meta.labels.empty()) {
     out["labels"] = meta.labels;

@@ -7,18 +7,19 @@
 #include <cstdio>
 #include <ctime>
 #include <iostream>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 
 namespace mmi::log {
 namespace {
 
 struct GlobalState {
-  std::mutex mu;
-  std::string service = "mmi";
-  std::ostream* out = nullptr;  // nullptr: stdout via stdio
+  absl::Mutex mu;
+  std::string service ABSL_GUARDED_BY(mu) = "mmi";
+  std::ostream* out ABSL_GUARDED_BY(mu) = nullptr;  // nullptr: stdout via stdio
 };
 
 GlobalState& State() {
@@ -171,16 +172,18 @@ Field::Field(std::string_view key, double value) : key_(key) {
 Field::Field(std::string_view key, bool value) : key_(key), json_value_(value ? "true" : "false") {}
 
 void SetServiceName(std::string_view service) {
-  std::lock_guard<std::mutex> lock(State().mu);
-  State().service = std::string(service);
+  GlobalState& state = State();
+  absl::MutexLock lock(&state.mu);
+  state.service = std::string(service);
 }
 
 void SetMinLevel(Level level) { g_min_level.store(static_cast<int>(level)); }
 Level MinLevel() { return static_cast<Level>(g_min_level.load()); }
 
 void SetOutputForTest(std::ostream* out) {
-  std::lock_guard<std::mutex> lock(State().mu);
-  State().out = out;
+  GlobalState& state = State();
+  absl::MutexLock lock(&state.mu);
+  state.out = out;
 }
 
 void Logger::Log(Level level, std::string_view msg, Fields fields) const {
@@ -195,7 +198,7 @@ void Logger::Log(Level level, std::string_view msg, Fields fields) const {
   line.append(LevelName(level));
   line.append("\",\"service\":");
   GlobalState& state = State();
-  std::lock_guard<std::mutex> lock(state.mu);
+  absl::MutexLock lock(&state.mu);
   AppendJsonString(line, state.service);
   line.append(",\"component\":");
   AppendJsonString(line, component_);

@@ -1,8 +1,15 @@
 // The logging facade: one JSON object per line on stdout, with `ts`, `level`, `service`,
 // `component`, `msg` and context keys (`cluster`, `resource`, `event_id`, `transport`, ...).
 //
-//   const mmi::log::Logger logger("transport.mqtt");
-//   logger.Info("connected", {{"broker", host}, {"attempt", 3}});
+// One idiom everywhere: each .cc that logs has one accessor, Log(), in its anonymous namespace
+// and logs through it (classes too: no Logger members).
+//
+//   const log::Logger& Log() {
+//     static const log::Logger logger("transport.mqtt");
+//     return logger;
+//   }
+//   ...
+//   Log().Info("connected", {{"broker", host}, {"attempt", 3}});
 //
 // Never log secrets or event payloads. Levels: error = a human must act; warn = handled but
 // degraded (pair it with a metric); info = lifecycle and state changes; debug = per event.

@@ -15,9 +15,9 @@
 namespace mmi::kube {
 namespace {
 
-const log::Logger& Logger() {
-  static const log::Logger* const logger = new log::Logger("kube.client");
-  return *logger;
+const log::Logger& Log() {
+  static const log::Logger logger("kube.client");
+  return logger;
 }
 
 constexpr char kJson[] = "application/json";
@@ -110,7 +110,7 @@ absl::StatusOr<std::unique_ptr<HttpKubeClient>> HttpKubeClient::Create(
   transport.max_idle_connections = settings.max_idle_connections;
   ASSIGN_OR_RETURN(std::unique_ptr<internal::CurlTransport> curl,
                    internal::CurlTransport::Create(std::move(transport), clock));
-  Logger().Info("kubernetes client created", {{"config", DescribeForLog(settings.rest)}});
+  Log().Info("kubernetes client created", {{"config", DescribeForLog(settings.rest)}});
   return std::make_unique<HttpKubeClient>(std::move(curl), std::move(settings), clock, sleeper,
                                           registry);
 }
@@ -159,7 +159,7 @@ void HttpKubeClient::LogWarnings(const internal::HttpResponse& response) {
         continue;  // each distinct warning once; bounded memory
       }
     }
-    Logger().Warn("API server warning", {{"warning", warning}});
+    Log().Warn("API server warning", {{"warning", warning}});
   }
 }
 
@@ -185,10 +185,10 @@ absl::StatusOr<internal::HttpResponse> HttpKubeClient::Execute(internal::HttpReq
           backoff.emplace(settings_.retry.backoff, NextSeed());
         }
         const auto delay = backoff->Next();
-        Logger().Debug("retrying after a transport error",
-                       {{"path", request.path},
-                        {"delay_ms", static_cast<int64_t>(delay.count())},
-                        {"error", std::string(response.status().message())}});
+        Log().Debug("retrying after a transport error",
+                    {{"path", request.path},
+                     {"delay_ms", static_cast<int64_t>(delay.count())},
+                     {"error", std::string(response.status().message())}});
         sleeper_.SleepFor(delay);
         ++retries;
         continue;
@@ -213,11 +213,11 @@ absl::StatusOr<internal::HttpResponse> HttpKubeClient::Execute(internal::HttpReq
         delay = std::max<std::chrono::nanoseconds>(
             delay, std::min(*retry_after, settings_.retry.max_retry_after));
       }
-      Logger().Debug("retrying", {{"method", request.method},
-                                  {"path", request.path},
-                                  {"code", static_cast<int64_t>(code)},
-                                  {"retry_after", response->retry_after},
-                                  {"delay_ms", static_cast<int64_t>(delay.count() / 1'000'000)}});
+      Log().Debug("retrying", {{"method", request.method},
+                               {"path", request.path},
+                               {"code", static_cast<int64_t>(code)},
+                               {"retry_after", response->retry_after},
+                               {"delay_ms", static_cast<int64_t>(delay.count() / 1'000'000)}});
       sleeper_.SleepFor(delay);
       ++retries;
       continue;

@@ -14,13 +14,13 @@
 #include "absl/synchronization/mutex.h"
 #include "libs/common/backoff.h"
 #include "libs/common/clock.h"
+#include "libs/common/sleeper.h"
 #include "libs/kube/internal/client_metrics.h"
 #include "libs/kube/internal/http_transport.h"
 #include "libs/kube/internal/token_source.h"
 #include "libs/kube/kube_client.h"
 #include "libs/kube/rate_limiter.h"
 #include "libs/kube/rest_config.h"
-#include "libs/kube/sleeper.h"
 
 namespace prometheus {
 class Registry;

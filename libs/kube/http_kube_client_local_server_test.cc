@@ -9,19 +9,20 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "libs/common/clock.h"
+#include "libs/common/testing/fake_sleeper.h"
 #include "libs/kube/errors.h"
 #include "libs/kube/http_kube_client.h"
 #include "libs/kube/informer.h"
-#include "libs/kube/testing/fake_sleeper.h"
 
 namespace mmi::kube {
 namespace {
@@ -116,7 +117,7 @@ class ScriptedServer {
     acceptor_.join();
     std::vector<std::thread> threads;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       for (int fd : open_fds_) {
         ::shutdown(fd, SHUT_RDWR);
       }
@@ -128,13 +129,14 @@ class ScriptedServer {
   }
   std::string Url() const { return absl::StrCat("http://127.0.0.1:", port_); }
   std::vector<Request> Requests() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return requests_;
   }
   int Connections() const { return connections_.load(); }
   bool WaitForRequests(size_t n) const {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(5), [&] { return requests_.size() >= n; });
+    absl::MutexLock lock(&mu_);
+    const auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return requests_.size() >= n; };
+    return mu_.AwaitWithTimeout(absl::Condition(&ready), absl::FromChrono(std::chrono::seconds(5)));
   }
 
  private:
@@ -145,7 +147,7 @@ class ScriptedServer {
         return;
       }
       ++connections_;
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       open_fds_.push_back(fd);
       threads_.emplace_back([this, fd] { Serve(fd); });
     }
@@ -191,10 +193,9 @@ class ScriptedServer {
       buffer.erase(0, content_length);
       int index = 0;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         index = static_cast<int>(requests_.size());
         requests_.push_back(request);
-        cv_.notify_all();
       }
       Conn conn(fd, stopping_);
       script_(index, request, conn);
@@ -213,11 +214,10 @@ class ScriptedServer {
   std::atomic<bool> stopping_{false};
   std::atomic<int> connections_{0};
   std::thread acceptor_;
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  std::vector<int> open_fds_;
-  std::vector<std::thread> threads_;
-  std::vector<Request> requests_;
+  mutable absl::Mutex mu_;
+  std::vector<int> open_fds_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
+  std::vector<Request> requests_ ABSL_GUARDED_BY(mu_);
 };
 
 std::string Status(int code, const std::string& reason, const std::string& message) {
@@ -258,7 +258,7 @@ class LocalServerTest : public ::testing::Test {
 
   const ResourceRef apps_{"argoproj.io", "v1alpha1", "applications", "argocd"};
   // Real time for stall detection over sockets; waits (Retry-After) are recorded, not slept.
-  testing::FakeSleeper sleeper_;
+  mmi::testing::FakeSleeper sleeper_;
 };
 
 TEST_F(LocalServerTest, HonoursRetryAfterOn429AndSucceedsOnTheRetry) {
@@ -362,11 +362,12 @@ class Recorder final : public InformerHandler {
   void OnUpdate(const ObjectPtr&, const ObjectPtr& o) override { Push("update " + Name(o)); }
   void OnDelete(const ObjectPtr& o) override { Push("delete " + Name(o)); }
   bool WaitForCount(size_t n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(5), [&] { return events_.size() >= n; });
+    absl::MutexLock lock(&mu_);
+    const auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return events_.size() >= n; };
+    return mu_.AwaitWithTimeout(absl::Condition(&ready), absl::FromChrono(std::chrono::seconds(5)));
   }
   std::vector<std::string> Events() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return events_;
   }
 
@@ -375,13 +376,11 @@ class Recorder final : public InformerHandler {
     return absl::StrCat((*o)["metadata"]["name"].get<std::string>(), "@", ResourceVersionOf(*o));
   }
   void Push(std::string e) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     events_.push_back(std::move(e));
-    cv_.notify_all();
   }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::string> events_;
+  absl::Mutex mu_;
+  std::vector<std::string> events_ ABSL_GUARDED_BY(mu_);
 };
 
 TEST_F(LocalServerTest, InformerResumesAfterADisconnectAndRelistsAfterExpiry) {

@@ -7,12 +7,14 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "libs/common/testing/fake_clock.h"
+#include "libs/common/testing/fake_sleeper.h"
 #include "libs/kube/errors.h"
-#include "libs/kube/testing/fake_sleeper.h"
 #include "prometheus/registry.h"
 
 namespace mmi::kube {
@@ -41,7 +43,7 @@ class ScriptedTransport final : public internal::HttpTransport {
     Push(std::move(r));
   }
   void Push(Reply reply) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     replies_.push_back(std::move(reply));
   }
   void PushStream(std::vector<std::string> chunks, absl::Status end = absl::OkStatus()) {
@@ -52,7 +54,7 @@ class ScriptedTransport final : public internal::HttpTransport {
     Push(std::move(r));
   }
   std::vector<internal::HttpRequest> Requests() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return requests_;
   }
 
@@ -84,7 +86,7 @@ class ScriptedTransport final : public internal::HttpTransport {
 
  private:
   Reply Next(const internal::HttpRequest& request) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     requests_.push_back(request);
     if (replies_.empty()) {
       Reply r;
@@ -96,9 +98,9 @@ class ScriptedTransport final : public internal::HttpTransport {
     return r;
   }
 
-  mutable std::mutex mu_;
-  std::deque<Reply> replies_;
-  std::vector<internal::HttpRequest> requests_;
+  mutable absl::Mutex mu_;
+  std::deque<Reply> replies_ ABSL_GUARDED_BY(mu_);
+  std::vector<internal::HttpRequest> requests_ ABSL_GUARDED_BY(mu_);
 };
 
 std::string ApiStatus(int code, const std::string& reason, const std::string& message = "x") {
@@ -160,7 +162,7 @@ class HttpKubeClientTest : public ::testing::Test {
 
   const ResourceRef apps_{"argoproj.io", "v1alpha1", "applications", "argocd"};
   mmi::testing::FakeClock clock_;
-  testing::FakeSleeper sleeper_{&clock_};
+  mmi::testing::FakeSleeper sleeper_{&clock_};
   prometheus::Registry registry_;
   ScriptedTransport* transport_ = nullptr;
   std::unique_ptr<HttpKubeClient> client_;

@@ -19,9 +19,9 @@
 namespace mmi::kube {
 namespace {
 
-const log::Logger& Logger() {
-  static const log::Logger* const logger = new log::Logger("kube.informer");
-  return *logger;
+const log::Logger& Log() {
+  static const log::Logger logger("kube.informer");
+  return logger;
 }
 
 // The BOOKMARK that ends a streamed list's initial events.
@@ -119,7 +119,7 @@ struct Informer::Metrics {
                      .Register(*registry)
                      .Add({{"resource", resource}});
     } catch (const std::exception& e) {
-      Logger().Error("cannot register informer metrics", {{"error", e.what()}});
+      Log().Error("cannot register informer metrics", {{"error", e.what()}});
       restarts = nullptr;
       relists = nullptr;
       watch_list_fallbacks = nullptr;
@@ -134,22 +134,23 @@ Informer::Informer(KubeClient& client, const Clock& clock, InformerSettings sett
     : client_(client),
       clock_(clock),
       settings_(std::move(settings)),
-      metrics_(std::make_unique<Metrics>(registry, settings_.resource.GroupResource())) {}
+      metrics_(std::make_unique<Metrics>(registry, settings_.resource.GroupResource())),
+      sleeper_(RealSleeper::Instance()) {}
 
 Informer::~Informer() { Stop(); }
 
 void Informer::AddHandler(InformerHandler& handler) {
-  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  absl::MutexLock lock(&lifecycle_mu_);
   if (started_) {
-    Logger().Error("AddHandler after Start is ignored (a bug in the caller)",
-                   {{"resource", metrics_->resource}});
+    Log().Error("AddHandler after Start is ignored (a bug in the caller)",
+                {{"resource", metrics_->resource}});
     return;
   }
   handlers_.push_back(&handler);
 }
 
 void Informer::Start() {
-  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  absl::MutexLock lock(&lifecycle_mu_);
   if (started_) {
     return;
   }
@@ -158,15 +159,11 @@ void Informer::Start() {
 }
 
 void Informer::Stop() {
-  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  absl::MutexLock lock(&lifecycle_mu_);
   if (!thread_.joinable()) {
     return;
   }
-  thread_.request_stop();
-  {
-    std::lock_guard<std::mutex> sleep_lock(sleep_mu_);
-    sleep_cv_.notify_all();
-  }
+  thread_.request_stop();  // also ends a backoff wait
   thread_.join();
 }
 
@@ -239,12 +236,6 @@ InformerStats Informer::Stats() const {
   return stats_;
 }
 
-bool Informer::SleepFor(std::chrono::nanoseconds duration, const std::stop_token& stop) {
-  std::unique_lock<std::mutex> lock(sleep_mu_);
-  sleep_cv_.wait_for(lock, stop, duration, [] { return false; });
-  return !stop.stop_requested();
-}
-
 ObjectPtr Informer::Prepare(nlohmann::json&& object) const {
   if (settings_.transform) {
     settings_.transform(object);
@@ -272,7 +263,7 @@ ObjectPtr Informer::Materialize(const Entry& entry) const {
       nlohmann::json::from_msgpack(entry.packed, /*strict=*/true, /*allow_exceptions=*/false);
   if (object.is_discarded()) {
     // We wrote these bytes ourselves: failing to read them back is memory corruption.
-    Logger().Error("corrupt compact cache entry", {{"resource", metrics_->resource}});
+    Log().Error("corrupt compact cache entry", {{"resource", metrics_->resource}});
     std::abort();
   }
   return std::make_shared<const nlohmann::json>(std::move(object));
@@ -300,10 +291,10 @@ void Informer::Run(const std::stop_token& stop) {
   bool list_next = false;                  // the last streamed list failed: one paged LIST
   auto retry_list = [&](const absl::Status& failed) {
     const auto delay = backoff.Next();
-    Logger().Warn("list failed; retrying", {{"resource", metrics_->resource},
-                                            {"error", std::string(failed.message())},
-                                            {"retry_in_ms", static_cast<int64_t>(delay.count())}});
-    SleepFor(delay, stop);
+    Log().Warn("list failed; retrying", {{"resource", metrics_->resource},
+                                         {"error", std::string(failed.message())},
+                                         {"retry_in_ms", static_cast<int64_t>(delay.count())}});
+    sleeper_.SleepFor(delay, stop);
   };
   while (!stop.stop_requested()) {
     if (const absl::Status failed = TakeListFailure(); !failed.ok()) {
@@ -343,15 +334,15 @@ void Informer::Run(const std::stop_token& stop) {
       }
       if (outcome.unsupported) {
         can_stream = false;
-        Logger().Info(
+        Log().Info(
             "the API server cannot stream lists (sendInitialEvents); using paged LISTs",
             {{"resource", metrics_->resource}, {"error", std::string(outcome.error.message())}});
       } else {
         list_next = true;
-        Logger().Warn("streamed list ended before its initial events were complete; listing",
-                      {{"resource", metrics_->resource},
-                       {"error", outcome.error.ok() ? std::string("the stream ended")
-                                                    : std::string(outcome.error.message())}});
+        Log().Warn("streamed list ended before its initial events were complete; listing",
+                   {{"resource", metrics_->resource},
+                    {"error", outcome.error.ok() ? std::string("the stream ended")
+                                                 : std::string(outcome.error.message())}});
       }
       continue;
     }
@@ -364,24 +355,24 @@ void Informer::Run(const std::stop_token& stop) {
     }
     switch (outcome.end) {
       case WatchEnd::kClosed:
-        Logger().Debug("watch ended by the server; resuming",
-                       {{"resource", metrics_->resource}, {"resource_version", WatchFrom()}});
+        Log().Debug("watch ended by the server; resuming",
+                    {{"resource", metrics_->resource}, {"resource_version", WatchFrom()}});
         break;
       case WatchEnd::kExpired:
-        Logger().Info("resource version expired (410); relisting",
-                      {{"resource", metrics_->resource}, {"resource_version", WatchFrom()}});
+        Log().Info("resource version expired (410); relisting",
+                   {{"resource", metrics_->resource}, {"resource_version", WatchFrom()}});
         AbandonList();  // a list still in progress cannot be completed by this watch any more
         need_list = true;
         break;
       case WatchEnd::kError:
       case WatchEnd::kStalled: {
         const auto delay = backoff.Next();
-        Logger().Warn(outcome.end == WatchEnd::kStalled ? "watch stalled; reconnecting"
-                                                        : "watch failed; retrying",
-                      {{"resource", metrics_->resource},
-                       {"error", std::string(outcome.error.message())},
-                       {"retry_in_ms", static_cast<int64_t>(delay.count())}});
-        SleepFor(delay, stop);
+        Log().Warn(outcome.end == WatchEnd::kStalled ? "watch stalled; reconnecting"
+                                                     : "watch failed; retrying",
+                   {{"resource", metrics_->resource},
+                    {"error", std::string(outcome.error.message())},
+                    {"retry_in_ms", static_cast<int64_t>(delay.count())}});
+        sleeper_.SleepFor(delay, stop);
         break;
       }
       case WatchEnd::kStopped:
@@ -432,7 +423,7 @@ absl::Status Informer::StartPagedList(const std::stop_token& stop) {
       if (metrics_->inconsistent_continues != nullptr) {
         metrics_->inconsistent_continues->Increment();
       }
-      Logger().Info(
+      Log().Info(
           "continue token expired (410); listing on from the next key at the current "
           "state, the watch repairs the difference",
           {{"resource", metrics_->resource}, {"listed", static_cast<int64_t>(listed.size())}});
@@ -688,17 +679,17 @@ void Informer::Replace(std::vector<std::pair<std::string, Entry>> listed,
       handler->OnSynced();
     }
   }
-  Logger().Info(first_sync ? "informer synced" : "relisted",
-                {{"resource", metrics_->resource},
-                 {"how", streamed ? "streamed list" : "paged list"},
-                 {"objects", static_cast<uint64_t>(Size())},
-                 {"added", static_cast<uint64_t>(added.size())},
-                 {"updated", static_cast<uint64_t>(updated.size())},
-                 {"deleted", static_cast<uint64_t>(deleted.size())},
-                 {"resource_version", resource_version},
-                 {"ms", static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                 clock_.MonotonicNow() - started)
-                                                 .count())}});
+  Log().Info(first_sync ? "informer synced" : "relisted",
+             {{"resource", metrics_->resource},
+              {"how", streamed ? "streamed list" : "paged list"},
+              {"objects", static_cast<uint64_t>(Size())},
+              {"added", static_cast<uint64_t>(added.size())},
+              {"updated", static_cast<uint64_t>(updated.size())},
+              {"deleted", static_cast<uint64_t>(deleted.size())},
+              {"resource_version", resource_version},
+              {"ms", static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              clock_.MonotonicNow() - started)
+                                              .count())}});
 }
 
 Informer::WatchOutcome Informer::WatchOnce(const std::stop_token& stop, bool stream_list) {

@@ -47,11 +47,9 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -64,6 +62,7 @@
 #include "absl/synchronization/mutex.h"
 #include "libs/common/backoff.h"
 #include "libs/common/clock.h"
+#include "libs/common/sleeper.h"
 #include "libs/kube/kube_client.h"
 
 namespace prometheus {
@@ -277,15 +276,15 @@ class Informer {
   Entry MakeEntry(const ObjectPtr& object) const;
   ObjectPtr Materialize(const Entry& entry) const;
   static std::string VersionOf(const Entry& entry);
-  // Waits `duration` unless stopped first; false when stopped.
-  bool SleepFor(std::chrono::nanoseconds duration, const std::stop_token& stop);
   void CountRestart(WatchEnd reason);
 
   KubeClient& client_;
   const Clock& clock_;
   const InformerSettings settings_;
   std::unique_ptr<Metrics> metrics_;
-  std::vector<InformerHandler*> handlers_;
+  // Backoff waits, in real time; Stop() ends them through the reflector's stop token.
+  Sleeper& sleeper_;
+  std::vector<InformerHandler*> handlers_;  // written before Start() only
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> objects_ ABSL_GUARDED_BY(mu_);
@@ -301,11 +300,9 @@ class Informer {
   Pending pending_ ABSL_GUARDED_BY(pending_mu_);
   std::jthread list_worker_;  // touched by the reflector thread only
 
-  std::mutex sleep_mu_;
-  std::condition_variable_any sleep_cv_;
-  std::mutex lifecycle_mu_;
-  bool started_ = false;
-  std::jthread thread_;
+  absl::Mutex lifecycle_mu_;
+  bool started_ ABSL_GUARDED_BY(lifecycle_mu_) = false;
+  std::jthread thread_ ABSL_GUARDED_BY(lifecycle_mu_);
 };
 
 }  // namespace mmi::kube

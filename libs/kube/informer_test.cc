@@ -3,11 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "libs/common/testing/fake_clock.h"
 #include "libs/kube/errors.h"
 #include "libs/kube/testing/fake_kube_client.h"
@@ -29,11 +30,13 @@ class RecordingHandler final : public InformerHandler {
  public:
   void OnAdd(const ObjectPtr& o, bool initial) override {
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (hold_ == Hold::kArmed) {
         hold_ = Hold::kHolding;
-        cv_.notify_all();
-        cv_.wait(lock, [&] { return hold_ == Hold::kReleased; });
+        const auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return hold_ == Hold::kReleased;
+        };
+        mu_.Await(absl::Condition(&ready));
       }
     }
     Push(absl::StrCat("add ", Name(*o), " ", ResourceVersionOf(*o), initial ? " initial" : ""));
@@ -46,44 +49,43 @@ class RecordingHandler final : public InformerHandler {
   void OnSynced() override { Push("synced"); }
 
   std::vector<std::string> Events() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return events_;
   }
   bool WaitForCount(size_t n) const {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, kWait, [&] { return events_.size() >= n; });
+    absl::MutexLock lock(&mu_);
+    const auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return events_.size() >= n; };
+    return mu_.AwaitWithTimeout(absl::Condition(&ready), absl::FromChrono(kWait));
   }
   void Clear() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     events_.clear();
   }
   // The next OnAdd blocks (as a slow handler would) until ReleaseFirstAdd().
   void HoldFirstAdd() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     hold_ = Hold::kArmed;
   }
   bool WaitUntilHeld() {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, kWait, [&] { return hold_ == Hold::kHolding; });
+    absl::MutexLock lock(&mu_);
+    const auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return hold_ == Hold::kHolding; };
+    return mu_.AwaitWithTimeout(absl::Condition(&ready), absl::FromChrono(kWait));
   }
   void ReleaseFirstAdd() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     hold_ = Hold::kReleased;
-    cv_.notify_all();
   }
 
  private:
   static std::string Name(const json& o) { return o["metadata"].value("name", ""); }
   void Push(std::string e) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     events_.push_back(std::move(e));
-    cv_.notify_all();
   }
   enum class Hold { kNone, kArmed, kHolding, kReleased };
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  std::vector<std::string> events_;
-  Hold hold_ = Hold::kNone;
+  mutable absl::Mutex mu_;
+  std::vector<std::string> events_ ABSL_GUARDED_BY(mu_);
+  Hold hold_ ABSL_GUARDED_BY(mu_) = Hold::kNone;
 };
 
 json App(const std::string& name, const std::string& ns = "argocd") {
@@ -314,13 +316,13 @@ class SecondPageGate {
  public:
   explicit SecondPageGate(testing::FakeKubeClient& fake) : fake_(fake) {
     fake_.SetBeforeListPage([this](const ListOptions&) {
-      std::unique_lock<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (held_) {
         return;  // only the second page waits
       }
       held_ = true;
-      cv_.notify_all();
-      cv_.wait(lock, [&] { return released_; });
+      const auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return released_; };
+      mu_.Await(absl::Condition(&ready));
     });
   }
   ~SecondPageGate() {
@@ -328,21 +330,20 @@ class SecondPageGate {
     fake_.SetBeforeListPage(nullptr);
   }
   bool WaitUntilHeld() {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, kWait, [&] { return held_; });
+    absl::MutexLock lock(&mu_);
+    const auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return held_; };
+    return mu_.AwaitWithTimeout(absl::Condition(&ready), absl::FromChrono(kWait));
   }
   void Release() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     released_ = true;
-    cv_.notify_all();
   }
 
  private:
   testing::FakeKubeClient& fake_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool held_ = false;
-  bool released_ = false;
+  absl::Mutex mu_;
+  bool held_ ABSL_GUARDED_BY(mu_) = false;
+  bool released_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // A paged LIST that outlasts the watch cache's history must not end in 410: the watch starts

@@ -102,33 +102,4 @@ absl::StatusOr<ListResult> ListAll(KubeClient& client, const ResourceRef& ref,
   return all;
 }
 
-std::string ObjectKey(std::string_view ns, std::string_view name) {
-  if (ns.empty()) {
-    return std::string(name);
-  }
-  return absl::StrCat(std::string(ns), "/", std::string(name));
-}
-
-std::string ObjectKey(const nlohmann::json& object) {
-  const auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) {
-    return "";
-  }
-  const auto ns = meta->find("namespace");
-  const auto name = meta->find("name");
-  const std::string ns_s = ns != meta->end() && ns->is_string() ? ns->get<std::string>() : "";
-  const std::string name_s =
-      name != meta->end() && name->is_string() ? name->get<std::string>() : "";
-  return ObjectKey(ns_s, name_s);
-}
-
-std::string ResourceVersionOf(const nlohmann::json& object) {
-  const auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) {
-    return "";
-  }
-  const auto rv = meta->find("resourceVersion");
-  return rv != meta->end() && rv->is_string() ? rv->get<std::string>() : "";
-}
-
 }  // namespace mmi::kube

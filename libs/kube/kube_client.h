@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "libs/kube/object.h"  // ObjectKey, ResourceVersionOf: used with every object
 #include "libs/kube/resource.h"
 #include "nlohmann/json.hpp"
 
@@ -189,11 +190,5 @@ struct ListItemCallbacks {
 absl::StatusOr<std::string> ForEachListItem(KubeClient& client, const ResourceRef& ref,
                                             ListOptions options, const ListItemCallbacks& callbacks,
                                             const std::stop_token& stop = {});
-
-// metadata.namespace + "/" + metadata.name ("name" alone for cluster-scoped objects).
-std::string ObjectKey(const nlohmann::json& object);
-std::string ObjectKey(std::string_view ns, std::string_view name);
-// metadata.resourceVersion, "" when absent.
-std::string ResourceVersionOf(const nlohmann::json& object);
 
 }  // namespace mmi::kube

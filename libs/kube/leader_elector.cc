@@ -3,18 +3,17 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
 #include "libs/common/log.h"
+#include "libs/kube/object.h"
 
 namespace mmi::kube {
 namespace {
 
 using nlohmann::json;
 
-const log::Logger& Logger() {
-  static const log::Logger* const logger = new log::Logger("kube.leader_election");
-  return *logger;
+const log::Logger& Log() {
+  static const log::Logger logger("kube.leader_election");
+  return logger;
 }
 
 int64_t CeilSeconds(std::chrono::milliseconds d) {
@@ -22,27 +21,15 @@ int64_t CeilSeconds(std::chrono::milliseconds d) {
 }
 
 std::string HolderOf(const json& lease) {
-  const auto spec = lease.find("spec");
-  if (spec == lease.end() || !spec->is_object()) {
-    return "";
-  }
-  const auto holder = spec->find("holderIdentity");
-  return holder != spec->end() && holder->is_string() ? holder->get<std::string>() : "";
+  return StringAt(ObjectAt(lease, "spec"), "holderIdentity");
 }
 
 int64_t DurationSecondsOf(const json& lease) {
-  const auto spec = lease.find("spec");
-  if (spec == lease.end() || !spec->is_object()) {
-    return 0;
-  }
-  const auto d = spec->find("leaseDurationSeconds");
-  return d != spec->end() && d->is_number_integer() ? d->get<int64_t>() : 0;
+  const json& d = FieldAt(ObjectAt(lease, "spec"), "leaseDurationSeconds");
+  return d.is_number_integer() ? d.get<int64_t>() : 0;
 }
 
-json SpecOf(const json& lease) {
-  const auto spec = lease.find("spec");
-  return spec != lease.end() && spec->is_object() ? *spec : json::object();
-}
+const json& SpecOf(const json& lease) { return ObjectAt(lease, "spec"); }
 
 }  // namespace
 
@@ -80,7 +67,8 @@ LeaderElector::LeaderElector(KubeClient& client, const Clock& clock,
     : client_(client),
       clock_(clock),
       settings_(std::move(settings)),
-      callbacks_(std::move(callbacks)) {}
+      callbacks_(std::move(callbacks)),
+      sleeper_(RealSleeper::Instance()) {}
 
 LeaderElector::~LeaderElector() { Stop(); }
 
@@ -88,14 +76,8 @@ ResourceRef LeaderElector::LeaseRef() const {
   return ResourceRef{"coordination.k8s.io", "v1", "leases", settings_.lease_namespace};
 }
 
-std::string LeaderElector::NowMicroTime() const {
-  // metav1.MicroTime: RFC 3339 with microseconds, UTC.
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::FromChrono(clock_.Now()),
-                          absl::UTCTimeZone());
-}
-
 std::string LeaderElector::ObservedHolder() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return observed_holder_;
 }
 
@@ -108,7 +90,7 @@ void LeaderElector::ObserveLocked(const json& lease, bool written) {
   const std::string holder = HolderOf(lease);
   if (holder != observed_holder_) {
     observed_holder_ = holder;
-    Logger().Info("lease holder changed", {{"lease", settings_.lease_name}, {"holder", holder}});
+    Log().Info("lease holder changed", {{"lease", settings_.lease_name}, {"holder", holder}});
     if (callbacks_.on_new_leader) {
       callbacks_.on_new_leader(holder);
     }
@@ -118,13 +100,13 @@ void LeaderElector::ObserveLocked(const json& lease, bool written) {
 bool LeaderElector::TryAcquireOrRenew() {
   const ResourceRef ref = LeaseRef();
   const auto now = clock_.MonotonicNow();
-  const std::string now_text = NowMicroTime();
+  const std::string now_text = KubeMicroTime(clock_.Now());
   const int64_t duration_s = CeilSeconds(settings_.lease_duration);
 
   // Fast path: the leader renews from its cached copy without a GET.
   std::optional<json> cached;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (leading_.load() && observed_lease_.has_value() &&
         HolderOf(*observed_lease_) == settings_.identity &&
         now < observed_time_ + std::chrono::seconds(DurationSecondsOf(*observed_lease_))) {
@@ -136,11 +118,11 @@ bool LeaderElector::TryAcquireOrRenew() {
     (*cached)["spec"]["leaseDurationSeconds"] = duration_s;
     absl::StatusOr<json> renewed = client_.Update(ref, *cached, {});
     if (renewed.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       ObserveLocked(*renewed, true);
       return true;
     }
-    Logger().Debug(
+    Log().Debug(
         "renew from cache failed; re-reading the lease",
         {{"lease", settings_.lease_name}, {"error", std::string(renewed.status().message())}});
   }
@@ -159,23 +141,22 @@ bool LeaderElector::TryAcquireOrRenew() {
           {"leaseTransitions", 0}}}};
     absl::StatusOr<json> created = client_.Create(ref, lease, {});
     if (!created.ok()) {
-      Logger().Debug(
-          "cannot create the lease",
-          {{"lease", settings_.lease_name}, {"error", std::string(created.status().message())}});
+      Log().Debug("cannot create the lease", {{"lease", settings_.lease_name},
+                                              {"error", std::string(created.status().message())}});
       return false;
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ObserveLocked(*created, true);
     return true;
   }
   if (!current.ok()) {
-    Logger().Warn("cannot read the lease", {{"lease", settings_.lease_name},
-                                            {"error", std::string(current.status().message())}});
+    Log().Warn("cannot read the lease", {{"lease", settings_.lease_name},
+                                         {"error", std::string(current.status().message())}});
     return false;
   }
   json desired = *current;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ObserveLocked(*current, false);
     const std::string holder = HolderOf(*current);
     const bool valid = now < observed_time_ + std::chrono::seconds(DurationSecondsOf(*current));
@@ -199,12 +180,12 @@ bool LeaderElector::TryAcquireOrRenew() {
   // The PUT carries the observed resourceVersion: a concurrent writer makes it fail with 409.
   absl::StatusOr<json> written = client_.Update(ref, desired, {});
   if (!written.ok()) {
-    Logger().Debug(
+    Log().Debug(
         "cannot take or renew the lease",
         {{"lease", settings_.lease_name}, {"error", std::string(written.status().message())}});
     return false;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ObserveLocked(*written, true);
   return true;
 }
@@ -212,13 +193,13 @@ bool LeaderElector::TryAcquireOrRenew() {
 absl::Status LeaderElector::Release() {
   std::optional<json> lease;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!observed_lease_.has_value() || HolderOf(*observed_lease_) != settings_.identity) {
       return absl::OkStatus();
     }
     lease = observed_lease_;
   }
-  const std::string now_text = NowMicroTime();
+  const std::string now_text = KubeMicroTime(clock_.Now());
   json& spec = (*lease)["spec"];
   spec["holderIdentity"] = "";
   spec["leaseDurationSeconds"] = 1;
@@ -228,7 +209,7 @@ absl::Status LeaderElector::Release() {
   if (!written.ok()) {
     return written.status();
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ObserveLocked(*written, true);
   return absl::OkStatus();
 }
@@ -237,34 +218,24 @@ absl::Status LeaderElector::Start() {
   if (absl::Status s = ValidateLeaderElectionSettings(settings_); !s.ok()) {
     return s;
   }
-  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  absl::MutexLock lock(&lifecycle_mu_);
   if (thread_.joinable()) {
     return absl::FailedPreconditionError("leader election: already started");
   }
-  Logger().Info("campaigning for leadership", {{"lease", settings_.lease_name},
-                                               {"namespace", settings_.lease_namespace},
-                                               {"identity", settings_.identity}});
+  Log().Info("campaigning for leadership", {{"lease", settings_.lease_name},
+                                            {"namespace", settings_.lease_namespace},
+                                            {"identity", settings_.identity}});
   thread_ = std::jthread([this](const std::stop_token& stop) { Run(stop); });
   return absl::OkStatus();
 }
 
 void LeaderElector::Stop() {
-  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  absl::MutexLock lock(&lifecycle_mu_);
   if (!thread_.joinable()) {
     return;
   }
-  thread_.request_stop();
-  {
-    std::lock_guard<std::mutex> sleep_lock(sleep_mu_);
-    sleep_cv_.notify_all();
-  }
+  thread_.request_stop();  // also ends a wait between rounds
   thread_.join();
-}
-
-bool LeaderElector::SleepFor(std::chrono::nanoseconds duration, const std::stop_token& stop) {
-  std::unique_lock<std::mutex> lock(sleep_mu_);
-  sleep_cv_.wait_for(lock, stop, duration, [] { return false; });
-  return !stop.stop_requested();
 }
 
 void LeaderElector::Run(const std::stop_token& stop) {
@@ -275,21 +246,21 @@ void LeaderElector::Run(const std::stop_token& stop) {
     while (!stop.stop_requested() && !TryAcquireOrRenew()) {
       const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(
           settings_.retry_period * (1.0 + jitter(rng)));
-      SleepFor(wait, stop);
+      sleeper_.SleepFor(wait, stop);
     }
     if (stop.stop_requested()) {
       break;
     }
     leading_.store(true);
-    Logger().Info("started leading",
-                  {{"lease", settings_.lease_name}, {"identity", settings_.identity}});
+    Log().Info("started leading",
+               {{"lease", settings_.lease_name}, {"identity", settings_.identity}});
     if (callbacks_.on_started_leading) {
       callbacks_.on_started_leading();
     }
     // Leader.
     auto last_renew = clock_.MonotonicNow();
     bool lost = false;
-    while (SleepFor(settings_.retry_period, stop)) {
+    while (sleeper_.SleepFor(settings_.retry_period, stop)) {
       if (TryAcquireOrRenew()) {
         last_renew = clock_.MonotonicNow();
         continue;
@@ -303,15 +274,15 @@ void LeaderElector::Run(const std::stop_token& stop) {
     }
     leading_.store(false);
     if (lost) {
-      Logger().Warn("lost leadership", {{"lease", settings_.lease_name},
-                                        {"identity", settings_.identity},
-                                        {"holder", ObservedHolder()}});
+      Log().Warn("lost leadership", {{"lease", settings_.lease_name},
+                                     {"identity", settings_.identity},
+                                     {"holder", ObservedHolder()}});
     } else if (settings_.release_on_stop) {
       if (absl::Status s = Release(); !s.ok()) {
-        Logger().Warn("cannot release the lease; others take over after it expires",
-                      {{"lease", settings_.lease_name}, {"error", std::string(s.message())}});
+        Log().Warn("cannot release the lease; others take over after it expires",
+                   {{"lease", settings_.lease_name}, {"error", std::string(s.message())}});
       } else {
-        Logger().Info("released the lease", {{"lease", settings_.lease_name}});
+        Log().Info("released the lease", {{"lease", settings_.lease_name}});
       }
     }
     if (callbacks_.on_stopped_leading) {

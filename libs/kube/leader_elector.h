@@ -16,16 +16,17 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/common/clock.h"
+#include "libs/common/sleeper.h"
 #include "libs/kube/kube_client.h"
 
 namespace mmi::kube {
@@ -82,10 +83,8 @@ class LeaderElector {
 
  private:
   void Run(const std::stop_token& stop);
-  bool SleepFor(std::chrono::nanoseconds duration, const std::stop_token& stop);
-  // Records a lease read from or written to the server. Requires mu_.
-  void ObserveLocked(const nlohmann::json& lease, bool written);
-  std::string NowMicroTime() const;
+  // Records a lease read from or written to the server.
+  void ObserveLocked(const nlohmann::json& lease, bool written) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   ResourceRef LeaseRef() const;
 
   KubeClient& client_;
@@ -94,15 +93,16 @@ class LeaderElector {
   const LeaderCallbacks callbacks_;
   std::atomic<bool> leading_{false};
 
-  mutable std::mutex mu_;
-  std::optional<nlohmann::json> observed_lease_;  // last lease seen (full object)
-  std::chrono::steady_clock::time_point observed_time_;
-  std::string observed_holder_;
+  // Waits between rounds, in real time; Stop() ends them through the thread's stop token.
+  Sleeper& sleeper_;
 
-  std::mutex sleep_mu_;
-  std::condition_variable_any sleep_cv_;
-  std::mutex lifecycle_mu_;
-  std::jthread thread_;
+  mutable absl::Mutex mu_;
+  std::optional<nlohmann::json> observed_lease_ ABSL_GUARDED_BY(mu_);  // last lease seen
+  std::chrono::steady_clock::time_point observed_time_ ABSL_GUARDED_BY(mu_);
+  std::string observed_holder_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex lifecycle_mu_;
+  std::jthread thread_ ABSL_GUARDED_BY(lifecycle_mu_);
 };
 
 }  // namespace mmi::kube

@@ -4,9 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "libs/common/testing/fake_clock.h"
 #include "libs/kube/testing/fake_kube_client.h"
 
@@ -158,25 +159,24 @@ TEST(ValidateLeaderElectionSettingsTest, EnforcesTheDurationOrdering) {
 class Events {
  public:
   void Push(const std::string& e) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     events_.push_back(e);
-    cv_.notify_all();
   }
   bool WaitFor(const std::string& e) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(5), [&] {
+    absl::MutexLock lock(&mu_);
+    const auto seen = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return std::find(events_.begin(), events_.end(), e) != events_.end();
-    });
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&seen), absl::FromChrono(std::chrono::seconds(5)));
   }
   std::vector<std::string> All() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return events_;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::string> events_;
+  absl::Mutex mu_;
+  std::vector<std::string> events_ ABSL_GUARDED_BY(mu_);
 };
 
 LeaderElectionSettings FastSettings(const std::string& identity) {

@@ -12,7 +12,7 @@
 namespace mmi::metrics {
 namespace {
 
-const log::Logger& Logger() {
+const log::Logger& Log() {
   static const log::Logger logger("metrics.admin_server");
   return logger;
 }
@@ -127,8 +127,8 @@ absl::Status AdminServer::Start() {
   impl_->server_->addHandler("/readyz", impl_->readyz_);
   const auto ports = impl_->server_->getListeningPorts();
   impl_->port_ = ports.empty() ? 0 : ports.front();
-  Logger().Info("admin server listening",
-                {{"address", impl_->settings_.listen_address}, {"port", impl_->port_}});
+  Log().Info("admin server listening",
+             {{"address", impl_->settings_.listen_address}, {"port", impl_->port_}});
   return absl::OkStatus();
 }
 

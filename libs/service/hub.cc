@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/common/log.h"
+#include "libs/common/sleeper.h"
 #include "libs/kube/rest_config.h"
-#include "libs/kube/sleeper.h"
 #include "libs/metrics/build_info.h"
 #include "prometheus/gauge.h"
 #include "prometheus/registry.h"
@@ -40,7 +40,7 @@ absl::StatusOr<HubConnection> ConnectHub(const HubSettings& settings, std::strin
   hub.settings.rate_limit = {settings.qps, settings.burst};
   hub.settings.request_timeout = settings.request_timeout;
   auto client =
-      kube::HttpKubeClient::Create(hub.settings, clock, kube::RealSleeper::Instance(), registry);
+      kube::HttpKubeClient::Create(hub.settings, clock, RealSleeper::Instance(), registry);
   if (!client.ok()) {
     return client.status();
   }
@@ -73,7 +73,7 @@ absl::StatusOr<std::unique_ptr<LeaderCampaign>> LeaderCampaign::Create(
   lease_settings.request_timeout = settings.retry_period;
   lease_settings.retry.max_retries = 0;
   auto lease_client =
-      kube::HttpKubeClient::Create(lease_settings, clock, kube::RealSleeper::Instance(), nullptr);
+      kube::HttpKubeClient::Create(lease_settings, clock, RealSleeper::Instance(), nullptr);
   if (!lease_client.ok()) {
     return lease_client.status();
   }

@@ -6,6 +6,14 @@
 #include "migrations/embedded_migrations.h"
 
 namespace mmi::service {
+namespace {
+
+const log::Logger& Log() {
+  static const log::Logger logger("service.schema");
+  return logger;
+}
+
+}  // namespace
 
 absl::Status ApplySchema(const StoreSettings& settings) {
   if (!settings.migrate) {
@@ -16,9 +24,8 @@ absl::Status ApplySchema(const StoreSettings& settings) {
     return absl::Status(migrated.status().code(),
                         absl::StrCat("migrations: ", migrated.status().message()));
   }
-  static const log::Logger logger("service.schema");
-  logger.Info("schema ready", {{"version", migrated->current_version},
-                               {"applied", static_cast<int64_t>(migrated->applied.size())}});
+  Log().Info("schema ready", {{"version", migrated->current_version},
+                              {"applied", static_cast<int64_t>(migrated->applied.size())}});
   return absl::OkStatus();
 }
 

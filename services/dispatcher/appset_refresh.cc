@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "libs/common/log.h"
 #include "libs/kube/label_selector.h"
+#include "libs/kube/object.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/registry.h"
@@ -13,21 +14,16 @@
 namespace mmi::dispatcher {
 namespace {
 
+using kube::StringAt;
 using nlohmann::json;
 
 const log::Logger& Log() {
-  static const log::Logger* const logger = new log::Logger("dispatcher.appset_refresh");
-  return *logger;
+  static const log::Logger logger("dispatcher.appset_refresh");
+  return logger;
 }
 
 kube::ResourceRef ApplicationSets(std::string ns) {
   return {"argoproj.io", "v1alpha1", "applicationsets", std::move(ns)};
-}
-
-std::string StringAt(const json& object, const json::json_pointer& pointer) {
-  return object.contains(pointer) && object.at(pointer).is_string()
-             ? object.at(pointer).get<std::string>()
-             : std::string();
 }
 
 bool GeneratorReads(const json& generator, const json& decision,

@@ -34,7 +34,10 @@ class Receiver final : public pqxx::notification_receiver {
 
 DeletionListener::DeletionListener(DeletionListenerSettings settings, store::DispatchStore& store,
                                    Callback on_confirmed)
-    : settings_(std::move(settings)), store_(store), on_confirmed_(std::move(on_confirmed)) {}
+    : settings_(std::move(settings)),
+      store_(store),
+      on_confirmed_(std::move(on_confirmed)),
+      sleeper_(RealSleeper::Instance()) {}
 
 DeletionListener::~DeletionListener() { Stop(); }
 
@@ -44,17 +47,9 @@ void DeletionListener::Start() {
 
 void DeletionListener::Stop() {
   if (thread_.joinable()) {
-    thread_.request_stop();
-    { std::lock_guard<std::mutex> lock(sleep_mu_); }
-    sleep_cv_.notify_all();
+    thread_.request_stop();  // also ends a reconnect wait
     thread_.join();
   }
-}
-
-bool DeletionListener::SleepFor(std::chrono::milliseconds duration, const std::stop_token& stop) {
-  std::unique_lock<std::mutex> lock(sleep_mu_);
-  sleep_cv_.wait_for(lock, stop, duration, [] { return false; });
-  return !stop.stop_requested();
 }
 
 void DeletionListener::Run(const std::stop_token& stop) {
@@ -93,7 +88,7 @@ void DeletionListener::Run(const std::stop_token& stop) {
       Log().Warn(
           "deletion confirmation listener disconnected; reconnecting",
           {{"error", std::string(e.what())}, {"delay_ms", static_cast<int64_t>(delay.count())}});
-      if (!SleepFor(delay, stop)) {
+      if (!sleeper_.SleepFor(delay, stop)) {
         return;
       }
     }

@@ -19,15 +19,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <stop_token>
 #include <string>
 #include <thread>
 
 #include "libs/common/backoff.h"
+#include "libs/common/sleeper.h"
 #include "libs/store/dispatch_store.h"
 
 namespace mmi::dispatcher {
@@ -63,15 +62,14 @@ class DeletionListener {
 
  private:
   void Run(const std::stop_token& stop);
-  bool SleepFor(std::chrono::milliseconds duration, const std::stop_token& stop);
 
   const DeletionListenerSettings settings_;
   store::DispatchStore& store_;
   const Callback on_confirmed_;
   std::atomic<bool> connected_{false};
   std::atomic<int> connections_{0};
-  std::mutex sleep_mu_;
-  std::condition_variable_any sleep_cv_;
+  // Reconnect backoff, in real time; Stop() ends it through the thread's stop token.
+  Sleeper& sleeper_;
   std::jthread thread_;
 };
 

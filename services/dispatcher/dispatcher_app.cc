@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/common/log.h"
+#include "libs/common/loop.h"
 #include "libs/kube/informer.h"
 #include "libs/metrics/admin_server.h"
 #include "libs/metrics/build_info.h"
@@ -20,7 +21,6 @@
 #include "prometheus/registry.h"
 #include "services/dispatcher/deletion.h"
 #include "services/dispatcher/gitops_cluster_controller.h"
-#include "services/dispatcher/internal/executor.h"
 #include "services/dispatcher/managed_clusters.h"
 #include "services/dispatcher/metrics.h"
 #include "services/dispatcher/outbox.h"
@@ -53,8 +53,8 @@ struct DispatcherApp::Components {
   std::unique_ptr<TimedDispatchStore> store;
   std::unique_ptr<transport::Publisher> publisher;
   std::unique_ptr<transport::Subscriber> subscriber;
-  std::unique_ptr<internal::Executor> loop;
-  std::unique_ptr<internal::Executor> workers;
+  std::unique_ptr<Loop> loop;
+  std::unique_ptr<WorkerPool> workers;
   std::unique_ptr<Outbox> outbox;
   std::unique_ptr<ManagedClusterTracker> clusters;
   std::unique_ptr<kube::Informer> cluster_informer;
@@ -119,8 +119,8 @@ absl::Status DispatcherApp::Start() {
   }
 
   // Reconcile loop, worker pool and the pipeline.
-  c.loop = std::make_unique<internal::Executor>(clock, "dispatch-loop", 1);
-  c.workers = std::make_unique<internal::Executor>(clock, "dispatch-worker", settings_.workers);
+  c.loop = std::make_unique<Loop>(clock, "dispatch-loop");
+  c.workers = std::make_unique<WorkerPool>(clock, "dispatch-worker", settings_.workers);
   c.outbox = std::make_unique<Outbox>(*c.loop, *c.workers, *c.store, *c.publisher, clock,
                                       *c.metrics, settings_.outbox);
   c.clusters = std::make_unique<ManagedClusterTracker>();

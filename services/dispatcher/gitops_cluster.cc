@@ -1,62 +1,36 @@
 #include "services/dispatcher/gitops_cluster.h"
 
-#include <ctime>
-
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "libs/kube/object.h"
 #include "services/dispatcher/payload.h"
 
 namespace mmi::dispatcher {
-namespace {
 
+using kube::IsDns1123Label;
+using kube::KubeTime;
+using kube::ObjectAt;
+using kube::StringAt;
 using nlohmann::json;
 
-std::string Str(const json& obj, const char* key) {
-  if (!obj.is_object()) {
-    return "";
-  }
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-const json& Obj(const json& obj, const char* key) {
-  static const json kEmpty = json::object();
-  if (!obj.is_object()) {
-    return kEmpty;
-  }
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_object() ? *it : kEmpty;
-}
-
-}  // namespace
-
-std::string KubeTime(std::chrono::system_clock::time_point t) {
-  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 absl::StatusOr<GitOpsClusterSpec> ParseGitOpsClusterSpec(const json& gitops_cluster) {
-  const json& meta = Obj(gitops_cluster, "metadata");
-  const json& spec = Obj(gitops_cluster, "spec");
+  const json& meta = ObjectAt(gitops_cluster, "metadata");
+  const json& spec = ObjectAt(gitops_cluster, "spec");
   GitOpsClusterSpec out;
-  out.namespace_ = Str(meta, "namespace");
-  out.name = Str(meta, "name");
+  out.namespace_ = StringAt(meta, "namespace");
+  out.name = StringAt(meta, "name");
   const std::string where = absl::StrCat("GitOpsCluster ", out.namespace_, "/", out.name);
-  out.argo_namespace = Str(Obj(spec, "argoServer"), "argoNamespace");
+  out.argo_namespace = StringAt(ObjectAt(spec, "argoServer"), "argoNamespace");
   if (out.argo_namespace.empty() || !IsDns1123Label(out.argo_namespace)) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": spec.argoServer.argoNamespace must be a namespace name, got '",
                      out.argo_namespace, "'"));
   }
-  const json& ref = Obj(spec, "placementRef");
-  const std::string kind = Str(ref, "kind");
-  const std::string api_version = Str(ref, "apiVersion");
+  const json& ref = ObjectAt(spec, "placementRef");
+  const std::string kind = StringAt(ref, "kind");
+  const std::string api_version = StringAt(ref, "apiVersion");
   if (kind != "Placement" || (api_version != "cluster.open-cluster-management.io/v1beta1" &&
                               api_version != "cluster.open-cluster-management.io/v1alpha1")) {
     return absl::InvalidArgumentError(
@@ -65,7 +39,7 @@ absl::StatusOr<GitOpsClusterSpec> ParseGitOpsClusterSpec(const json& gitops_clus
                      "cluster.open-cluster-management.io/v1beta1 (got kind '",
                      kind, "', apiVersion '", api_version, "')"));
   }
-  out.placement_name = Str(ref, "name");
+  out.placement_name = StringAt(ref, "name");
   if (out.placement_name.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": spec.placementRef.name is empty"));
   }
@@ -78,11 +52,11 @@ absl::StatusOr<GitOpsClusterSpec> ParseGitOpsClusterSpec(const json& gitops_clus
   auto blank = spec.find("createBlankClusterSecrets");
   out.create_blank_cluster_secrets =
       blank != spec.end() && blank->is_boolean() && blank->get<bool>();
-  auto addon = Obj(spec, "gitopsAddon").find("enabled");
-  if (addon != Obj(spec, "gitopsAddon").end() && addon->is_boolean() && addon->get<bool>()) {
+  auto addon = ObjectAt(spec, "gitopsAddon").find("enabled");
+  if (addon != ObjectAt(spec, "gitopsAddon").end() && addon->is_boolean() && addon->get<bool>()) {
     out.create_blank_cluster_secrets = true;
   }
-  const std::string msa = Str(spec, "managedServiceAccountRef");
+  const std::string msa = StringAt(spec, "managedServiceAccountRef");
   if (!msa.empty()) {
     out.managed_service_account = msa;
   }
@@ -93,19 +67,19 @@ absl::StatusOr<std::set<std::string>> ResolveDecisions(
     const std::vector<json>& placement_decisions) {
   std::set<std::string> clusters;
   for (const json& pd : placement_decisions) {
-    auto decisions = Obj(pd, "status").find("decisions");
-    if (decisions == Obj(pd, "status").end() || !decisions->is_array()) {
+    auto decisions = ObjectAt(pd, "status").find("decisions");
+    if (decisions == ObjectAt(pd, "status").end() || !decisions->is_array()) {
       continue;
     }
     for (const json& d : *decisions) {
-      const std::string name = Str(d, "clusterName");
+      const std::string name = StringAt(d, "clusterName");
       if (name.empty()) {
         continue;
       }
       if (!IsDns1123Label(name)) {
         return absl::InvalidArgumentError(
-            absl::StrCat("PlacementDecision ", Str(Obj(pd, "metadata"), "name"), ": clusterName '",
-                         name, "' is not a valid cluster name"));
+            absl::StrCat("PlacementDecision ", StringAt(ObjectAt(pd, "metadata"), "name"),
+                         ": clusterName '", name, "' is not a valid cluster name"));
       }
       clusters.insert(name);
     }
@@ -114,9 +88,9 @@ absl::StatusOr<std::set<std::string>> ResolveDecisions(
 }
 
 json BlankClusterSecret(const json& managed_cluster, const GitOpsClusterSpec& spec) {
-  const std::string cluster = Str(Obj(managed_cluster, "metadata"), "name");
+  const std::string cluster = StringAt(ObjectAt(managed_cluster, "metadata"), "name");
   json labels = json::object();
-  for (const auto& [k, v] : Obj(Obj(managed_cluster, "metadata"), "labels").items()) {
+  for (const auto& [k, v] : ObjectAt(ObjectAt(managed_cluster, "metadata"), "labels").items()) {
     if (v.is_string()) {
       labels[k] = v;
     }
@@ -153,15 +127,15 @@ std::vector<json> DuckTypeConfigMaps(const std::string& argo_namespace) {
 }
 
 std::string ClusterOfSecret(const json& secret) {
-  std::string name = Str(Obj(Obj(secret, "metadata"), "labels"), kClusterNameLabel);
+  std::string name = StringAt(ObjectAt(ObjectAt(secret, "metadata"), "labels"), kClusterNameLabel);
   if (!name.empty()) {
     return name;
   }
-  name = Str(Obj(secret, "stringData"), "name");
+  name = StringAt(ObjectAt(secret, "stringData"), "name");
   if (!name.empty()) {
     return name;
   }
-  const std::string encoded = Str(Obj(secret, "data"), "name");
+  const std::string encoded = StringAt(ObjectAt(secret, "data"), "name");
   if (encoded.empty()) {
     return "";
   }
@@ -200,20 +174,20 @@ bool SetCondition(json& status, const std::string& type, const std::string& cond
     conditions = json::array();
   }
   for (json& c : conditions) {
-    if (Str(c, "type") != type) {
+    if (StringAt(c, "type") != type) {
       continue;
     }
     bool changed = false;
-    if (Str(c, "status") != cond_status) {
+    if (StringAt(c, "status") != cond_status) {
       c["status"] = cond_status;
       c["lastTransitionTime"] = KubeTime(now);
       changed = true;
     }
-    if (Str(c, "reason") != reason) {
+    if (StringAt(c, "reason") != reason) {
       c["reason"] = reason;
       changed = true;
     }
-    if (Str(c, "message") != message) {
+    if (StringAt(c, "message") != message) {
       c["message"] = message;
       changed = true;
     }
@@ -233,14 +207,14 @@ void UpdateReadyCondition(json& status, std::chrono::system_clock::time_point no
   std::string failed;
   if (status.is_object() && status.contains("conditions") && status["conditions"].is_array()) {
     for (const json& c : status["conditions"]) {
-      if (Str(c, "type") == kCondReady) {
+      if (StringAt(c, "type") == kCondReady) {
         continue;
       }
-      const std::string s = Str(c, "status");
+      const std::string s = StringAt(c, "status");
       if (s == "False") {
         any_false = true;
         if (failed.empty()) {
-          failed = Str(c, "type");
+          failed = StringAt(c, "type");
         }
       }
       if (s != "True") {
@@ -273,8 +247,8 @@ std::string ConditionStatus(const json& status, const std::string& type) {
     return "";
   }
   for (const json& c : status["conditions"]) {
-    if (Str(c, "type") == type) {
-      return Str(c, "status");
+    if (StringAt(c, "type") == type) {
+      return StringAt(c, "status");
     }
   }
   return "";
@@ -302,7 +276,7 @@ std::string CapMessage(std::string message, size_t max) {
 
 std::map<std::string, std::string> EffectiveSecretData(const json& secret) {
   std::map<std::string, std::string> out;
-  for (const auto& [k, v] : Obj(secret, "data").items()) {
+  for (const auto& [k, v] : ObjectAt(secret, "data").items()) {
     std::string decoded;
     if (v.is_string() && absl::Base64Unescape(v.get<std::string>(), &decoded)) {
       out[k] = std::move(decoded);
@@ -310,17 +284,18 @@ std::map<std::string, std::string> EffectiveSecretData(const json& secret) {
       out[k] = "";
     }
   }
-  for (const auto& [k, v] : Obj(secret, "stringData").items()) {
+  for (const auto& [k, v] : ObjectAt(secret, "stringData").items()) {
     out[k] = v.is_string() ? v.get<std::string>() : "";
   }
   return out;
 }
 
 bool ClusterSecretUpToDate(const json& existing, const json& desired) {
-  if (Str(existing, "type") != Str(desired, "type")) {
+  if (StringAt(existing, "type") != StringAt(desired, "type")) {
     return false;
   }
-  if (Obj(Obj(existing, "metadata"), "labels") != Obj(Obj(desired, "metadata"), "labels")) {
+  if (ObjectAt(ObjectAt(existing, "metadata"), "labels") !=
+      ObjectAt(ObjectAt(desired, "metadata"), "labels")) {
     return false;
   }
   return EffectiveSecretData(existing) == EffectiveSecretData(desired);
@@ -328,12 +303,12 @@ bool ClusterSecretUpToDate(const json& existing, const json& desired) {
 
 json ClusterSecretUpdate(const json& existing, const json& desired) {
   json out = desired;
-  const json& old_meta = Obj(existing, "metadata");
+  const json& old_meta = ObjectAt(existing, "metadata");
   json& meta = out["metadata"];
-  meta["resourceVersion"] = Str(old_meta, "resourceVersion");
-  json annotations = Obj(old_meta, "annotations");
+  meta["resourceVersion"] = StringAt(old_meta, "resourceVersion");
+  json annotations = ObjectAt(old_meta, "annotations");
   annotations.erase("kubectl.kubernetes.io/last-applied-configuration");
-  for (const auto& [k, v] : Obj(meta, "annotations").items()) {
+  for (const auto& [k, v] : ObjectAt(meta, "annotations").items()) {
     annotations[k] = v;
   }
   if (!annotations.empty()) {
@@ -350,8 +325,9 @@ json ClusterSecretUpdate(const json& existing, const json& desired) {
 }
 
 bool IsNonAcmClusterSecret(const json& secret) {
-  const json& labels = Obj(Obj(secret, "metadata"), "labels");
-  return Str(labels, kSecretTypeLabel) == "cluster" && Str(labels, kAcmClusterLabel) != "true";
+  const json& labels = ObjectAt(ObjectAt(secret, "metadata"), "labels");
+  return StringAt(labels, kSecretTypeLabel) == "cluster" &&
+         StringAt(labels, kAcmClusterLabel) != "true";
 }
 
 std::string AppSetPlacementRbacName(const std::string& argo_namespace) {
@@ -390,9 +366,9 @@ json AppSetPlacementRoleBinding(const std::string& argo_namespace,
 std::string PickAppSetControllerServiceAccount(const std::vector<json>& service_accounts) {
   for (const char* part_of : {"argocd-applicationset", "argocd"}) {
     for (const json& sa : service_accounts) {
-      const json& meta = Obj(sa, "metadata");
-      const std::string name = Str(meta, "name");
-      if (Str(Obj(meta, "labels"), "app.kubernetes.io/part-of") == part_of &&
+      const json& meta = ObjectAt(sa, "metadata");
+      const std::string name = StringAt(meta, "name");
+      if (StringAt(ObjectAt(meta, "labels"), "app.kubernetes.io/part-of") == part_of &&
           absl::EndsWith(name, "-applicationset-controller")) {
         return name;
       }

@@ -76,9 +76,6 @@ bool SetCondition(nlohmann::json& status, const std::string& type, const std::st
 // False, Unknown (Reconciling) otherwise.
 void UpdateReadyCondition(nlohmann::json& status, std::chrono::system_clock::time_point now);
 
-// RFC 3339, seconds precision (Kubernetes metav1.Time).
-std::string KubeTime(std::chrono::system_clock::time_point t);
-
 // --- Used by the controller (gitops_cluster_controller.h) ---
 
 inline constexpr char kCondUnknown[] = "Unknown";

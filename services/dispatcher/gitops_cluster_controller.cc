@@ -23,9 +23,9 @@ namespace {
 
 using nlohmann::json;
 
-const log::Logger& Logger() {
-  static const log::Logger* const logger = new log::Logger("dispatcher.gitopscluster");
-  return *logger;
+const log::Logger& Log() {
+  static const log::Logger logger("dispatcher.gitopscluster");
+  return logger;
 }
 
 // Queue keys: one namespace of keys per kind of work.
@@ -55,24 +55,13 @@ kube::ResourceRef Rbac(const char* resource, std::string ns) {
   return {"rbac.authorization.k8s.io", "v1", resource, std::move(ns)};
 }
 
-const json& Field(const json& obj, const char* key) {
-  static const json kNull;
-  if (!obj.is_object()) {
-    return kNull;
-  }
-  auto it = obj.find(key);
-  return it != obj.end() ? *it : kNull;
-}
-std::string StrField(const json& obj, const char* key) {
-  const json& v = Field(obj, key);
-  return v.is_string() ? v.get<std::string>() : "";
-}
-const json& Meta(const json& obj) { return Field(obj, "metadata"); }
-const json& Labels(const json& obj) { return Field(Meta(obj), "labels"); }
-std::string Label(const json& obj, const char* key) { return StrField(Labels(obj), key); }
-bool BoolAt(const json& obj, const json::json_pointer& ptr) {
-  return obj.contains(ptr) && obj.at(ptr).is_boolean() && obj.at(ptr).get<bool>();
-}
+using kube::BoolAt;
+using kube::FieldAt;
+using kube::KubeTime;
+using kube::Label;
+using kube::Labels;
+using kube::Metadata;
+using kube::StringAt;
 
 bool IsOwned(const json& secret, const std::string& managed_by) {
   return Label(secret, kManagedByLabel) == managed_by;
@@ -161,7 +150,7 @@ class GitOpsClusterController::Handler final : public kube::InformerHandler {
         EnqueuePlacement(*object);
         break;
       case Kind::kManagedCluster:
-        owner_.Enqueue(absl::StrCat(kClusterKey, StrField(Meta(*object), "name")));
+        owner_.Enqueue(absl::StrCat(kClusterKey, StringAt(Metadata(*object), "name")));
         break;
       case Kind::kSecret:
         // Mostly our own creates. One nobody wants any more (its GitOpsCluster changed while
@@ -182,14 +171,15 @@ class GitOpsClusterController::Handler final : public kube::InformerHandler {
     switch (kind_) {
       case Kind::kGitOpsCluster:
         // Our own status writes come back as updates: only spec and annotation changes count.
-        if (Field(o, "spec") != Field(n, "spec") ||
-            Field(Meta(o), "annotations") != Field(Meta(n), "annotations") ||
-            Field(Meta(o), "deletionTimestamp") != Field(Meta(n), "deletionTimestamp")) {
+        if (FieldAt(o, "spec") != FieldAt(n, "spec") ||
+            FieldAt(Metadata(o), "annotations") != FieldAt(Metadata(n), "annotations") ||
+            FieldAt(Metadata(o), "deletionTimestamp") !=
+                FieldAt(Metadata(n), "deletionTimestamp")) {
           owner_.Enqueue(absl::StrCat(kGitOpsKey, kube::ObjectKey(n)));
         }
         break;
       case Kind::kDecision:
-        if (Field(o, "status") != Field(n, "status") || Labels(o) != Labels(n)) {
+        if (FieldAt(o, "status") != FieldAt(n, "status") || Labels(o) != Labels(n)) {
           EnqueuePlacement(o);
           EnqueuePlacement(n);
         }
@@ -197,15 +187,15 @@ class GitOpsClusterController::Handler final : public kube::InformerHandler {
       case Kind::kManagedCluster:
         // Heartbeats and status are ignored (and dropped from the cache): labels are copied
         // onto the secrets, deletion makes secrets orphans.
-        if (Labels(o) != Labels(n) ||
-            Field(Meta(o), "deletionTimestamp") != Field(Meta(n), "deletionTimestamp")) {
-          owner_.Enqueue(absl::StrCat(kClusterKey, StrField(Meta(n), "name")));
+        if (Labels(o) != Labels(n) || FieldAt(Metadata(o), "deletionTimestamp") !=
+                                          FieldAt(Metadata(n), "deletionTimestamp")) {
+          owner_.Enqueue(absl::StrCat(kClusterKey, StringAt(Metadata(n), "name")));
         }
         break;
       case Kind::kSecret:
-        if (Labels(o) != Labels(n) || Field(o, "data") != Field(n, "data") ||
-            Field(o, "stringData") != Field(n, "stringData") ||
-            Field(o, "type") != Field(n, "type")) {
+        if (Labels(o) != Labels(n) || FieldAt(o, "data") != FieldAt(n, "data") ||
+            FieldAt(o, "stringData") != FieldAt(n, "stringData") ||
+            FieldAt(o, "type") != FieldAt(n, "type")) {
           EnqueueSecretCluster(o);
           EnqueueSecretCluster(n);
         }
@@ -222,7 +212,7 @@ class GitOpsClusterController::Handler final : public kube::InformerHandler {
         EnqueuePlacement(*last_state);
         break;
       case Kind::kManagedCluster:
-        owner_.Enqueue(absl::StrCat(kClusterKey, StrField(Meta(*last_state), "name")));
+        owner_.Enqueue(absl::StrCat(kClusterKey, StringAt(Metadata(*last_state), "name")));
         owner_.Enqueue(kOrphansKey);
         break;
       case Kind::kSecret:
@@ -237,7 +227,7 @@ class GitOpsClusterController::Handler final : public kube::InformerHandler {
     const std::string placement = Label(decision, kPlacementLabel);
     if (!placement.empty()) {
       owner_.Enqueue(
-          absl::StrCat(kPlacementKey, StrField(Meta(decision), "namespace"), "/", placement));
+          absl::StrCat(kPlacementKey, StringAt(Metadata(decision), "namespace"), "/", placement));
     }
   }
   void EnqueueSecretCluster(const json& secret) {
@@ -257,7 +247,8 @@ GitOpsClusterController::GitOpsClusterController(kube::KubeClient& client, const
     : client_(client),
       clock_(clock),
       settings_(std::move(settings)),
-      metrics_(std::make_unique<Metrics>(registry)) {
+      metrics_(std::make_unique<Metrics>(registry)),
+      queue_(settings_.max_queue_depth) {
   const auto make = [&](kube::ResourceRef ref, std::string label_selector,
                         kube::Transform transform, Handler::Kind kind) {
     kube::InformerSettings s;
@@ -320,7 +311,7 @@ absl::Status GitOpsClusterController::Start() {
     return absl::InvalidArgumentError(
         "gitops_cluster.resync_period and gitops_cluster.timer_check_interval must be > 0");
   }
-  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  absl::MutexLock lock(&lifecycle_mu_);
   if (started_ || stopped_) {
     return absl::FailedPreconditionError("GitOpsClusterController::Start called twice");
   }
@@ -329,13 +320,13 @@ absl::Status GitOpsClusterController::Start() {
     informer->Start();
   }
   loop_ = std::jthread([this](const std::stop_token& stop) { Run(stop); });
-  Logger().Info("GitOpsCluster controller started");
+  Log().Info("GitOpsCluster controller started");
   return absl::OkStatus();
 }
 
 void GitOpsClusterController::Stop() {
   {
-    std::lock_guard<std::mutex> lock(lifecycle_mu_);
+    absl::MutexLock lock(&lifecycle_mu_);
     if (stopped_) {
       return;
     }
@@ -347,15 +338,12 @@ void GitOpsClusterController::Stop() {
   for (kube::Informer* informer : Informers()) {
     informer->Stop();
   }
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-  }
+  queue_.ShutDown();
   loop_.request_stop();
   if (loop_.joinable()) {
     loop_.join();
   }
-  Logger().Info("GitOpsCluster controller stopped");
+  Log().Info("GitOpsCluster controller stopped");
 }
 
 bool GitOpsClusterController::synced() const {
@@ -368,44 +356,33 @@ bool GitOpsClusterController::synced() const {
 // --- queue ---
 
 void GitOpsClusterController::Enqueue(const std::string& key) {
-  absl::MutexLock lock(&mu_);
-  if (queued_.contains(key)) {
-    return;
+  switch (queue_.Add(key)) {
+    case kube::WorkQueue::AddResult::kAdded:
+      metrics_->queue_depth->Set(static_cast<double>(queue_.Len()));
+      return;
+    case kube::WorkQueue::AddResult::kAlreadyQueued:
+      return;
+    case kube::WorkQueue::AddResult::kOverflowed:
+      Log().Warn("GitOpsCluster work queue full; dropping keys until it drains, then resyncing",
+                 {{"depth", static_cast<int64_t>(queue_.Len())}});
+      metrics_->overflows->Increment();
+      return;
+    case kube::WorkQueue::AddResult::kDropped:
+      metrics_->overflows->Increment();
+      return;
   }
-  if (ready_.size() >= settings_.max_queue_depth) {
-    if (!overflowed_) {
-      Logger().Warn("GitOpsCluster work queue full; dropping keys until it drains, then resyncing",
-                    {{"depth", static_cast<int64_t>(ready_.size())}});
-    }
-    overflowed_ = true;
-    metrics_->overflows->Increment();
-    return;
-  }
-  ready_.push_back(key);
-  queued_.insert(key);
-  metrics_->queue_depth->Set(static_cast<double>(ready_.size()));
-}
-
-bool GitOpsClusterController::HasWork() const {
-  return stopping_ || !ready_.empty() || overflowed_;
 }
 
 std::string GitOpsClusterController::Pop(std::chrono::milliseconds max_wait) {
-  absl::MutexLock lock(&mu_);
-  mu_.AwaitWithTimeout(absl::Condition(this, &GitOpsClusterController::HasWork),
-                       absl::FromChrono(max_wait));
-  if (stopping_) {
+  queue_.Wait(max_wait);
+  if (queue_.ShuttingDown()) {
     return "";
   }
-  if (!ready_.empty()) {
-    std::string key = std::move(ready_.front());
-    ready_.pop_front();
-    queued_.erase(key);
-    metrics_->queue_depth->Set(static_cast<double>(ready_.size()));
-    return key;
+  if (std::optional<std::string> key = queue_.Get()) {
+    metrics_->queue_depth->Set(static_cast<double>(queue_.Len()));
+    return *std::move(key);
   }
-  if (overflowed_) {
-    overflowed_ = false;
+  if (queue_.TakeOverflow()) {
     return kResyncKey;
   }
   return "";
@@ -441,8 +418,8 @@ void GitOpsClusterController::Run(const std::stop_token& stop) {
   if (!WaitForInformers(stop)) {
     return;
   }
-  Logger().Info("informers synced; reconciling every GitOpsCluster",
-                {{"gitopsclusters", static_cast<int64_t>(gitops_clusters_->Size())}});
+  Log().Info("informers synced; reconciling every GitOpsCluster",
+             {{"gitopsclusters", static_cast<int64_t>(gitops_clusters_->Size())}});
   EnqueueAllGitOpsClusters();
   next_resync_ = clock_.MonotonicNow() + settings_.resync_period;
   while (!stop.stop_requested()) {
@@ -474,6 +451,7 @@ void GitOpsClusterController::Run(const std::stop_token& stop) {
     const std::string key = Pop(wait);
     if (!key.empty()) {
       Process(key);
+      queue_.Done(key);  // queues it again when it changed meanwhile
     }
   }
 }
@@ -489,7 +467,7 @@ void GitOpsClusterController::EnqueueForPlacement(const std::string& ns,
                                                   const std::string& placement) {
   bool used = false;
   for (const kube::ObjectPtr& g : gitops_clusters_->List(ns)) {
-    const std::string ref_name = StrField(Field(Field(*g, "spec"), "placementRef"), "name");
+    const std::string ref_name = StringAt(FieldAt(FieldAt(*g, "spec"), "placementRef"), "name");
     if (absl::EqualsIgnoreCase(ref_name, placement)) {
       Enqueue(absl::StrCat(kGitOpsKey, kube::ObjectKey(*g)));
       used = true;
@@ -512,7 +490,7 @@ void GitOpsClusterController::RefreshAppSetsIfDecided(const std::string& ns,
     // change up, as it would without us.
     if (!appsets_unsynced_logged_) {
       appsets_unsynced_logged_ = true;
-      Logger().Warn(
+      Log().Warn(
           "ApplicationSets not listed (CRD or RBAC missing?); decisions changes wait for their "
           "requeue",
           {{"placement", absl::StrCat(ns, "/", placement)}});
@@ -544,8 +522,8 @@ void GitOpsClusterController::EnqueueForCluster(const std::string& cluster) {
           if (Label(*pd, kPlacementLabel) != spec->placement_name) {
             continue;
           }
-          for (const json& d : Field(Field(*pd, "status"), "decisions")) {
-            concerned |= StrField(d, "clusterName") == cluster;
+          for (const json& d : FieldAt(FieldAt(*pd, "status"), "decisions")) {
+            concerned |= StringAt(d, "clusterName") == cluster;
           }
         }
       }
@@ -563,8 +541,8 @@ void GitOpsClusterController::ScheduleRetry(const std::string& key) {
   }
   const auto delay = it->second.Next();
   delayed_[key] = clock_.MonotonicNow() + delay;
-  Logger().Debug("reconcile retry scheduled",
-                 {{"resource", key}, {"delay_ms", static_cast<int64_t>(delay.count())}});
+  Log().Debug("reconcile retry scheduled",
+              {{"resource", key}, {"delay_ms", static_cast<int64_t>(delay.count())}});
 }
 
 void GitOpsClusterController::ForgetRetry(const std::string& key) { retries_.erase(key); }
@@ -604,7 +582,7 @@ void GitOpsClusterController::Process(const std::string& key) {
     return;
   }
   if (!absl::StartsWith(key, kGitOpsKey)) {
-    Logger().Error("unknown work queue key", {{"resource", key}});
+    Log().Error("unknown work queue key", {{"resource", key}});
     return;
   }
   const std::string object_key = key.substr(2);
@@ -636,13 +614,12 @@ GitOpsClusterController::Outcome GitOpsClusterController::Reconcile(const std::s
                                                                     const std::string& name) {
   const std::string key = kube::ObjectKey(ns, name);
   const kube::ObjectPtr object = gitops_clusters_->Get(ns, name);
-  if (object == nullptr || !Field(Meta(*object), "deletionTimestamp").is_null()) {
+  if (object == nullptr || !FieldAt(Metadata(*object), "deletionTimestamp").is_null()) {
     // No finalizer (hub-apis §4.7): what it wrote becomes orphans.
     written_.erase(key);
     if (managed_.contains(key)) {
       SetManaged(key, std::nullopt);
-      Logger().Info("GitOpsCluster deleted; its cluster secrets are orphans now",
-                    {{"resource", key}});
+      Log().Info("GitOpsCluster deleted; its cluster secrets are orphans now", {{"resource", key}});
       Enqueue(kOrphansKey);
     }
     return Outcome::kSuccess;
@@ -670,7 +647,7 @@ GitOpsClusterController::Outcome GitOpsClusterController::Reconcile(const std::s
                                                                           : kCondPlacementResolved;
     SetCondition(status, condition, "False", kReasonInvalidConfiguration, CapMessage(message), now);
     status["message"] = CapMessage(message);
-    Logger().Warn("invalid GitOpsCluster", {{"resource", key}, {"error", message}});
+    Log().Warn("invalid GitOpsCluster", {{"resource", key}, {"error", message}});
     outcome = Outcome::kFailed;
   } else {
     outcome = ReconcileSpec(*object, *spec, status, managed, keep_previous);
@@ -690,8 +667,8 @@ GitOpsClusterController::Outcome GitOpsClusterController::Reconcile(const std::s
     if (patched.ok()) {
       written_[key] = WrittenStatus{.based_on = resource_version, .status = status};
     } else if (!absl::IsNotFound(patched.status())) {
-      Logger().Warn("cannot write GitOpsCluster status",
-                    {{"resource", key}, {"error", patched.status().ToString()}});
+      Log().Warn("cannot write GitOpsCluster status",
+                 {{"resource", key}, {"error", patched.status().ToString()}});
       outcome = Outcome::kError;
     }
   }
@@ -720,16 +697,16 @@ GitOpsClusterController::Outcome GitOpsClusterController::ReconcileSpec(
                         Outcome outcome) {
     SetCondition(status, condition, "False", reason, CapMessage(message), now);
     status["message"] = CapMessage(message);
-    Logger().Warn("GitOpsCluster not reconciled",
-                  {{"resource", key}, {"condition", condition}, {"error", message}});
+    Log().Warn("GitOpsCluster not reconciled",
+               {{"resource", key}, {"condition", condition}, {"error", message}});
     return outcome;
   };
   // A request that failed on the way (not an answer about the hub): keep what we had, retry.
   const auto transient = [&](const std::string& what, const absl::Status& error) {
     keep_previous = true;
     status["message"] = CapMessage(absl::StrCat(what, ": ", error.ToString()));
-    Logger().Warn("GitOpsCluster reconcile failed; retrying",
-                  {{"resource", key}, {"error", absl::StrCat(what, ": ", error.ToString())}});
+    Log().Warn("GitOpsCluster reconcile failed; retrying",
+               {{"resource", key}, {"error", absl::StrCat(what, ": ", error.ToString())}});
     return Outcome::kError;
   };
 
@@ -758,8 +735,8 @@ GitOpsClusterController::Outcome GitOpsClusterController::ReconcileSpec(
     }
   }
   // 2. The Argo CD server is there (§4.4 step 5).
-  if (StrField(Field(Meta(gitops_cluster), "annotations"), kSkipArgoNamespaceVerifyAnnotation) !=
-      "true") {
+  if (StringAt(FieldAt(Metadata(gitops_cluster), "annotations"),
+               kSkipArgoNamespaceVerifyAnnotation) != "true") {
     kube::ListOptions by_label;
     by_label.label_selector = kArgoServerServiceSelector;
     by_label.limit = 1;
@@ -787,8 +764,8 @@ GitOpsClusterController::Outcome GitOpsClusterController::ReconcileSpec(
   if (absl::Status st = EnsureAppSetResources(spec.argo_namespace); !st.ok()) {
     SetCondition(status, kCondApplicationSetResourcesReady, "False", kReasonConfigMapCreationFailed,
                  CapMessage(st.ToString()), now);
-    Logger().Warn("cannot create ApplicationSet resources",
-                  {{"resource", key}, {"error", st.ToString()}});
+    Log().Warn("cannot create ApplicationSet resources",
+               {{"resource", key}, {"error", st.ToString()}});
     retry = true;
   } else {
     SetCondition(status, kCondApplicationSetResourcesReady, "True", kReasonSuccess,
@@ -848,7 +825,8 @@ GitOpsClusterController::Outcome GitOpsClusterController::ReconcileSpec(
   managed.clusters = *clusters;
 
   // 5. Cluster secrets (§4.4 step 10, §4.5): the blank variant only.
-  const json& agent = Field(Field(Field(gitops_cluster, "spec"), "gitopsAddon"), "argoCDAgent");
+  const json& agent =
+      FieldAt(FieldAt(FieldAt(gitops_cluster, "spec"), "gitopsAddon"), "argoCDAgent");
   if (BoolAt(agent, json::json_pointer("/enabled"))) {
     return fail(kCondClustersRegistered, kReasonInvalidConfiguration,
                 "spec.gitopsAddon.argoCDAgent is not supported by the mmi dispatcher (pull model "
@@ -901,7 +879,7 @@ GitOpsClusterController::Outcome GitOpsClusterController::ReconcileSpec(
 
 absl::Status GitOpsClusterController::CreateIfAbsent(const kube::ResourceRef& ref,
                                                      const json& object) {
-  const std::string name = StrField(Meta(object), "name");
+  const std::string name = StringAt(Metadata(object), "name");
   auto existing = client_.Get(ref, name);
   if (existing.ok()) {
     return absl::OkStatus();
@@ -911,8 +889,8 @@ absl::Status GitOpsClusterController::CreateIfAbsent(const kube::ResourceRef& re
   }
   auto created = client_.Create(ref, object, {.field_manager = settings_.field_manager});
   if (created.ok()) {
-    Logger().Info("created",
-                  {{"resource", absl::StrCat(ref.GroupResource(), " ", kube::ObjectKey(object))}});
+    Log().Info("created",
+               {{"resource", absl::StrCat(ref.GroupResource(), " ", kube::ObjectKey(object))}});
     return absl::OkStatus();
   }
   return absl::IsAlreadyExists(created.status()) ? absl::OkStatus() : created.status();
@@ -942,8 +920,8 @@ absl::Status GitOpsClusterController::EnsureAppSetResources(const std::string& a
 }
 
 absl::Status GitOpsClusterController::WriteClusterSecret(const json& desired) {
-  const std::string ns = StrField(Meta(desired), "namespace");
-  const std::string name = StrField(Meta(desired), "name");
+  const std::string ns = StringAt(Metadata(desired), "namespace");
+  const std::string name = StringAt(Metadata(desired), "name");
   const kube::ResourceRef ref = Core("secrets", ns);
   const kube::WriteOptions options{.field_manager = settings_.field_manager};
   json existing;
@@ -955,7 +933,7 @@ absl::Status GitOpsClusterController::WriteClusterSecret(const json& desired) {
   } else {
     auto created = client_.Create(ref, desired, options);
     if (created.ok()) {
-      Logger().Info("cluster secret created", {{"resource", kube::ObjectKey(ns, name)}});
+      Log().Info("cluster secret created", {{"resource", kube::ObjectKey(ns, name)}});
       return absl::OkStatus();
     }
     if (!absl::IsAlreadyExists(created.status())) {
@@ -970,7 +948,7 @@ absl::Status GitOpsClusterController::WriteClusterSecret(const json& desired) {
   for (int attempt = 0;; ++attempt) {
     auto updated = client_.Update(ref, ClusterSecretUpdate(existing, desired), options);
     if (updated.ok()) {
-      Logger().Info("cluster secret updated", {{"resource", kube::ObjectKey(ns, name)}});
+      Log().Info("cluster secret updated", {{"resource", kube::ObjectKey(ns, name)}});
       return absl::OkStatus();
     }
     if (!absl::IsAborted(updated.status()) || attempt > 0) {
@@ -1009,7 +987,7 @@ GitOpsClusterController::Outcome GitOpsClusterController::CleanUpOrphans() {
     if (wanted_.contains(key) || cluster.empty()) {
       continue;  // wanted, or its cluster is unknown: never deleted (§4.7)
     }
-    const std::string ns = StrField(Meta(*secret), "namespace");
+    const std::string ns = StringAt(Metadata(*secret), "namespace");
     const bool superseded = wanted_clusters.contains(kube::ObjectKey(ns, cluster)) &&
                             EffectiveSecretData(*secret)["server"] ==
                                 absl::StrCat("https://", cluster, "-control-plane");
@@ -1027,15 +1005,15 @@ GitOpsClusterController::Outcome GitOpsClusterController::CleanUpOrphans() {
         continue;
       }
     }
-    const std::string name = StrField(Meta(*secret), "name");
+    const std::string name = StringAt(Metadata(*secret), "name");
     kube::DeleteOptions only_this;
-    only_this.precondition_uid = StrField(Meta(*secret), "uid");
+    only_this.precondition_uid = StringAt(Metadata(*secret), "uid");
     absl::Status st = client_.Delete(Core("secrets", ns), name, only_this);
     if (st.ok() || absl::IsNotFound(st)) {
-      Logger().Info("orphaned cluster secret deleted", {{"resource", key}, {"cluster", cluster}});
+      Log().Info("orphaned cluster secret deleted", {{"resource", key}, {"cluster", cluster}});
     } else {
-      Logger().Warn("cannot delete orphaned cluster secret",
-                    {{"resource", key}, {"error", st.ToString()}});
+      Log().Warn("cannot delete orphaned cluster secret",
+                 {{"resource", key}, {"error", st.ToString()}});
       error = true;
     }
   }

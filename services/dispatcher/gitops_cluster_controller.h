@@ -46,7 +46,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <stop_token>
@@ -62,6 +61,7 @@
 #include "libs/common/clock.h"
 #include "libs/kube/informer.h"
 #include "libs/kube/kube_client.h"
+#include "libs/kube/work_queue.h"
 #include "services/dispatcher/appset_refresh.h"
 #include "services/dispatcher/gitops_cluster.h"
 
@@ -156,7 +156,6 @@ class GitOpsClusterController {
   // --- loop thread ---
   void Run(const std::stop_token& stop);
   bool WaitForInformers(const std::stop_token& stop);
-  bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Pops the next ready key, waiting at most `max_wait`; "" when none.
   std::string Pop(std::chrono::milliseconds max_wait);
   void Process(const std::string& key);
@@ -194,12 +193,7 @@ class GitOpsClusterController {
   std::unique_ptr<AppSetRefresher> refresher_;  // idem
   std::vector<std::unique_ptr<Handler>> handlers_;
 
-  absl::Mutex mu_;
-  absl::CondVar cv_;
-  std::deque<std::string> ready_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_set<std::string> queued_ ABSL_GUARDED_BY(mu_);
-  bool overflowed_ ABSL_GUARDED_BY(mu_) = false;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  kube::WorkQueue queue_;  // capacity: settings.max_queue_depth; shut down by Stop()
 
   // Loop-owned.
   std::map<std::string, Managed> managed_;        // by GitOpsCluster key "ns/name"
@@ -213,9 +207,10 @@ class GitOpsClusterController {
   bool appsets_unsynced_logged_ = false;
   std::chrono::steady_clock::time_point next_resync_{};
 
-  std::mutex lifecycle_mu_;
-  bool started_ = false;
-  bool stopped_ = false;
+  absl::Mutex lifecycle_mu_;
+  bool started_ ABSL_GUARDED_BY(lifecycle_mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(lifecycle_mu_) = false;
+  // Started by Start() under lifecycle_mu_; joined by the one Stop() that set stopped_.
   std::jthread loop_;
 };
 

@@ -13,12 +13,14 @@
 
 #include "libs/common/log.h"
 #include "libs/common/testing/fake_clock.h"
+#include "libs/kube/object.h"
 #include "libs/kube/testing/fake_kube_client.h"
 #include "prometheus/registry.h"
 
 namespace mmi::dispatcher {
 namespace {
 
+using kube::KubeTime;
 using kube::ResourceRef;
 using kube::testing::FakeKubeClient;
 using nlohmann::json;

@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "libs/kube/object.h"
+
 namespace mmi::dispatcher {
 namespace {
 
+using kube::KubeTime;
 using nlohmann::json;
 using std::chrono::seconds;
 

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/kube/errors.h"
-#include "services/dispatcher/gitops_cluster.h"
+#include "libs/kube/object.h"
 #include "services/dispatcher/payload.h"
 
 namespace mmi::dispatcher {
@@ -146,7 +146,7 @@ json MakeKubeEvent(const json& app, const KubeEventSpec& spec,
   const json& meta = app.value("metadata", json::object());
   const std::string ns = meta.value("namespace", "");
   const std::string name = meta.value("name", "");
-  const std::string ts = KubeTime(now);
+  const std::string ts = kube::KubeTime(now);
   json involved = {{"apiVersion", app.value("apiVersion", "argoproj.io/v1alpha1")},
                    {"kind", app.value("kind", "Application")},
                    {"namespace", ns},

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "libs/cloudevents/json_format.h"
 #include "libs/common/log.h"
 
@@ -18,7 +19,7 @@ const log::Logger& Log() {
 
 }  // namespace
 
-Outbox::Outbox(internal::Executor& loop, internal::Executor& workers, store::DispatchStore& store,
+Outbox::Outbox(Loop& loop, WorkerPool& workers, store::DispatchStore& store,
                transport::Publisher& publisher, const Clock& clock, DispatcherMetrics& metrics,
                OutboxSettings settings)
     : loop_(loop),
@@ -233,16 +234,22 @@ void Outbox::FlushMarks() {
 
 void Outbox::UpdateOutstanding() {
   {
-    std::lock_guard<std::mutex> lock(drain_mu_);
-    outstanding_.store(items_.size() + marks_.size() + marks_in_flight_);
+    absl::MutexLock lock(&drain_mu_);
+    outstanding_ = items_.size() + marks_.size() + marks_in_flight_;
   }
   metrics_.outbox_pending().Set(static_cast<double>(items_.size()));
-  drain_cv_.notify_all();
+}
+
+size_t Outbox::pending() const {
+  absl::MutexLock lock(&drain_mu_);
+  return outstanding_;
 }
 
 bool Outbox::WaitDrained(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(drain_mu_);
-  return drain_cv_.wait_for(lock, timeout, [this] { return outstanding_.load() == 0; });
+  absl::MutexLock lock(&drain_mu_);
+  const auto drained = [this]()
+                           ABSL_EXCLUSIVE_LOCKS_REQUIRED(drain_mu_) { return outstanding_ == 0; };
+  return drain_mu_.AwaitWithTimeout(absl::Condition(&drained), absl::FromChrono(timeout));
 }
 
 std::chrono::milliseconds Outbox::RetryDelay(int attempts) {

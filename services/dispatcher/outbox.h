@@ -10,24 +10,23 @@
 // calls run on the worker pool; Publisher callbacks only post back to the loop.
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/common/backoff.h"
 #include "libs/common/clock.h"
+#include "libs/common/loop.h"
 #include "libs/store/dispatch_store.h"
 #include "libs/transport/publisher.h"
-#include "services/dispatcher/internal/executor.h"
 #include "services/dispatcher/metrics.h"
 
 namespace mmi::dispatcher {
@@ -52,7 +51,7 @@ class Outbox {
   using PublishedHook = std::function<void(const store::OutboxEntry& entry)>;
 
   // Everything borrowed; must outlive the outbox (stop the publisher and the executors first).
-  Outbox(internal::Executor& loop, internal::Executor& workers, store::DispatchStore& store,
+  Outbox(Loop& loop, WorkerPool& workers, store::DispatchStore& store,
          transport::Publisher& publisher, const Clock& clock, DispatcherMetrics& metrics,
          OutboxSettings settings);
   Outbox(const Outbox&) = delete;
@@ -67,7 +66,7 @@ class Outbox {
 
   // Any thread: events recorded but not yet accepted by the broker (and accepted ones whose
   // removal from the store is still pending).
-  size_t pending() const { return outstanding_.load(); }
+  size_t pending() const;
   // Any thread but the loop: waits until pending() == 0 or `timeout`. True when drained.
   bool WaitDrained(std::chrono::milliseconds timeout);
 
@@ -88,8 +87,8 @@ class Outbox {
   void UpdateOutstanding();
   std::chrono::milliseconds RetryDelay(int attempts);
 
-  internal::Executor& loop_;
-  internal::Executor& workers_;
+  Loop& loop_;
+  WorkerPool& workers_;
   store::DispatchStore& store_;
   transport::Publisher& publisher_;
   const Clock& clock_;
@@ -107,9 +106,8 @@ class Outbox {
   size_t marks_in_flight_ = 0;
   std::mt19937_64 rng_{0x5eed};
 
-  std::atomic<size_t> outstanding_{0};
-  std::mutex drain_mu_;
-  std::condition_variable drain_cv_;
+  mutable absl::Mutex drain_mu_;
+  size_t outstanding_ ABSL_GUARDED_BY(drain_mu_) = 0;
 };
 
 }  // namespace mmi::dispatcher

@@ -58,8 +58,8 @@ class OutboxTest : public ::testing::Test {
   }
 
   mmi::testing::FakeClock clock_;
-  internal::Executor loop_{clock_, "loop", 0};
-  internal::Executor workers_{clock_, "workers", 0};
+  Loop loop_{clock_, "loop"};
+  WorkerPool workers_{clock_, "workers", 1};
   store::testing::FakeDispatchStore store_;
   prometheus::Registry registry_;
   DispatcherMetrics metrics_{registry_, "fake"};
@@ -121,8 +121,8 @@ TEST_F(OutboxTest, EventsLeftByACrashedProcessArePublishedByTheNextOne) {
   {
     // First process (its own executors): the broker never acknowledges, then the process dies
     // with the event in flight.
-    internal::Executor loop(clock_, "loop1", 0);
-    internal::Executor workers(clock_, "workers1", 0);
+    Loop loop(clock_, "loop1");
+    WorkerPool workers(clock_, "workers1", 1);
     FakePublisher publisher(FakePublisher::Mode::kManual);
     ASSERT_TRUE(publisher.Start().ok());
     Outbox outbox(loop, workers, store_, publisher, clock_, metrics_, {});

@@ -3,35 +3,21 @@
 #include <openssl/evp.h>
 
 #include <array>
-#include <regex>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/resource_id.h"
 #include "libs/cloudevents/status_hash.h"
+#include "libs/kube/object.h"
 
 namespace mmi::dispatcher {
-namespace {
 
+using kube::IsDns1123Label;
+using kube::ObjectAt;
+using kube::StringAt;
 using nlohmann::json;
 
-// The string at `obj[key]` when present and a string, "" otherwise.
-std::string StringAt(const json& obj, const char* key) {
-  if (!obj.is_object()) {
-    return "";
-  }
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-const json& ObjectAt(const json& obj, const char* key) {
-  static const json kEmpty = json::object();
-  if (!obj.is_object()) {
-    return kEmpty;
-  }
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_object() ? *it : kEmpty;
-}
+namespace {
 
 std::string Sha1Hex(const std::string& text) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
@@ -92,11 +78,6 @@ std::optional<AppSetRef> OwningAppSet(const json& app) {
     }
   }
   return std::nullopt;
-}
-
-bool IsDns1123Label(const std::string& name) {
-  static const std::regex kLabel("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
-  return !name.empty() && name.size() <= 63 && std::regex_match(name, kLabel);
 }
 
 std::string AppSetHash(const AppSetRef& appset) {

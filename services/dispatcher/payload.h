@@ -62,9 +62,6 @@ struct AppSetRef {
 };
 std::optional<AppSetRef> OwningAppSet(const nlohmann::json& app);
 
-// True for DNS-1123 labels (what Maestro consumer names and MQTT topic segments accept).
-bool IsDns1123Label(const std::string& name);
-
 struct Dispatch {
   std::string cluster;  // Maestro consumer name
   std::string hub_namespace;

@@ -85,6 +85,7 @@ Reconciler::Reconciler(ReconcilerDeps deps, ReconcilerSettings settings)
       metrics_(deps.metrics),
       clock_(deps.clock),
       settings_(std::move(settings)),
+      queue_(settings_.queue_capacity),
       retry_backoff_(settings_.retry),
       load_backoff_(settings_.retry) {
   outbox_.SetPublishedHook([this](const store::OutboxEntry& entry) { OnPublished(entry); });
@@ -227,25 +228,11 @@ void Reconciler::EnqueueAll() {
 // Key queue
 
 void Reconciler::Enqueue(const std::string& key) {
-  bool post = false;
-  {
-    absl::MutexLock lock(&queue_mu_);
-    if (queued_.contains(key)) {
-      return;
-    }
-    if (queue_.size() >= settings_.queue_capacity) {
-      overflow_ = true;  // a full resync follows once the queue drained
-      return;
-    }
-    queue_.push_back(key);
-    queued_.insert(key);
-    metrics_.queue_depth().Set(static_cast<double>(queue_.size()));
-    if (!process_posted_ && active_.load()) {
-      process_posted_ = true;
-      post = true;
-    }
-  }
-  if (post) {
+  const kube::WorkQueue::AddResult added = queue_.Add(key);
+  // Dropped on a full queue: a full resync follows once it drained (ProcessKeys).
+  metrics_.queue_depth().Set(static_cast<double>(queue_.Len()));
+  if (added == kube::WorkQueue::AddResult::kAdded && active_.load() &&
+      !process_posted_.exchange(true)) {
     loop_.Post([this] { ProcessKeys(); });
   }
 }
@@ -255,34 +242,23 @@ void Reconciler::EnqueueAfter(const std::string& key, std::chrono::milliseconds 
 }
 
 void Reconciler::ScheduleProcess() {
-  {
-    absl::MutexLock lock(&queue_mu_);
-    if (process_posted_ || queue_.empty()) {
-      return;
-    }
-    process_posted_ = true;
+  if (queue_.Len() == 0 || process_posted_.exchange(true)) {
+    return;
   }
   loop_.Post([this] { ProcessKeys(); });
 }
 
-size_t Reconciler::queue_depth() const {
-  absl::MutexLock lock(&queue_mu_);
-  return queue_.size();
-}
+size_t Reconciler::queue_depth() const { return queue_.Len(); }
 
 bool Reconciler::busy() const {
   if (inflight_batches_.load() > 0) {
     return true;
   }
-  absl::MutexLock lock(&queue_mu_);
-  return !queue_.empty() && active_.load();
+  return queue_.Len() > 0 && active_.load();
 }
 
 void Reconciler::ProcessKeys() {
-  {
-    absl::MutexLock lock(&queue_mu_);
-    process_posted_ = false;
-  }
+  process_posted_.store(false);
   if (!active_.load() || inflight_batches_.load() >= settings_.max_inflight_batches) {
     return;  // OnRecorded schedules again
   }
@@ -295,23 +271,19 @@ void Reconciler::ProcessKeys() {
     SweepConfirmedDeletions();
   }
   std::vector<std::string> keys;
-  bool resync = false;
-  {
-    absl::MutexLock lock(&queue_mu_);
-    while (!queue_.empty() && keys.size() < settings_.batch_size) {
-      keys.push_back(std::move(queue_.front()));
-      queue_.pop_front();
-      queued_.erase(keys.back());
+  while (keys.size() < settings_.batch_size) {
+    std::optional<std::string> key = queue_.Get();
+    if (!key.has_value()) {
+      break;
     }
-    metrics_.queue_depth().Set(static_cast<double>(queue_.size()));
-    if (queue_.empty() && overflow_) {
-      overflow_ = false;
-      resync = true;
-    }
+    keys.push_back(*std::move(key));
   }
+  metrics_.queue_depth().Set(static_cast<double>(queue_.Len()));
+  const bool resync = queue_.TakeOverflow();
   std::vector<PendingChange> batch;
   for (const auto& key : keys) {
     Reconcile(key, batch);
+    queue_.Done(key);
   }
   if (!batch.empty()) {
     FlushBatch(std::move(batch));

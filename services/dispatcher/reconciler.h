@@ -45,11 +45,12 @@
 #include "absl/synchronization/mutex.h"
 #include "libs/common/backoff.h"
 #include "libs/common/clock.h"
+#include "libs/common/loop.h"
 #include "libs/kube/informer.h"
 #include "libs/kube/kube_client.h"
+#include "libs/kube/work_queue.h"
 #include "libs/store/dispatch_store.h"
 #include "services/dispatcher/hub_writes.h"
-#include "services/dispatcher/internal/executor.h"
 #include "services/dispatcher/managed_clusters.h"
 #include "services/dispatcher/metrics.h"
 #include "services/dispatcher/outbox.h"
@@ -117,8 +118,8 @@ struct ReconcilerSettings {
 
 // Borrowed collaborators; all must outlive the reconciler.
 struct ReconcilerDeps {
-  internal::Executor& loop;
-  internal::Executor& workers;
+  Loop& loop;
+  WorkerPool& workers;
   store::DispatchStore& store;
   kube::KubeClient& hub;
   const ObjectLister& apps;
@@ -240,8 +241,8 @@ class Reconciler {
   void Untrack(const std::string& resource_id);
   cloudevents::Timestamp Now() const;
 
-  internal::Executor& loop_;
-  internal::Executor& workers_;
+  Loop& loop_;
+  WorkerPool& workers_;
   store::DispatchStore& store_;
   kube::KubeClient& hub_;
   const ObjectLister& apps_;
@@ -256,11 +257,10 @@ class Reconciler {
   std::atomic<bool> activating_{false};
   std::atomic<int> inflight_batches_{0};
 
-  mutable absl::Mutex queue_mu_;
-  std::deque<std::string> queue_ ABSL_GUARDED_BY(queue_mu_);
-  absl::flat_hash_set<std::string> queued_ ABSL_GUARDED_BY(queue_mu_);
-  bool process_posted_ ABSL_GUARDED_BY(queue_mu_) = false;
-  bool overflow_ ABSL_GUARDED_BY(queue_mu_) = false;
+  // Application keys waiting for the loop (capacity: settings.queue_capacity).
+  kube::WorkQueue queue_;
+  // A ProcessKeys() is posted and has not started yet.
+  std::atomic<bool> process_posted_{false};
 
   // Loop-owned.
   absl::flat_hash_map<std::string, Tracked> resources_;   // by resource id

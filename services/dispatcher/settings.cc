@@ -6,6 +6,7 @@
 #include "libs/cloudevents/resource_id.h"
 #include "libs/common/config_yaml.h"
 #include "libs/common/status_macros.h"
+#include "libs/kube/object.h"
 #include "libs/service/flags.h"
 #include "libs/transport/settings_yaml.h"
 
@@ -139,7 +140,7 @@ absl::Status FinalizeSettings(DispatcherSettings& s) {
   if (s.outbox.max_in_flight < 1) {
     errors.push_back("outbox.maxInFlight: must be >= 1");
   }
-  if (!IsDns1123Label(s.reconciler.payload.default_app_namespace)) {
+  if (!kube::IsDns1123Label(s.reconciler.payload.default_app_namespace)) {
     errors.push_back("dispatch.defaultAppNamespace: must be a DNS-1123 label");
   }
   if (absl::Status t = transport::ValidateTransportSettings(s.transport); !t.ok()) {

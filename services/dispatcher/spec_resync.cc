@@ -112,7 +112,7 @@ absl::StatusOr<std::vector<cloudevents::Event>> BuildSpecResyncResponses(
   return out;
 }
 
-SpecResyncResponder::SpecResyncResponder(std::string source_id, internal::Executor& workers,
+SpecResyncResponder::SpecResyncResponder(std::string source_id, WorkerPool& workers,
                                          store::DispatchStore& store,
                                          transport::Publisher& publisher, const Clock& clock,
                                          DispatcherMetrics& metrics, DeletingCheck is_deleting)
@@ -122,7 +122,8 @@ SpecResyncResponder::SpecResyncResponder(std::string source_id, internal::Execut
       store_(store),
       publisher_(publisher),
       clock_(clock),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      unanswerable_(Log(), "cannot answer spec resync requests", clock_) {}
 
 void SpecResyncResponder::Handle(cloudevents::Event request, std::function<void()> done) {
   if (!IsSpecResyncRequestFor(request, source_id_)) {

@@ -28,11 +28,10 @@
 #include "absl/synchronization/mutex.h"
 #include "libs/cloudevents/event.h"
 #include "libs/common/clock.h"
-#include "libs/common/log.h"
 #include "libs/common/log_summary.h"
+#include "libs/common/loop.h"
 #include "libs/store/dispatch_store.h"
 #include "libs/transport/publisher.h"
-#include "services/dispatcher/internal/executor.h"
 #include "services/dispatcher/metrics.h"
 
 namespace mmi::dispatcher {
@@ -57,10 +56,9 @@ class SpecResyncResponder {
   // before each answer carrying a spec is handed to the publisher: a resource whose deletion was
   // decided meanwhile (even not yet recorded) gets a delete answer instead. The delete request
   // itself leaves later on the same publisher, so an agent never gets the spec after the delete.
-  SpecResyncResponder(std::string source_id, internal::Executor& workers,
-                      store::DispatchStore& store, transport::Publisher& publisher,
-                      const Clock& clock, DispatcherMetrics& metrics,
-                      DeletingCheck is_deleting = {});
+  SpecResyncResponder(std::string source_id, WorkerPool& workers, store::DispatchStore& store,
+                      transport::Publisher& publisher, const Clock& clock,
+                      DispatcherMetrics& metrics, DeletingCheck is_deleting = {});
 
   // Any thread (a Subscriber handler): answers `request` on the worker pool, then calls `done`
   // (the transport ack) once every response was handed to the publisher. Events that are not
@@ -86,14 +84,13 @@ class SpecResyncResponder {
 
   const std::string source_id_;
   const DeletingCheck is_deleting_;
-  internal::Executor& workers_;
+  WorkerPool& workers_;
   store::DispatchStore& store_;
   transport::Publisher& publisher_;
   const Clock& clock_;
   DispatcherMetrics& metrics_;
-  const log::Logger logger_{"dispatcher.spec_resync"};
   // Requests that cannot be answered (bad input from an agent): summed up, never one line each.
-  log::WarnSummary unanswerable_{logger_, "cannot answer spec resync requests", clock_};
+  log::WarnSummary unanswerable_;
 
   absl::Mutex mu_;
   std::deque<PendingAnswer> queue_ ABSL_GUARDED_BY(mu_);

@@ -109,7 +109,7 @@ TEST(SpecResyncTest, IgnoresRequestsForOtherSources) {
 
 TEST(SpecResyncTest, TheResponderAnswersFromTheStore) {
   mmi::testing::FakeClock clock;
-  internal::Executor workers(clock, "workers", 0);
+  WorkerPool workers(clock, "workers", 1);
   store::testing::FakeDispatchStore store;
   ASSERT_TRUE(store
                   .Record({Row(kLive, 3, store::DeletionState::kLive),
@@ -142,7 +142,7 @@ TEST(SpecResyncTest, TheResponderAnswersFromTheStore) {
 // spec answer into a delete answer: the agent must never get the spec after the delete request.
 TEST(SpecResyncTest, AResourceWhoseDeletionWasDecidedMeanwhileIsAnsweredAsDeleting) {
   mmi::testing::FakeClock clock;
-  internal::Executor workers(clock, "workers", 0);
+  WorkerPool workers(clock, "workers", 1);
   store::testing::FakeDispatchStore store;
   ASSERT_TRUE(store.Record({Row(kLive, 3, store::DeletionState::kLive)}).ok());
   transport::testing::FakePublisher publisher;
@@ -169,7 +169,7 @@ TEST(SpecResyncTest, AResourceWhoseDeletionWasDecidedMeanwhileIsAnsweredAsDeleti
 
 TEST(SpecResyncTest, AnAnswerTheBrokerRefusedIsSentAgain) {
   mmi::testing::FakeClock clock;
-  internal::Executor workers(clock, "workers", 0);
+  WorkerPool workers(clock, "workers", 1);
   store::testing::FakeDispatchStore store;
   ASSERT_TRUE(store.Record({Row(kLive, 3, store::DeletionState::kLive)}).ok());
   transport::testing::FakePublisher publisher;
@@ -198,7 +198,7 @@ TEST(SpecResyncTest, AnAnswerTheBrokerRefusedIsSentAgain) {
 
 TEST(SpecResyncTest, AnAnswerIsDroppedAfterTheLastAttempt) {
   mmi::testing::FakeClock clock;
-  internal::Executor workers(clock, "workers", 0);
+  WorkerPool workers(clock, "workers", 1);
   store::testing::FakeDispatchStore store;
   transport::testing::FakePublisher publisher;
   ASSERT_TRUE(publisher.Start().ok());
@@ -229,7 +229,7 @@ TEST(SpecResyncTest, RetriesWaitLongerEachTimeAndStopOnShutdown) {
   EXPECT_EQ(SpecResyncResponder::RetryDelay(7), SpecResyncResponder::kMaxRetryDelay);
 
   mmi::testing::FakeClock clock;
-  internal::Executor workers(clock, "workers", 0);
+  WorkerPool workers(clock, "workers", 1);
   store::testing::FakeDispatchStore store;
   transport::testing::FakePublisher publisher;
   ASSERT_TRUE(publisher.Start().ok());
@@ -250,7 +250,7 @@ TEST(SpecResyncTest, RetriesWaitLongerEachTimeAndStopOnShutdown) {
 
 TEST(SpecResyncTest, AtMostAWindowOfAnswersIsWithTheBroker) {
   mmi::testing::FakeClock clock;
-  internal::Executor workers(clock, "workers", 0);
+  WorkerPool workers(clock, "workers", 1);
   store::testing::FakeDispatchStore store;
   constexpr int kRows = SpecResyncResponder::kMaxInFlight + 44;
   std::vector<store::DispatchChange> rows;

@@ -5,6 +5,7 @@
 
 #include "libs/cloudevents/sequence_id.h"
 #include "libs/cloudevents/status_hash.h"
+#include "libs/kube/object.h"
 
 namespace mmi::status_sink {
 namespace {
@@ -24,22 +25,6 @@ bool IsNewer(int64_t candidate, int64_t stored) {
     return true;
   }
   return *order == std::strong_ordering::greater;
-}
-
-std::optional<std::string> StringAt(const nlohmann::json& status, const char* object,
-                                    const char* key) {
-  if (!status.is_object()) {
-    return std::nullopt;
-  }
-  auto it = status.find(object);
-  if (it == status.end() || !it->is_object()) {
-    return std::nullopt;
-  }
-  auto value = it->find(key);
-  if (value == it->end() || !value->is_string()) {
-    return std::nullopt;
-  }
-  return value->get<std::string>();
 }
 
 bool IsVolatileWrite(const std::optional<WriteTask>& task) {
@@ -379,8 +364,8 @@ store::AppliedStatus Coalescer::Written(const WriteTask& task) {
   row.last_sequence_id = st.applied_seq;
   row.status_hash = st.applied_hash;
   row.material_hash = st.applied_material;
-  row.sync_status = StringAt(task.update.status, "sync", "status");
-  row.health_status = StringAt(task.update.status, "health", "status");
+  row.sync_status = kube::FindString(kube::ObjectAt(task.update.status, "sync"), "status");
+  row.health_status = kube::FindString(kube::ObjectAt(task.update.status, "health"), "status");
   st.written_health = row.health_status;
   row.volatile_written_at = st.volatile_written_at;
   return row;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/time/time.h"
 #include "libs/cloudevents/manifest_bundle.h"
 #include "libs/cloudevents/object_meta.h"
 #include "libs/cloudevents/resource_id.h"
@@ -15,6 +16,11 @@
 
 namespace mmi::status_sink {
 namespace {
+
+const log::Logger& Log() {
+  static const log::Logger logger("status_sink");
+  return logger;
+}
 
 // ManifestWork annotations the dispatcher sets (hub-apis.md §5.1).
 constexpr std::string_view kHubAppNamespaceAnnotation =
@@ -42,9 +48,14 @@ Sink::Sink(SinkSettings settings, transport::Subscriber& subscriber,
       clock_(clock),
       metrics_(metrics),
       rolling_sync_(rolling_sync),
+      warnings_(Log(), clock_),
+      loop_(clock, "status-sink"),
       coalescer_(settings_.coalescer, clock) {}
 
-Sink::~Sink() { Stop(std::chrono::milliseconds(0)); }
+Sink::~Sink() {
+  Stop(std::chrono::milliseconds(0));
+  loop_.Stop();  // a test's loop: drops what is queued while the state is still there
+}
 
 absl::Status Sink::Resume() {
   int rows = 0;
@@ -56,7 +67,7 @@ absl::Status Sink::Resume() {
     metrics_.StoreError("resume");
     return status;
   }
-  logger_.Info("resumed applied statuses from the store", {{"resources", rows}});
+  Log().Info("resumed applied statuses from the store", {{"resources", rows}});
   resumed_.store(true);
   return absl::OkStatus();
 }
@@ -87,7 +98,7 @@ absl::Status Sink::Subscribe() {
         ++resync_asks_;
         resync_wanted_.store(true);
         Post([this, resubscribed] {
-          logger_.Info("status subscription active", {{"resubscribed", resubscribed}});
+          Log().Info("status subscription active", {{"resubscribed", resubscribed}});
         });
       });
 }
@@ -96,7 +107,9 @@ absl::Status Sink::Start() {
   if (started_.exchange(true)) {
     return absl::FailedPreconditionError("status sink already started");
   }
-  thread_ = std::thread([this] { RunLoop(); });
+  threaded_.store(true);
+  loop_.Start();
+  ScheduleTick();
   return Subscribe();
 }
 
@@ -110,7 +123,7 @@ void Sink::Stop(std::chrono::milliseconds drain) {
     return;
   }
   intake_closed_.store(true);
-  if (!thread_.joinable()) {
+  if (!threaded_.load()) {
     subscriber_.Stop();
     return;
   }
@@ -119,68 +132,53 @@ void Sink::Stop(std::chrono::milliseconds drain) {
     FlushPersist(/*force=*/true);
   });
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, drain, [&] { return drained_; })) {
-      logger_.Warn("stopping before every pending status was written",
-                   {{"drain_ms", static_cast<int64_t>(drain.count())}});
+    absl::MutexLock lock(&drain_mu_);
+    if (!drain_mu_.AwaitWithTimeout(absl::Condition(&drained_), absl::FromChrono(drain))) {
+      Log().Warn("stopping before every pending status was written",
+                 {{"drain_ms", static_cast<int64_t>(drain.count())}});
     }
-    stop_ = true;
   }
-  cv_.notify_all();
-  thread_.join();
+  abandoned_.store(true);
+  loop_.Stop();
   // Only now: acknowledgements of what was drained must still reach the transport.
   subscriber_.Stop();
 }
 
-void Sink::Post(Work work) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    tasks_.push_back(std::move(work));
-  }
-  cv_.notify_all();
-}
-
-bool Sink::RunQueued() {
-  std::deque<Work> batch;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    batch.swap(tasks_);
-  }
-  for (auto& work : batch) {
-    std::move(work)();
-  }
-  return !batch.empty();
-}
-
-void Sink::RunLoop() {
-  while (true) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, settings_.tick, [&] { return stop_ || !tasks_.empty(); });
-      if (stop_) {
-        return;
-      }
+void Sink::Post(Task task) {
+  loop_.Post([this, task = std::move(task)]() mutable {
+    if (abandoned_.load()) {
+      return;  // Stop()'s drain period is over: dropped unrun
     }
-    RunQueued();
+    std::move(task)();
+    NoteDrained();
+  });
+}
+
+void Sink::ScheduleTick() {
+  loop_.PostAfter(settings_.tick, [this] {
+    if (abandoned_.load()) {
+      return;
+    }
     if (clock_.MonotonicNow() - last_tick_ >= settings_.tick) {
       Tick();
     }
-    if (draining_ && Idle()) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        drained_ = true;
-      }
-      cv_.notify_all();
-    }
+    NoteDrained();
+    ScheduleTick();
+  });
+}
+
+void Sink::NoteDrained() {
+  if (draining_ && Idle()) {
+    absl::MutexLock lock(&drain_mu_);
+    drained_ = true;
   }
 }
 
 void Sink::RunUntilIdleForTest() {
   for (int round = 0; round < 1000; ++round) {
-    const bool ran = RunQueued();
+    const int ran = loop_.RunQueuedForTest();
     Tick();
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!ran && tasks_.empty()) {
+    if (ran == 0 && loop_.Pending() == 0) {
       return;
     }
   }
@@ -225,14 +223,14 @@ void Sink::LogDrops(std::chrono::steady_clock::time_point now) {
   }
   next_drop_log_at_ = now + kDropLogInterval;
   if (lost_given_up_unlogged_ > 0) {
-    logger_.Warn(
+    Log().Warn(
         "lost reports asked for by every allowed status resync got no answer; given up until the "
         "next report of each or the next full status resync",
         {{"resources", lost_given_up_unlogged_}, {"asks", settings_.lost_asks}});
     lost_given_up_unlogged_ = 0;
   }
   if (lost_resync_failed_unlogged_ > 0) {
-    logger_.Warn(
+    Log().Warn(
         "cannot publish status resync requests for lost reports; their resources are asked for "
         "again in a later round",
         {{"failed_requests", lost_resync_failed_unlogged_},
@@ -242,7 +240,7 @@ void Sink::LogDrops(std::chrono::steady_clock::time_point now) {
   if (shed_unlogged_ == 0 && overflow_unlogged_ == 0) {
     return;
   }
-  logger_.Warn(
+  Log().Warn(
       "status reports dropped for want of room: volatile-only writes shed, the rest overflowed "
       "(remembered and asked for again by status resync)",
       {{"volatile_shed", shed_unlogged_},
@@ -285,8 +283,8 @@ void Sink::HandleEvent(cloudevents::Event event, transport::AckFn ack) {
       warnings_.malformed.Add(event.id,
                               {{"event_id", event.id}, {"source", event.source}, {"error", why}});
     } else {
-      logger_.Debug("dropping a status event",
-                    {{"event_id", event.id}, {"reason", DropReasonName(reason)}, {"detail", why}});
+      Log().Debug("dropping a status event",
+                  {{"event_id", event.id}, {"reason", DropReasonName(reason)}, {"detail", why}});
     }
     std::move(ack)();
   };
@@ -446,7 +444,7 @@ void Sink::StartLookup() {
     ids.push_back(id);
   }
   lookup_in_flight_ = true;
-  store_executor_.Submit([this, ids = std::move(ids)]() mutable {
+  store_executor_.Post([this, ids = std::move(ids)]() mutable {
     auto refs = store_.LookupHubApps(ids);
     Post([this, ids = std::move(ids), refs = std::move(refs)]() mutable {
       OnLookupDone(std::move(ids), std::move(refs));
@@ -460,8 +458,8 @@ void Sink::OnLookupDone(std::vector<std::string> ids,
   if (!refs.ok()) {
     metrics_.StoreError("lookup");
     lookup_retry_at_ = clock_.MonotonicNow() + RetryDelay(lookup_failures_++);
-    logger_.Warn("cannot look up hub applications; retrying",
-                 {{"error", refs.status().ToString()}, {"ids", static_cast<int64_t>(ids.size())}});
+    Log().Warn("cannot look up hub applications; retrying",
+               {{"error", refs.status().ToString()}, {"ids", static_cast<int64_t>(ids.size())}});
     return;
   }
   lookup_failures_ = 0;
@@ -516,7 +514,7 @@ void Sink::Dispatch(WriteTask task) {
     return;
   }
   if (task.kind == TaskKind::kConfirmDeletion) {
-    store_executor_.Submit([this, task = std::move(task)]() mutable {
+    store_executor_.Post([this, task = std::move(task)]() mutable {
       absl::StatusOr<bool> confirmed = store_.MarkDeletionConfirmed(task.update.resource_id);
       Post([this, task = std::move(task), confirmed = std::move(confirmed)]() mutable {
         OnDeletionDone(std::move(task), std::move(confirmed));
@@ -576,9 +574,9 @@ void Sink::OnWriteDone(WriteTask task, WriteOutcome outcome) {
       if (task.update.event_time) {
         metrics_.Lag(clock_.Now() - *task.update.event_time, task.volatile_only);
       }
-      logger_.Debug("hub status written", {{"resource", task.update.resource_id},
-                                           {"application", app},
-                                           {"volatile_only", task.volatile_only}});
+      Log().Debug("hub status written", {{"resource", task.update.resource_id},
+                                         {"application", app},
+                                         {"volatile_only", task.volatile_only}});
       if (to_persist_.empty()) {
         persist_first_at_ = clock_.MonotonicNow();
       }
@@ -600,10 +598,10 @@ void Sink::OnWriteDone(WriteTask task, WriteOutcome outcome) {
       break;
     case WriteResult::kRetry: {
       const auto delay = RetryDelay(task.attempts);
-      logger_.Debug("hub status write failed; retrying",
-                    {{"resource", task.update.resource_id},
-                     {"error", outcome.status.ToString()},
-                     {"delay_ms", static_cast<int64_t>(delay.count())}});
+      Log().Debug("hub status write failed; retrying",
+                  {{"resource", task.update.resource_id},
+                   {"error", outcome.status.ToString()},
+                   {"delay_ms", static_cast<int64_t>(delay.count())}});
       coalescer_.Requeue(std::move(task), delay);
       break;
     }
@@ -616,8 +614,8 @@ void Sink::OnDeletionDone(WriteTask task, absl::StatusOr<bool> confirmed) {
   if (!confirmed.ok()) {
     metrics_.StoreError("deletion");
     const auto delay = RetryDelay(task.attempts);
-    logger_.Warn("cannot record a confirmed deletion; retrying",
-                 {{"resource", task.update.resource_id}, {"error", confirmed.status().ToString()}});
+    Log().Warn("cannot record a confirmed deletion; retrying",
+               {{"resource", task.update.resource_id}, {"error", confirmed.status().ToString()}});
     coalescer_.Requeue(std::move(task), delay);
     return;
   }
@@ -638,8 +636,8 @@ void Sink::OnDeletionDone(WriteTask task, absl::StatusOr<bool> confirmed) {
     return;
   }
   metrics_.DeletionConfirmed();
-  logger_.Info("deletion confirmed by the agent; handed to the dispatcher",
-               {{"resource", task.update.resource_id}});
+  Log().Info("deletion confirmed by the agent; handed to the dispatcher",
+             {{"resource", task.update.resource_id}});
   auto later = coalescer_.Forget(task.update.resource_id);
   refs_.erase(task.update.resource_id);
   Release(task.acks);
@@ -668,7 +666,7 @@ void Sink::FlushPersist(bool force) {
   }
   persist_first_at_ = now;
   persist_in_flight_ = true;
-  store_executor_.Submit([this, batch = std::move(batch)]() mutable {
+  store_executor_.Post([this, batch = std::move(batch)]() mutable {
     std::vector<store::AppliedStatus> rows;
     rows.reserve(batch.size());
     for (const auto& p : batch) {
@@ -693,8 +691,8 @@ void Sink::OnPersistDone(std::vector<Persist> batch, absl::Status status) {
   persist_in_flight_ = false;
   if (!status.ok()) {
     metrics_.StoreError("save");
-    logger_.Warn("cannot save applied statuses; retrying",
-                 {{"error", status.ToString()}, {"rows", static_cast<int64_t>(batch.size())}});
+    Log().Warn("cannot save applied statuses; retrying",
+               {{"error", status.ToString()}, {"rows", static_cast<int64_t>(batch.size())}});
     persist_retry_at_ = clock_.MonotonicNow() + RetryDelay(persist_failures_++);
     for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
       to_persist_.push_front(std::move(*it));
@@ -748,9 +746,9 @@ void Sink::ExpireLostAsks(std::chrono::steady_clock::time_point now) {
     RememberLost(resource_id, lost.cluster, lost.asks);
   }
   if (again > 0) {
-    logger_.Info("lost reports asked for got no answer in time; asking again",
-                 {{"resources", again},
-                  {"timeout_ms", static_cast<int64_t>(settings_.lost_answer_timeout.count())}});
+    Log().Info("lost reports asked for got no answer in time; asking again",
+               {{"resources", again},
+                {"timeout_ms", static_cast<int64_t>(settings_.lost_answer_timeout.count())}});
   }
 }
 
@@ -804,8 +802,8 @@ bool Sink::RequestLostResync(std::chrono::steady_clock::time_point now) {
           std::chrono::time_point_cast<std::chrono::nanoseconds>(clock_.Now()));
       if (!event.ok()) {
         // Cannot happen for ids the sink took from events; fall back to asking for everything.
-        logger_.Warn("cannot build a status resync request for lost reports",
-                     {{"cluster", cluster}, {"error", event.status().ToString()}});
+        Log().Warn("cannot build a status resync request for lost reports",
+                   {{"cluster", cluster}, {"error", event.status().ToString()}});
         ResyncAfterLoss();
         continue;
       }
@@ -837,11 +835,11 @@ bool Sink::RequestLostResync(std::chrono::steady_clock::time_point now) {
     }
   }
   resync_failures_ = 0;  // as after a full resync: a failed publish counts up again
-  logger_.Info("status resync of lost reports requested",
-               {{"resources", static_cast<int64_t>(asked)},
-                {"clusters", static_cast<int64_t>(per_cluster.size())},
-                {"requests", requests},
-                {"still_lost", static_cast<int64_t>(lost_.size())}});
+  Log().Info("status resync of lost reports requested",
+             {{"resources", static_cast<int64_t>(asked)},
+              {"clusters", static_cast<int64_t>(per_cluster.size())},
+              {"requests", requests},
+              {"still_lost", static_cast<int64_t>(lost_.size())}});
   return true;
 }
 
@@ -852,7 +850,7 @@ void Sink::DeferResync(std::chrono::steady_clock::time_point now) {
   }
   if (!resync_deferral_logged_) {
     resync_deferral_logged_ = true;
-    logger_.Info(
+    Log().Info(
         "status resync deferred: the previous one was less than statusResyncMinInterval ago",
         {{"wait_ms", static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                               next_resync_at_ - now)
@@ -865,7 +863,7 @@ void Sink::RequestResync() {
   resync_asks_.store(0);  // all served by this resync
   resync_deferral_logged_ = false;
   resync_in_flight_ = true;
-  store_executor_.Submit([this] {
+  store_executor_.Post([this] {
     std::vector<store::ResyncEntry> entries;
     absl::Status status =
         store_.ForEachResyncEntry([&](const store::ResyncEntry& e) { entries.push_back(e); });
@@ -882,7 +880,7 @@ void Sink::OnResyncEntries(absl::StatusOr<std::vector<store::ResyncEntry>> entri
     metrics_.Resync(false);
     resync_wanted_.store(true);
     resync_retry_at_ = clock_.MonotonicNow() + RetryDelay(resync_failures_++);
-    logger_.Warn("status resync request failed; retrying", {{"error", status.ToString()}});
+    Log().Warn("status resync request failed; retrying", {{"error", status.ToString()}});
   };
   if (!entries.ok()) {
     metrics_.StoreError("resync");
@@ -927,30 +925,29 @@ void Sink::OnResyncEntries(absl::StatusOr<std::vector<store::ResyncEntry>> entri
           Post([this, cluster, status = std::move(status)] {
             resync_wanted_.store(true);
             resync_retry_at_ = clock_.MonotonicNow() + RetryDelay(resync_failures_++);
-            logger_.Warn("cannot publish a status resync request; retrying",
-                         {{"cluster", cluster}, {"error", status.ToString()}});
+            Log().Warn("cannot publish a status resync request; retrying",
+                       {{"cluster", cluster}, {"error", status.ToString()}});
           });
         }
       });
     }
   }
   resync_failures_ = 0;
-  logger_.Info("status resync requested", {{"clusters", static_cast<int64_t>(per_cluster.size())},
-                                           {"requests", requests},
-                                           {"resources", static_cast<int64_t>(entries->size())}});
+  Log().Info("status resync requested", {{"clusters", static_cast<int64_t>(per_cluster.size())},
+                                         {"requests", requests},
+                                         {"resources", static_cast<int64_t>(entries->size())}});
 }
 
 void Sink::RefreshCounts() {
   counts_in_flight_ = true;
   next_counts_at_ = clock_.MonotonicNow() + settings_.counts_interval;
-  store_executor_.Submit([this] {
+  store_executor_.Post([this] {
     auto counts = store_.AppSetCounts();
     Post([this, counts = std::move(counts)]() mutable {
       counts_in_flight_ = false;
       if (!counts.ok()) {
         metrics_.StoreError("counts");
-        logger_.Warn("cannot read the fleet report counts",
-                     {{"error", counts.status().ToString()}});
+        Log().Warn("cannot read the fleet report counts", {{"error", counts.status().ToString()}});
         return;
       }
       metrics_.SetAppSetCounts(*counts);

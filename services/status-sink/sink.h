@@ -12,33 +12,33 @@
 // applied status saved, or the deletion recorded) or once it was deliberately dropped.
 //
 // Lifecycle: Resume() (blocking, before Start), Start(), Stop(drain) (idempotent). Collaborators
-// are borrowed and must outlive the sink; stop the executors only after Stop().
+// are borrowed and must outlive the sink; stop the store and writer pools only after Stop().
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/common/backoff.h"
 #include "libs/common/clock.h"
+#include "libs/common/executor.h"
 #include "libs/common/log.h"
 #include "libs/common/log_summary.h"
+#include "libs/common/loop.h"
 #include "libs/store/status_store.h"
 #include "libs/transport/publisher.h"
 #include "libs/transport/subscriber.h"
 #include "services/status-sink/coalescer.h"
-#include "services/status-sink/executor.h"
 #include "services/status-sink/metrics.h"
 #include "services/status-sink/rolling_sync.h"
 #include "services/status-sink/status_patch.h"
@@ -132,9 +132,12 @@ class Sink {
   };
 
   absl::Status Subscribe();
-  void Post(Work work);
-  bool RunQueued();
-  void RunLoop();
+  // Runs `task` on the loop (any thread).
+  void Post(Task task);
+  // Tick() every settings.tick on the loop thread.
+  void ScheduleTick();
+  // After each task on the loop: tells Stop() once its drain left nothing pending.
+  void NoteDrained();
   void Tick();
   bool Idle() const;
 
@@ -188,7 +191,6 @@ class Sink {
   const Clock& clock_;
   SinkMetrics& metrics_;
   const RollingSyncLookup* const rolling_sync_;
-  const log::Logger logger_{"status_sink"};
   // Per-event warnings about bad or unmatched input, summed up (log_summary.h): an agent that
   // misbehaves cannot flood the log. The metrics count every event.
   struct Warnings {
@@ -223,7 +225,7 @@ class Sink {
     log::WarnSummary patch_refused;
     log::WarnSummary deleted_while_live;
   };
-  Warnings warnings_{logger_, clock_};
+  Warnings warnings_;
 
   // Shared with transport threads.
   std::atomic<bool> resumed_{false};
@@ -231,14 +233,17 @@ class Sink {
   std::atomic<std::size_t> intake_depth_{0};
   std::atomic<bool> resync_wanted_{false};
   std::atomic<uint64_t> resync_asks_{0};  // asks since the last resync or deferral count
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Work> tasks_;  // guarded by mu_
-  bool stop_ = false;       // guarded by mu_
-  bool drained_ = false;    // guarded by mu_
-  std::thread thread_;
   std::atomic<bool> started_{false};
+  std::atomic<bool> threaded_{false};  // Start(), not StartWithoutThreadForTest()
   std::atomic<bool> stopped_{false};
+  // Stop()'s drain period is over: tasks still queued are dropped unrun (their events stay
+  // unacknowledged and come back by redelivery or a status resync).
+  std::atomic<bool> abandoned_{false};
+  absl::Mutex drain_mu_;
+  bool drained_ ABSL_GUARDED_BY(drain_mu_) = false;
+  // The loop thread, which alone touches the state below. AfterStop::kDrop: nothing posted
+  // after Stop() runs.
+  Loop loop_;
 
   // Loop-owned state.
   Coalescer coalescer_;

@@ -17,6 +17,7 @@
 #include "libs/cloudevents/testing/captured.h"
 #include "libs/common/log.h"
 #include "libs/common/testing/fake_clock.h"
+#include "libs/common/testing/inline_executor.h"
 #include "libs/kube/testing/fake_kube_client.h"
 #include "libs/store/testing/fake_status_store.h"
 #include "libs/transport/metrics.h"
@@ -226,7 +227,7 @@ class SinkTest : public ::testing::Test {
   transport::testing::FakePublisher publisher_;
   store::testing::FakeStatusStore store_;
   kube::testing::FakeKubeClient kube_;
-  InlineExecutor executor_;
+  testing::InlineExecutor executor_;
   Writer writer_{WriterSettings{}, kube_, executor_, clock_, metrics_};
   SinkSettings settings_;
   std::unique_ptr<Sink> sink_;
@@ -652,17 +653,17 @@ TEST_F(SinkTest, ALostReportWhoseAskGoesUnansweredIsAskedAgainThenGivenUp) {
 // Writes held until the test runs them: the pending set can be filled while writers are busy.
 class HeldExecutor final : public Executor {
  public:
-  void Submit(Work work) override { held_.push_back(std::move(work)); }
+  void Post(Task task) override { held_.push_back(std::move(task)); }
   void RunAll() {
     while (!held_.empty()) {
-      Work work = std::move(held_.front());
+      Task task = std::move(held_.front());
       held_.pop_front();
-      std::move(work)();
+      std::move(task)();
     }
   }
 
  private:
-  std::deque<Work> held_;
+  std::deque<Task> held_;
 };
 
 TEST_F(SinkTest, LostReportsAreAskedForWhileThePendingSetIsFullOfVolatileOnlyWrites) {
@@ -778,18 +779,6 @@ TEST(WriterTest, ClassifiesHubAnswers) {
   EXPECT_EQ(ClassifyWriteError(absl::ResourceExhaustedError("429")), WriteResult::kRetry);
   EXPECT_EQ(ClassifyWriteError(absl::UnavailableError("503")), WriteResult::kRetry);
   EXPECT_EQ(ClassifyWriteError(absl::PermissionDeniedError("403")), WriteResult::kRetry);
-}
-
-TEST(ThreadPoolTest, RunsEverythingSubmittedBeforeStop) {
-  std::atomic<int> ran{0};
-  ThreadPool pool("test", 3);
-  for (int i = 0; i < 100; ++i) {
-    pool.Submit([&ran] { ++ran; });
-  }
-  pool.Stop();
-  EXPECT_EQ(ran.load(), 100);
-  pool.Submit([&ran] { ++ran; });  // after Stop: runs on the caller
-  EXPECT_EQ(ran.load(), 101);
 }
 
 TEST_F(SinkTest, ExportsTheFleetReportPerAppSet) {

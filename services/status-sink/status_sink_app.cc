@@ -3,6 +3,7 @@
 #include "libs/common/backoff.h"
 #include "libs/common/clock.h"
 #include "libs/common/log.h"
+#include "libs/common/loop.h"
 #include "libs/metrics/admin_server.h"
 #include "libs/metrics/build_info.h"
 #include "libs/service/admin.h"
@@ -30,8 +31,8 @@ struct StatusSinkApp::Components {
   std::unique_ptr<store::postgres::PostgresStatusStore> store;
   std::unique_ptr<SinkMetrics> metrics;
   transport::TransportClients transport;
-  std::unique_ptr<ThreadPool> writer_pool;
-  std::unique_ptr<ThreadPool> store_pool;
+  std::unique_ptr<WorkerPool> writer_pool;
+  std::unique_ptr<WorkerPool> store_pool;
   std::unique_ptr<Writer> writer;
   std::unique_ptr<InformerRollingSyncLookup> rolling_sync;
   std::unique_ptr<Sink> sink;
@@ -73,8 +74,13 @@ absl::Status StatusSinkApp::Start() {
     return started;
   }
 
-  c.writer_pool = std::make_unique<ThreadPool>("status-writers", settings_.writers);
-  c.store_pool = std::make_unique<ThreadPool>("status-store", settings_.store.pool_size);
+  // kRunOnCaller: work handed over while they stop still runs, so no acknowledgement is lost.
+  c.writer_pool = std::make_unique<WorkerPool>(clock, "status-writers", settings_.writers,
+                                               AfterStop::kRunOnCaller);
+  c.store_pool = std::make_unique<WorkerPool>(clock, "status-store", settings_.store.pool_size,
+                                              AfterStop::kRunOnCaller);
+  c.writer_pool->Start();
+  c.store_pool->Start();
   c.writer =
       std::make_unique<Writer>(settings_.writer, *c.hub.client, *c.writer_pool, clock, *c.metrics);
   if (settings_.sink.progressing_before_healthy == ProgressingMode::kRollingSync) {

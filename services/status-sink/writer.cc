@@ -53,8 +53,8 @@ WriteOutcome Writer::Patch(const std::string& hub_namespace, const std::string& 
 
 void Writer::Write(std::string hub_namespace, std::string hub_name, nlohmann::json patch,
                    WriteDone done) {
-  executor_.Submit([this, ns = std::move(hub_namespace), name = std::move(hub_name),
-                    patch = std::move(patch), done = std::move(done)]() mutable {
+  executor_.Post([this, ns = std::move(hub_namespace), name = std::move(hub_name),
+                  patch = std::move(patch), done = std::move(done)]() mutable {
     std::chrono::steady_clock::duration elapsed{};
     WriteOutcome outcome = Patch(ns, name, patch, elapsed);
     metrics_.Write(outcome.result, elapsed);
@@ -64,8 +64,8 @@ void Writer::Write(std::string hub_namespace, std::string hub_name, nlohmann::js
 
 void Writer::WriteProgressingFirst(std::string hub_namespace, std::string hub_name,
                                    nlohmann::json patch, WriteDone done) {
-  executor_.Submit([this, ns = std::move(hub_namespace), name = std::move(hub_name),
-                    patch = std::move(patch), done = std::move(done)]() mutable {
+  executor_.Post([this, ns = std::move(hub_namespace), name = std::move(hub_name),
+                  patch = std::move(patch), done = std::move(done)]() mutable {
     // Sequential on this thread, so the hub sees Progressing strictly before Healthy.
     std::chrono::steady_clock::duration elapsed{};
     WriteOutcome first = Patch(ns, name, ProgressingPatch(patch), elapsed);

@@ -14,9 +14,9 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "libs/common/clock.h"
+#include "libs/common/executor.h"
 #include "libs/kube/kube_client.h"
 #include "nlohmann/json.hpp"
-#include "services/status-sink/executor.h"
 #include "services/status-sink/metrics.h"
 
 namespace mmi::status_sink {

@@ -5,6 +5,14 @@
 #include "libs/common/log.h"
 
 namespace mmi::kube::internal {
+namespace {
+
+const log::Logger& Log() {
+  static const log::Logger logger("kube.client");
+  return logger;
+}
+
+}  // namespace
 
 ClientMetrics::ClientMetrics(prometheus::Registry* registry) {
   if (registry == nullptr) {
@@ -23,8 +31,7 @@ ClientMetrics::ClientMetrics(prometheus::Registry* registry) {
                      .Register(*registry);
   } catch (const std::exception& e) {
     // A family of the same name but another type or help exists: a wiring bug, not fatal.
-    static const log::Logger logger("kube.client");
-    logger.Error("cannot register rest_client metrics", {{"error", e.what()}});
+    Log().Error("cannot register rest_client metrics", {{"error", e.what()}});
     requests_ = nullptr;
     duration_ = nullptr;
   }

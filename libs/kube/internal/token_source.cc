@@ -6,6 +6,14 @@
 #include "libs/common/log.h"
 
 namespace mmi::kube::internal {
+namespace {
+
+const log::Logger& Log() {
+  static const log::Logger logger("kube.client");
+  return logger;
+}
+
+}  // namespace
 
 TokenSource::TokenSource(std::string static_token, std::string token_file, const Clock& clock,
                          std::chrono::seconds refresh_period)
@@ -34,9 +42,8 @@ absl::StatusOr<std::string> TokenSource::Token() {
     content = absl::FailedPreconditionError("the file is empty");
   }
   if (!cached_.empty()) {
-    static const log::Logger logger("kube.client");
-    logger.Warn("cannot re-read the token file; keeping the previous token",
-                {{"file", token_file_}, {"error", std::string(content.status().message())}});
+    Log().Warn("cannot re-read the token file; keeping the previous token",
+               {{"file", token_file_}, {"error", std::string(content.status().message())}});
     read_at_ = now;  // retry after another refresh period
     return cached_;
   }

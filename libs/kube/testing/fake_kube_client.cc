@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -153,7 +154,6 @@ void FakeKubeClient::EmitLocked(const ResourceRef& ref, WatchEventType type, con
   stored.event.type = type;
   stored.event.object = object;
   history_.push_back(std::move(stored));
-  cv_.notify_all();
 }
 
 json* FakeKubeClient::FindLocked(const ResourceRef& ref, const std::string& ns,
@@ -207,7 +207,7 @@ absl::StatusOr<json> FakeKubeClient::StoreUpdateLocked(const ResourceRef& ref, j
 }
 
 absl::StatusOr<json> FakeKubeClient::Get(const ResourceRef& ref, std::string_view name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Record({"GET", ref, std::string(name), nullptr, ""});
   if (absl::Status s = TakeFailure("GET"); !s.ok()) {
     return s;
@@ -225,14 +225,14 @@ absl::StatusOr<ListResult> FakeKubeClient::List(const ResourceRef& ref,
   if (!options.continue_token.empty()) {
     std::function<void(const ListOptions&)> hook;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       hook = before_list_page_;
     }
     if (hook) {
       hook(options);
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Record({"LIST", ref, "", nullptr, options.continue_token});
   if (absl::Status s = TakeFailure("LIST"); !s.ok()) {
     return s;
@@ -291,7 +291,7 @@ absl::StatusOr<ListResult> FakeKubeClient::List(const ResourceRef& ref,
 
 absl::StatusOr<json> FakeKubeClient::Create(const ResourceRef& ref, const json& object,
                                             const WriteOptions& /*options*/) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Record({"CREATE", ref, MetaString(object, "name"), object, ""});
   if (absl::Status s = TakeFailure("CREATE"); !s.ok()) {
     return s;
@@ -324,7 +324,7 @@ absl::StatusOr<json> FakeKubeClient::Create(const ResourceRef& ref, const json& 
 
 absl::StatusOr<json> FakeKubeClient::Update(const ResourceRef& ref, const json& object,
                                             const WriteOptions& /*options*/) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const std::string name = MetaString(object, "name");
   Record({"UPDATE", ref, name, object, ""});
   if (absl::Status s = TakeFailure("UPDATE"); !s.ok()) {
@@ -359,7 +359,7 @@ absl::StatusOr<json> FakeKubeClient::Patch(const ResourceRef& ref, std::string_v
                                            PatchType type, const json& patch,
                                            const PatchOptions& options,
                                            std::string_view subresource) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const std::string name(name_view);
   const char* type_name = type == PatchType::kMerge   ? "merge"
                           : type == PatchType::kJson  ? "json"
@@ -423,7 +423,7 @@ absl::StatusOr<json> FakeKubeClient::Patch(const ResourceRef& ref, std::string_v
 
 absl::Status FakeKubeClient::Delete(const ResourceRef& ref, std::string_view name_view,
                                     const DeleteOptions& options) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const std::string name(name_view);
   Record({"DELETE", ref, name, nullptr, ""});
   if (absl::Status s = TakeFailure("DELETE"); !s.ok()) {
@@ -463,9 +463,30 @@ absl::Status FakeKubeClient::Delete(const ResourceRef& ref, std::string_view nam
   return absl::OkStatus();
 }
 
-absl::Status FakeKubeClient::Watch(const ResourceRef& ref, const WatchOptions& options,
-                                   const WatchHandler& handler, std::stop_token stop) {
-  std::unique_lock<std::mutex> lock(mu_);
+// Locks and unlocks mu_ by hand around the handler calls (the analysis cannot follow).
+ABSL_NO_THREAD_SAFETY_ANALYSIS absl::Status FakeKubeClient::Watch(const ResourceRef& ref,
+                                                                  const WatchOptions& options,
+                                                                  const WatchHandler& handler,
+                                                                  std::stop_token stop) {
+  // A stop request wakes the wait below: releasing mu_ makes Await re-check its condition.
+  // Registered before mu_ is taken (a callback for a stop already requested runs right here).
+  const std::stop_callback wake(stop, [this] { absl::MutexLock wake_lock(&mu_); });
+  // mu_ is given up while the handler runs (it may call back into the fake).
+  mu_.Lock();
+  bool locked = true;
+  const auto unlock = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (locked) {
+      mu_.Unlock();
+      locked = false;
+    }
+  };
+  const auto relock = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (!locked) {
+      mu_.Lock();
+      locked = true;
+    }
+  };
+  const absl::Cleanup release = unlock;
   Record({"WATCH", ref, "", nullptr,
           options.send_initial_events ? "sendInitialEvents" : options.resource_version});
   if (absl::Status s = TakeFailure("WATCH"); !s.ok()) {
@@ -482,7 +503,7 @@ absl::Status FakeKubeClient::Watch(const ResourceRef& ref, const WatchOptions& o
   bool awaiting_initial_events_end = false;
   if (options.send_initial_events) {
     if (!watch_list_supported_) {
-      lock.unlock();
+      unlock();
       handler({WatchEventType::kError,
                {{"kind", "Status"},
                 {"apiVersion", "v1"},
@@ -536,7 +557,7 @@ absl::Status FakeKubeClient::Watch(const ResourceRef& ref, const WatchOptions& o
     if (gone_as_http_error_) {
       return ApiError(context, 410, "Expired", gone["message"].get<std::string>());
     }
-    lock.unlock();
+    unlock();
     handler({WatchEventType::kError, gone});
     return absl::OkStatus();
   }
@@ -551,36 +572,37 @@ absl::Status FakeKubeClient::Watch(const ResourceRef& ref, const WatchOptions& o
   const int id = next_watch_id_++;
   watches_[id].id = id;
   watches_[id].awaiting_initial_events_end = awaiting_initial_events_end;
-  cv_.notify_all();
-  auto finish = [&](absl::Status status) {
-    if (!lock.owns_lock()) {
-      lock.lock();
-    }
+  auto finish = [&](absl::Status status) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    relock();
     watches_.erase(id);
-    cv_.notify_all();
     return status;
   };
   while (true) {
     if (!pending.empty()) {
-      lock.unlock();
+      unlock();
       for (auto& event : pending) {
         if (!handler(std::move(event))) {
           return finish(absl::OkStatus());
         }
       }
       pending.clear();
-      lock.lock();
+      relock();
     }
-    const bool woke = cv_.wait(lock, stop, [&] {
+    const auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       const OpenWatch& w = watches_[id];
       return w.end || w.expired || (!paused_ && !history_.empty() && history_.back().seq >= cursor);
-    });
+    };
+    const auto ready_or_stopped = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return ready() || stop.stop_requested();
+    };
+    mu_.Await(absl::Condition(&ready_or_stopped));
+    const bool woke = ready();
     if (!woke) {
       return finish(absl::CancelledError(absl::StrCat(context, ": stopped")));
     }
     const OpenWatch w = watches_[id];
     if (w.expired) {
-      lock.unlock();
+      unlock();
       json expired = gone;
       expired["message"] = "too old resource version (compacted)";
       handler({WatchEventType::kError, expired});
@@ -611,65 +633,62 @@ absl::Status FakeKubeClient::Watch(const ResourceRef& ref, const WatchOptions& o
 }
 
 void FakeKubeClient::FailNext(const std::string& verb, absl::Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   failures_[verb].push_back(std::move(status));
 }
 
 std::vector<FakeKubeClient::Call> FakeKubeClient::Calls() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return calls_;
 }
 
 size_t FakeKubeClient::CountCalls(const std::string& verb) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return static_cast<size_t>(
       std::count_if(calls_.begin(), calls_.end(), [&](const Call& c) { return c.verb == verb; }));
 }
 
 void FakeKubeClient::ClearCalls() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   calls_.clear();
 }
 
 void FakeKubeClient::CloseWatches() { BreakWatches(absl::OkStatus()); }
 
 void FakeKubeClient::BreakWatches(const absl::Status& status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto& [id, w] : watches_) {
     w.end = true;
     w.end_status = status;
   }
-  cv_.notify_all();
 }
 
 void FakeKubeClient::Compact(bool expire_open_watches) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   compacted_rv_ = rv_;
   history_.clear();
   for (auto& [id, w] : watches_) {
     w.expired = w.expired || expire_open_watches;
   }
-  cv_.notify_all();
 }
 
 void FakeKubeClient::SetWatchListSupported(bool supported) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   watch_list_supported_ = supported;
 }
 
 void FakeKubeClient::SetInitialEventsEndHeld(bool held) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   initial_events_end_held_ = held;
 }
 
 void FakeKubeClient::SetWatchDeliveryPaused(bool paused) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   paused_ = paused;
-  cv_.notify_all();
 }
 
 void FakeKubeClient::SendBookmark() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   StoredEvent stored;
   stored.seq = next_seq_++;
   stored.rv = rv_;
@@ -677,36 +696,38 @@ void FakeKubeClient::SendBookmark() {
   stored.event.object = {{"kind", "Bookmark"},
                          {"metadata", {{"resourceVersion", std::to_string(rv_)}}}};
   history_.push_back(std::move(stored));
-  cv_.notify_all();
 }
 
 void FakeKubeClient::SetContinueOnExpiry(bool offered) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   continue_on_expiry_ = offered;
 }
 
 void FakeKubeClient::SetGoneAsHttpError(bool http_error) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   gone_as_http_error_ = http_error;
 }
 
 int FakeKubeClient::OpenWatches() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return static_cast<int>(watches_.size());
 }
 
 bool FakeKubeClient::WaitForOpenWatches(int count, std::chrono::milliseconds timeout) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return static_cast<int>(watches_.size()) >= count; });
+  absl::MutexLock lock(&mu_);
+  const auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return static_cast<int>(watches_.size()) >= count;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&enough), absl::FromChrono(timeout));
 }
 
 std::string FakeKubeClient::CurrentResourceVersion() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return std::to_string(rv_);
 }
 
 size_t FakeKubeClient::ObjectCount(const ResourceRef& ref) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto coll = objects_.find(CollectionId(ref));
   if (coll == objects_.end()) {
     return 0;
@@ -717,7 +738,7 @@ size_t FakeKubeClient::ObjectCount(const ResourceRef& ref) const {
 }
 
 void FakeKubeClient::SetBeforeListPage(std::function<void(const ListOptions&)> hook) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   before_list_page_ = std::move(hook);
 }
 

@@ -16,15 +16,15 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/kube/kube_client.h"
 
 namespace mmi::kube::testing {
@@ -121,34 +121,36 @@ class FakeKubeClient final : public KubeClient {
   };
 
   static std::string CollectionId(const ResourceRef& ref);
-  absl::Status TakeFailure(const std::string& verb);  // requires mu_
-  void Record(Call call);                             // requires mu_
-  void EmitLocked(const ResourceRef& ref, WatchEventType type, const nlohmann::json& object);
-  nlohmann::json* FindLocked(const ResourceRef& ref, const std::string& ns,
-                             const std::string& name);
+  absl::Status TakeFailure(const std::string& verb) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Record(Call call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EmitLocked(const ResourceRef& ref, WatchEventType type, const nlohmann::json& object)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  nlohmann::json* FindLocked(const ResourceRef& ref, const std::string& ns, const std::string& name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<nlohmann::json> StoreUpdateLocked(const ResourceRef& ref, nlohmann::json updated,
-                                                   const nlohmann::json& previous);
+                                                   const nlohmann::json& previous)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string NowTimestamp();
 
-  mutable std::mutex mu_;
-  mutable std::condition_variable_any cv_;
-  int64_t rv_ = 100;
-  int64_t next_seq_ = 1;
-  int64_t compacted_rv_ = 0;
-  int64_t next_uid_ = 1;
-  int next_watch_id_ = 1;
-  bool paused_ = false;
-  bool gone_as_http_error_ = false;
-  bool continue_on_expiry_ = true;
-  bool watch_list_supported_ = true;
-  bool initial_events_end_held_ = false;
+  // Watches wait on mu_ with absl::Mutex::Await: every change (made under mu_) wakes them.
+  mutable absl::Mutex mu_;
+  int64_t rv_ ABSL_GUARDED_BY(mu_) = 100;
+  int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  int64_t compacted_rv_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t next_uid_ ABSL_GUARDED_BY(mu_) = 1;
+  int next_watch_id_ ABSL_GUARDED_BY(mu_) = 1;
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
+  bool gone_as_http_error_ ABSL_GUARDED_BY(mu_) = false;
+  bool continue_on_expiry_ ABSL_GUARDED_BY(mu_) = true;
+  bool watch_list_supported_ ABSL_GUARDED_BY(mu_) = true;
+  bool initial_events_end_held_ ABSL_GUARDED_BY(mu_) = false;
   // collection id -> "ns/name" -> object
-  std::map<std::string, std::map<std::string, nlohmann::json>> objects_;
-  std::deque<StoredEvent> history_;
-  std::map<int, OpenWatch> watches_;
-  std::map<std::string, std::deque<absl::Status>> failures_;
-  std::vector<Call> calls_;
-  std::function<void(const ListOptions&)> before_list_page_;
+  std::map<std::string, std::map<std::string, nlohmann::json>> objects_ ABSL_GUARDED_BY(mu_);
+  std::deque<StoredEvent> history_ ABSL_GUARDED_BY(mu_);
+  std::map<int, OpenWatch> watches_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::deque<absl::Status>> failures_ ABSL_GUARDED_BY(mu_);
+  std::vector<Call> calls_ ABSL_GUARDED_BY(mu_);
+  std::function<void(const ListOptions&)> before_list_page_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace mmi::kube::testing

@@ -14,10 +14,11 @@ absl::Status ConnectionPool::Run(const std::string& what,
                                  const std::function<void(pqxx::connection&)>& fn) {
   std::unique_ptr<pqxx::connection> conn;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    available_.wait(lock, [&] {
+    absl::MutexLock lock(&mu_);
+    const auto available = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return !idle_.empty() || borrowed_ + static_cast<int>(idle_.size()) < settings_.size;
-    });
+    };
+    mu_.Await(absl::Condition(&available));
     if (!idle_.empty()) {
       conn = std::move(idle_.back());
       idle_.pop_back();
@@ -34,14 +35,13 @@ absl::Status ConnectionPool::Run(const std::string& what,
     status = StatusFromCurrentException(what);
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     --borrowed_;
     // A connection that failed may be broken: drop it, the next Run() reconnects.
     if (status.ok() && conn && conn->is_open()) {
       idle_.push_back(std::move(conn));
     }
   }
-  available_.notify_one();
   return status;
 }
 

@@ -5,14 +5,14 @@
 // Thread-safe. Run() blocks while all connections are borrowed.
 #pragma once
 
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "pqxx/connection"
 
 namespace mmi::store::postgres {
@@ -34,10 +34,9 @@ class ConnectionPool {
 
  private:
   ConnectionPoolSettings settings_;
-  std::mutex mu_;
-  std::condition_variable available_;
-  std::vector<std::unique_ptr<pqxx::connection>> idle_;  // guarded by mu_
-  int borrowed_ = 0;                                     // guarded by mu_
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<pqxx::connection>> idle_ ABSL_GUARDED_BY(mu_);
+  int borrowed_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace mmi::store::postgres

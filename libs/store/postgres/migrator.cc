@@ -14,7 +14,7 @@ namespace {
 // pg_advisory_lock key shared by every process that migrates this schema ("mmi-migr").
 constexpr int64_t kMigrationLockKey = 0x6d6d692d6d696772;
 
-const log::Logger& Logger() {
+const log::Logger& Log() {
   static const log::Logger logger("store.migrator");
   return logger;
 }
@@ -85,7 +85,7 @@ absl::StatusOr<MigrateResult> ApplyMigrations(
           m.version, name, sql);
       tx.commit();
       result.applied.push_back(m.version);
-      Logger().Info("applied migration", {{"version", m.version}, {"name", name}});
+      Log().Info("applied migration", {{"version", m.version}, {"name", name}});
     }
     result.current_version = std::max(newest_known, applied.empty() ? 0 : applied.rbegin()->first);
     step = "release the migration lock";

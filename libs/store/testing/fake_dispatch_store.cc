@@ -3,14 +3,14 @@
 namespace mmi::store::testing {
 
 int FakeDispatchStore::record_calls() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return record_calls_;
 }
 
 absl::Status FakeDispatchStore::ForEachResource(
     const std::function<void(const DispatchedResource&)>& fn) {
   return VisitCopies<DispatchedResource>(
-      [this](std::vector<DispatchedResource>& copy) {
+      [this](std::vector<DispatchedResource>& copy) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         for (const auto& [id, r] : resources_) {
           copy.push_back(r);
         }
@@ -20,7 +20,7 @@ absl::Status FakeDispatchStore::ForEachResource(
 
 absl::StatusOr<std::optional<DispatchedResource>> FakeDispatchStore::GetResource(
     const std::string& resource_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!fault_.ok()) {
     return fault_;
   }
@@ -33,7 +33,7 @@ absl::StatusOr<std::optional<DispatchedResource>> FakeDispatchStore::GetResource
 
 absl::StatusOr<std::vector<DispatchedResource>> FakeDispatchStore::ResourcesOfCluster(
     const std::string& cluster) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!fault_.ok()) {
     return fault_;
   }
@@ -48,7 +48,7 @@ absl::StatusOr<std::vector<DispatchedResource>> FakeDispatchStore::ResourcesOfCl
 
 absl::StatusOr<std::vector<int64_t>> FakeDispatchStore::Record(
     const std::vector<DispatchChange>& changes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ++record_calls_;
   if (!fault_.ok()) {
     return fault_;
@@ -72,7 +72,7 @@ absl::StatusOr<std::vector<int64_t>> FakeDispatchStore::Record(
 
 absl::StatusOr<std::vector<OutboxEntry>> FakeDispatchStore::PendingOutbox(int64_t after_seq,
                                                                           int limit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!fault_.ok()) {
     return fault_;
   }
@@ -86,7 +86,7 @@ absl::StatusOr<std::vector<OutboxEntry>> FakeDispatchStore::PendingOutbox(int64_
 
 absl::Status FakeDispatchStore::MarkPublished(const std::vector<int64_t>& seqs,
                                               std::chrono::system_clock::time_point at) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!fault_.ok()) {
     return fault_;
   }
@@ -105,7 +105,7 @@ absl::Status FakeDispatchStore::MarkPublished(const std::vector<int64_t>& seqs,
 }
 
 absl::Status FakeDispatchStore::RecordPublishFailure(int64_t seq, const std::string& /*error*/) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!fault_.ok()) {
     return fault_;
   }
@@ -117,7 +117,7 @@ absl::Status FakeDispatchStore::RecordPublishFailure(int64_t seq, const std::str
 }
 
 absl::StatusOr<bool> FakeDispatchStore::MarkDeletionConfirmed(const std::string& resource_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!fault_.ok()) {
     return fault_;
   }
@@ -125,7 +125,7 @@ absl::StatusOr<bool> FakeDispatchStore::MarkDeletionConfirmed(const std::string&
 }
 
 absl::StatusOr<std::vector<std::string>> FakeDispatchStore::ConfirmedDeletions() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!fault_.ok()) {
     return fault_;
   }
@@ -139,7 +139,7 @@ absl::StatusOr<std::vector<std::string>> FakeDispatchStore::ConfirmedDeletions()
 }
 
 absl::Status FakeDispatchStore::Forget(const std::string& resource_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!fault_.ok()) {
     return fault_;
   }

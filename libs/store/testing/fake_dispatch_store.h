@@ -3,7 +3,6 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 
 #include "libs/store/dispatch_store.h"
 #include "libs/store/testing/fake_locked_store.h"
@@ -30,10 +29,10 @@ class FakeDispatchStore final : public DispatchStore, public FakeLockedStore {
   int record_calls() const;
 
  private:
-  std::map<std::string, DispatchedResource> resources_;
-  std::map<int64_t, OutboxEntry> outbox_;
-  int64_t next_seq_ = 1;
-  int record_calls_ = 0;
+  std::map<std::string, DispatchedResource> resources_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, OutboxEntry> outbox_ ABSL_GUARDED_BY(mu_);
+  int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  int record_calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace mmi::store::testing

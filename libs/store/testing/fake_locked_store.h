@@ -4,12 +4,13 @@
 #pragma once
 
 #include <functional>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/store/dispatch_store.h"
 
 namespace mmi::store::testing {
@@ -19,13 +20,13 @@ class FakeLockedStore {
  public:
   // Every following call fails with `status` until cleared with OkStatus().
   void FailWithForTest(absl::Status status) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     fault_ = std::move(status);
   }
 
   // Payloads of the deletion-confirmed notifications sent, in order.
   std::vector<std::string> notifications() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return notifications_;
   }
 
@@ -34,12 +35,13 @@ class FakeLockedStore {
   ~FakeLockedStore() = default;
 
   // Returns the injected fault, or else appends values to a vector with `collect` under the lock
-  // and then calls `fn` on each of them without it, so `fn` may call back into the store.
+  // (annotate it ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)) and then calls `fn` on each of them without
+  // it, so `fn` may call back into the store.
   template <typename T, typename Collect>
   absl::Status VisitCopies(Collect collect, const std::function<void(const T&)>& fn) {
     std::vector<T> copy;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (!fault_.ok()) {
         return fault_;
       }
@@ -52,11 +54,11 @@ class FakeLockedStore {
   }
 
   // Marks `resource_id` in `resources` (when present) kDeleteConfirmed and sends its
-  // notification. The caller holds mu_.
+  // notification. As the PostgreSQL stores: only a resource being deleted is confirmed (and
+  // notified); false for a live or unknown one.
   template <typename Resources>
-  // As the PostgreSQL stores: only a resource being deleted is confirmed (and notified); false
-  // for a live or unknown one.
-  bool ConfirmDeletionLocked(Resources& resources, const std::string& resource_id) {
+  bool ConfirmDeletionLocked(Resources& resources, const std::string& resource_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = resources.find(resource_id);
     if (it == resources.end() || it->second.deletion_state == DeletionState::kLive) {
       return false;
@@ -66,9 +68,9 @@ class FakeLockedStore {
     return true;
   }
 
-  mutable std::mutex mu_;
-  absl::Status fault_;                      // guarded by mu_
-  std::vector<std::string> notifications_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  absl::Status fault_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> notifications_ ABSL_GUARDED_BY(mu_);
 
  private:
   FakeLockedStore(const FakeLockedStore&) = delete;

@@ -7,7 +7,7 @@ namespace mmi::store::testing {
 
 absl::StatusOr<std::vector<HubAppRef>> FakeStatusStore::LookupHubApps(
     const std::vector<std::string>& resource_ids) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ++lookup_calls_;
   if (!fault_.ok()) {
     return fault_;
@@ -27,7 +27,7 @@ absl::StatusOr<std::vector<HubAppRef>> FakeStatusStore::LookupHubApps(
 absl::Status FakeStatusStore::ForEachAppliedStatus(
     const std::function<void(const AppliedStatus&)>& fn) {
   return VisitCopies<AppliedStatus>(
-      [this](std::vector<AppliedStatus>& copy) {
+      [this](std::vector<AppliedStatus>& copy) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         for (const auto& [id, s] : applied_) {
           copy.push_back(s);
         }
@@ -36,7 +36,7 @@ absl::Status FakeStatusStore::ForEachAppliedStatus(
 }
 
 absl::Status FakeStatusStore::SaveAppliedStatuses(const std::vector<AppliedStatus>& statuses) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ++save_calls_;
   if (!fault_.ok()) {
     return fault_;
@@ -56,7 +56,7 @@ absl::Status FakeStatusStore::SaveAppliedStatuses(const std::vector<AppliedStatu
 absl::Status FakeStatusStore::ForEachResyncEntry(
     const std::function<void(const ResyncEntry&)>& fn) {
   return VisitCopies<ResyncEntry>(
-      [this](std::vector<ResyncEntry>& copy) {
+      [this](std::vector<ResyncEntry>& copy) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         for (const auto& [id, r] : resources_) {
           auto it = applied_.find(id);
           copy.push_back({id, r.cluster, it == applied_.end() ? "" : it->second.status_hash});
@@ -66,7 +66,7 @@ absl::Status FakeStatusStore::ForEachResyncEntry(
 }
 
 absl::StatusOr<bool> FakeStatusStore::MarkDeletionConfirmed(const std::string& resource_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!fault_.ok()) {
     return fault_;
   }
@@ -78,7 +78,7 @@ absl::StatusOr<bool> FakeStatusStore::MarkDeletionConfirmed(const std::string& r
 }
 
 absl::StatusOr<std::vector<AppSetCount>> FakeStatusStore::AppSetCounts() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!fault_.ok()) {
     return fault_;
   }
@@ -98,12 +98,12 @@ absl::StatusOr<std::vector<AppSetCount>> FakeStatusStore::AppSetCounts() {
 }
 
 void FakeStatusStore::AddResourceForTest(const HubAppRef& ref) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   resources_[ref.resource_id] = ref;
 }
 
 std::optional<AppliedStatus> FakeStatusStore::AppliedForTest(const std::string& resource_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = applied_.find(resource_id);
   if (it == applied_.end()) {
     return std::nullopt;
@@ -113,7 +113,7 @@ std::optional<AppliedStatus> FakeStatusStore::AppliedForTest(const std::string& 
 
 std::optional<DeletionState> FakeStatusStore::DeletionStateForTest(
     const std::string& resource_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = resources_.find(resource_id);
   if (it == resources_.end()) {
     return std::nullopt;
@@ -122,12 +122,12 @@ std::optional<DeletionState> FakeStatusStore::DeletionStateForTest(
 }
 
 int FakeStatusStore::save_calls() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return save_calls_;
 }
 
 int FakeStatusStore::lookup_calls() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return lookup_calls_;
 }
 

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -34,10 +33,10 @@ class FakeStatusStore final : public StatusStore, public FakeLockedStore {
   int lookup_calls() const;
 
  private:
-  std::map<std::string, HubAppRef> resources_;
-  std::map<std::string, AppliedStatus> applied_;
-  int save_calls_ = 0;
-  int lookup_calls_ = 0;
+  std::map<std::string, HubAppRef> resources_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, AppliedStatus> applied_ ABSL_GUARDED_BY(mu_);
+  int save_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  int lookup_calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace mmi::store::testing

@@ -13,6 +13,11 @@
 namespace mmi::transport {
 namespace {
 
+const log::Logger& Log() {
+  static const log::Logger logger("transport.grpc");
+  return logger;
+}
+
 // How long the watcher waits for a state change before looking again (bounds Stop()).
 constexpr auto kWatchSlice = std::chrono::milliseconds(250);
 
@@ -70,8 +75,8 @@ absl::Status GrpcPublisher::Start() {
     watcher_ = std::thread([this] { WatchConnectivity(); });
     pthread_setname_np(watcher_.native_handle(), "grpc-pub-conn");
   }
-  logger_.Info("gRPC publisher started",
-               {{"summary", RedactedSummary(TransportSettings(settings_))}});
+  Log().Info("gRPC publisher started",
+             {{"summary", RedactedSummary(TransportSettings(settings_))}});
   return absl::OkStatus();
 }
 
@@ -163,7 +168,7 @@ void GrpcPublisher::Stop() {
   ready_ = false;
   metrics_.SetConnected(false);
   callbacks_.Stop();
-  logger_.Info("gRPC publisher stopped");
+  Log().Info("gRPC publisher stopped");
 }
 
 bool GrpcPublisher::connected() const {
@@ -189,11 +194,11 @@ void GrpcPublisher::WatchConnectivity() {
         if (ever_ready) {
           metrics_.RecordReconnect();
         }
-        logger_.Info("gRPC channel ready", {{"url", settings_.url}, {"reconnected", ever_ready}});
+        Log().Info("gRPC channel ready", {{"url", settings_.url}, {"reconnected", ever_ready}});
         ever_ready = true;
       } else {
-        logger_.Warn("gRPC channel not ready; publishing waits while it reconnects",
-                     {{"url", settings_.url}, {"state", std::string(StateName(state))}});
+        Log().Warn("gRPC channel not ready; publishing waits while it reconnects",
+                   {{"url", settings_.url}, {"state", std::string(StateName(state))}});
       }
       ready_.store(ready);
     }
@@ -205,9 +210,9 @@ void GrpcPublisher::WatchConnectivity() {
 void GrpcPublisher::Finish(Call& call, absl::Status status) {
   metrics_.RecordPublish(status, clock_.MonotonicNow() - call.started);
   if (!status.ok()) {
-    logger_.Debug("publish failed", {{"event_id", call.event_id},
-                                     {"cluster", call.cluster},
-                                     {"error", std::string(status.message())}});
+    Log().Debug("publish failed", {{"event_id", call.event_id},
+                                   {"cluster", call.cluster},
+                                   {"error", std::string(status.message())}});
   }
   callbacks_.Post([done = std::move(call.done), status = std::move(status)]() mutable {
     std::move(done)(std::move(status));

@@ -74,7 +74,6 @@ class GrpcPublisher final : public Publisher {
   std::shared_ptr<grpc::Channel> channel_;
   const ChannelKind kind_;
   Clock& clock_;
-  const log::Logger logger_{"transport.grpc"};
   TransportMetrics metrics_;
   internal::SerialExecutor callbacks_{"grpc-pub-cb"};
   std::unique_ptr<io::cloudevents::v1::CloudEventService::Stub> stub_;

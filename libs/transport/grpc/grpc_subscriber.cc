@@ -11,6 +11,11 @@
 namespace mmi::transport {
 namespace {
 
+const log::Logger& Log() {
+  static const log::Logger logger("transport.grpc");
+  return logger;
+}
+
 constexpr auto kWatchInterval = std::chrono::milliseconds(100);
 
 }  // namespace
@@ -20,6 +25,7 @@ GrpcSubscriber::GrpcSubscriber(GrpcSettings settings, std::shared_ptr<grpc::Chan
     : settings_(std::move(settings)),
       channel_(std::move(channel)),
       clock_(clock),
+      intake_log_(Log(), clock_),
       metrics_(registry, "grpc", ClientRole::kSubscriber) {}
 
 GrpcSubscriber::~GrpcSubscriber() { Stop(); }
@@ -44,8 +50,7 @@ absl::Status GrpcSubscriber::Start(EventHandler handler, SubscribedHook on_subsc
   pthread_setname_np(reader_.native_handle(), "grpc-sub");
   watcher_ = std::thread([this] { WatchLoop(); });
   pthread_setname_np(watcher_.native_handle(), "grpc-sub-watch");
-  logger_.Info("gRPC subscriber started",
-               {{"url", settings_.url}, {"source", settings_.source_id}});
+  Log().Info("gRPC subscriber started", {{"url", settings_.url}, {"source", settings_.source_id}});
   return absl::OkStatus();
 }
 
@@ -67,7 +72,7 @@ void GrpcSubscriber::Stop() {
     watcher_.join();
   }
   metrics_.SetConnected(false);
-  logger_.Info("gRPC subscriber stopped");
+  Log().Info("gRPC subscriber stopped");
 }
 
 bool GrpcSubscriber::connected() const {
@@ -95,10 +100,10 @@ void GrpcSubscriber::ReadLoop() {
       metrics_.RecordRejected(RejectReason::kOversize);
     }
     const std::chrono::milliseconds delay = backoff.Next();
-    logger_.Warn("gRPC Subscribe stream ended; re-subscribing",
-                 {{"code", static_cast<int>(status.error_code())},
-                  {"error", status.error_message()},
-                  {"retry_in_ms", static_cast<int64_t>(delay.count())}});
+    Log().Warn("gRPC Subscribe stream ended; re-subscribing",
+               {{"code", static_cast<int>(status.error_code())},
+                {"error", status.error_message()},
+                {"retry_in_ms", static_cast<int64_t>(delay.count())}});
     absl::MutexLock lock(&mu_);
     auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
     if (mu_.AwaitWithTimeout(absl::Condition(&stopping), absl::FromChrono(delay))) {
@@ -165,7 +170,7 @@ void GrpcSubscriber::MarkEstablished() {
   if (resubscribed) {
     metrics_.RecordReconnect();
   }
-  logger_.Info("gRPC Subscribe stream established", {{"resubscribed", resubscribed}});
+  Log().Info("gRPC Subscribe stream established", {{"resubscribed", resubscribed}});
   if (on_subscribed_) {
     on_subscribed_(resubscribed);
   }
@@ -181,8 +186,8 @@ void GrpcSubscriber::WatchLoop() {
     intake_log_.Flush();  // its own lock; logging under mu_ is fine (no callback)
     if (settings_.heartbeat_timeout.count() > 0 && current_ != nullptr && established_ &&
         clock_.MonotonicNow() - last_activity_ > settings_.heartbeat_timeout) {
-      logger_.Warn("no event or heartbeat within serverHealthinessTimeout; re-subscribing",
-                   {{"timeout_ms", static_cast<int64_t>(settings_.heartbeat_timeout.count())}});
+      Log().Warn("no event or heartbeat within serverHealthinessTimeout; re-subscribing",
+                 {{"timeout_ms", static_cast<int64_t>(settings_.heartbeat_timeout.count())}});
       current_->TryCancel();
       last_activity_ = clock_.MonotonicNow();  // one cancel per silence
     }

@@ -60,8 +60,7 @@ class GrpcSubscriber final : public Subscriber {
   const GrpcSettings settings_;
   std::shared_ptr<grpc::Channel> channel_;
   Clock& clock_;
-  const log::Logger logger_{"transport.grpc"};
-  internal::IntakeLog intake_log_{logger_, clock_};
+  internal::IntakeLog intake_log_;
   TransportMetrics metrics_;
   std::unique_ptr<io::cloudevents::v1::CloudEventService::Stub> stub_;
   EventHandler handler_;           // read thread only after Start()

@@ -7,10 +7,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/common/log.h"
+#include "libs/kube/object.h"
 #include "nlohmann/json.hpp"
 
 namespace mmi::transport {
 namespace {
+
+const log::Logger& Log() {
+  static const log::Logger logger("transport.grpc");
+  return logger;
+}
 
 size_t AppendBody(char* data, size_t size, size_t count, void* out) {
   static_cast<std::string*>(out)->append(data, size * count);
@@ -91,22 +97,6 @@ absl::Status HttpError(const RestRequest& request, const RestResponse& response)
 
 }  // namespace
 
-bool IsDns1123Label(std::string_view name) {
-  if (name.empty() || name.size() > 63) {
-    return false;
-  }
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  if (!alnum(name.front()) || !alnum(name.back())) {
-    return false;
-  }
-  for (char c : name) {
-    if (!alnum(c) && c != '-') {
-      return false;
-    }
-  }
-  return true;
-}
-
 MaestroConsumerRegistry::MaestroConsumerRegistry(MaestroRestSettings settings)
     : settings_(std::move(settings)), sender_(CurlSender(settings_)) {}
 
@@ -123,7 +113,7 @@ std::string MaestroConsumerRegistry::ApiUrl(std::string_view path) const {
 
 absl::Status MaestroConsumerRegistry::EnsureConsumer(
     std::string_view name, const std::map<std::string, std::string>& labels) {
-  if (!IsDns1123Label(name)) {
+  if (!kube::IsDns1123Label(name)) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot register Maestro consumer \"", std::string(name),
                      "\": a consumer name must be a DNS-1123 label (lower-case letters, digits "
@@ -146,8 +136,7 @@ absl::Status MaestroConsumerRegistry::EnsureConsumer(
     return response.status();
   }
   if (response->status == 201 || response->status == 200 || response->status == 409) {
-    static const log::Logger logger("transport.grpc");
-    logger.Info(
+    Log().Info(
         response->status == 409 ? "Maestro consumer already exists" : "registered Maestro consumer",
         {{"cluster", std::string(name)}});
     return absl::OkStatus();
@@ -156,7 +145,7 @@ absl::Status MaestroConsumerRegistry::EnsureConsumer(
 }
 
 absl::StatusOr<bool> MaestroConsumerRegistry::ConsumerExists(std::string_view name) {
-  if (!IsDns1123Label(name)) {
+  if (!kube::IsDns1123Label(name)) {
     return false;
   }
   // search=name='<name>' with the quotes and spaces URL-encoded.

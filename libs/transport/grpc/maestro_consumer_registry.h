@@ -60,7 +60,4 @@ class MaestroConsumerRegistry {
   RestSender sender_;
 };
 
-// True for a DNS-1123 label: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63 characters.
-bool IsDns1123Label(std::string_view name);
-
 }  // namespace mmi::transport

@@ -1,40 +1,34 @@
-// A single named thread running posted tasks in order. Transports use it so that publish
-// callbacks never run inside Publish() and never on a thread the caller owns.
+// The loop on which transports run publish callbacks, so that a callback never runs inside
+// Publish() and never on a thread the caller owns: an mmi::Loop (libs/common/loop.h) on real
+// time, started at construction, with AfterStop::kRunOnCaller so that no callback (and the
+// acknowledgement it carries) is ever lost.
 #pragma once
 
-#include <deque>
 #include <string>
-#include <thread>
+#include <utility>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/functional/any_invocable.h"
-#include "absl/synchronization/mutex.h"
+#include "libs/common/clock.h"
+#include "libs/common/loop.h"
 
 namespace mmi::transport::internal {
 
 // Thread-safe.
 class SerialExecutor {
  public:
-  explicit SerialExecutor(std::string name);
-  ~SerialExecutor();
-  SerialExecutor(const SerialExecutor&) = delete;
-  SerialExecutor& operator=(const SerialExecutor&) = delete;
+  explicit SerialExecutor(std::string name)
+      : loop_(RealClock::Instance(), std::move(name), AfterStop::kRunOnCaller) {
+    loop_.Start();
+  }
 
-  // Runs `task` on the executor thread after every task posted before it. After Stop() the
-  // task runs on the calling thread instead, so that no task is ever lost.
-  void Post(absl::AnyInvocable<void() &&> task);
+  // Runs `task` on the loop thread after every task posted before it. Once Stop() was called
+  // the task runs on the calling thread instead.
+  void Post(Task task) { loop_.Post(std::move(task)); }
 
   // Runs every queued task, then joins the thread. Idempotent; must not be called from a task.
-  void Stop();
+  void Stop() { loop_.Stop(); }
 
  private:
-  void Run();
-
-  const std::string name_;
-  absl::Mutex mu_;
-  std::deque<absl::AnyInvocable<void() &&>> queue_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  Loop loop_;
 };
 
 }  // namespace mmi::transport::internal

@@ -10,6 +10,14 @@
 #include "libs/transport/kafka/internal/kafka_config.h"
 
 namespace mmi::transport {
+namespace {
+
+const log::Logger& Log() {
+  static const log::Logger logger("transport.kafka");
+  return logger;
+}
+
+}  // namespace
 
 // Travels through librdkafka as the message opaque; owned by whoever completes it.
 struct KafkaPublisher::Delivery {
@@ -44,8 +52,8 @@ absl::Status KafkaPublisher::Start() {
   metrics_.SetConnected(false);
   poll_thread_ = std::thread([this] { PollLoop(); });
   pthread_setname_np(poll_thread_.native_handle(), "kafka-pub-poll");
-  logger_.Info("Kafka publisher started",
-               {{"summary", RedactedSummary(TransportSettings(settings_))}});
+  Log().Info("Kafka publisher started",
+             {{"summary", RedactedSummary(TransportSettings(settings_))}});
   return absl::OkStatus();
 }
 
@@ -121,8 +129,8 @@ void KafkaPublisher::Stop() {
   const RdKafka::ErrorCode flushed =
       producer_->flush(static_cast<int>(settings_.flush_timeout.count()));
   if (flushed != RdKafka::ERR_NO_ERROR) {
-    logger_.Warn("Kafka flush did not complete; failing the remaining events",
-                 {{"in_queue", producer_->outq_len()}});
+    Log().Warn("Kafka flush did not complete; failing the remaining events",
+               {{"in_queue", producer_->outq_len()}});
     producer_->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT |
                      RdKafka::Producer::PURGE_NON_BLOCKING);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
@@ -133,7 +141,7 @@ void KafkaPublisher::Stop() {
   producer_.reset();
   SetConnected(false);
   callbacks_.Stop();
-  logger_.Info("Kafka publisher stopped");
+  Log().Info("Kafka publisher stopped");
 }
 
 void KafkaPublisher::OnDelivery(RdKafka::Message& message) {
@@ -150,7 +158,7 @@ void KafkaPublisher::OnDelivery(RdKafka::Message& message) {
 }
 
 void KafkaPublisher::OnEvent(RdKafka::Event& event) {
-  if (internal::LogKafkaEvent(logger_, internal::KafkaClientKind::kProducer, event)) {
+  if (internal::LogKafkaEvent(Log(), internal::KafkaClientKind::kProducer, event)) {
     SetConnected(false);
   }
 }
@@ -158,8 +166,8 @@ void KafkaPublisher::OnEvent(RdKafka::Event& event) {
 void KafkaPublisher::Finish(std::unique_ptr<Delivery> delivery, absl::Status status) {
   metrics_.RecordPublish(status, clock_.MonotonicNow() - delivery->started);
   if (!status.ok()) {
-    logger_.Debug("publish failed",
-                  {{"event_id", delivery->event_id}, {"error", std::string(status.message())}});
+    Log().Debug("publish failed",
+                {{"event_id", delivery->event_id}, {"error", std::string(status.message())}});
   }
   callbacks_.Post([done = std::move(delivery->done), status = std::move(status)]() mutable {
     std::move(done)(std::move(status));
@@ -196,10 +204,10 @@ void KafkaPublisher::SetConnected(bool connected) {
     if (ever_connected_.exchange(true)) {
       metrics_.RecordReconnect();
     }
-    logger_.Info("connected to Kafka", {{"bootstrap", settings_.bootstrap_servers}});
+    Log().Info("connected to Kafka", {{"bootstrap", settings_.bootstrap_servers}});
   } else {
-    logger_.Warn("lost every Kafka broker connection; events wait in the producer queue",
-                 {{"bootstrap", settings_.bootstrap_servers}});
+    Log().Warn("lost every Kafka broker connection; events wait in the producer queue",
+               {{"bootstrap", settings_.bootstrap_servers}});
   }
 }
 

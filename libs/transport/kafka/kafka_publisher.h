@@ -63,7 +63,6 @@ class KafkaPublisher final : public Publisher {
 
   const KafkaSettings settings_;
   Clock& clock_;
-  const log::Logger logger_{"transport.kafka"};
   TransportMetrics metrics_;
   internal::SerialExecutor callbacks_{"kafka-pub-cb"};
   Callbacks rd_callbacks_{this};

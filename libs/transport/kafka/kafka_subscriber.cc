@@ -15,6 +15,11 @@
 namespace mmi::transport {
 namespace {
 
+const log::Logger& Log() {
+  static const log::Logger logger("transport.kafka");
+  return logger;
+}
+
 void DestroyPartitions(std::vector<RdKafka::TopicPartition*>& partitions) {
   RdKafka::TopicPartition::destroy(partitions);
 }
@@ -30,7 +35,9 @@ void KafkaSubscriber::Callbacks::rebalance_cb(RdKafka::KafkaConsumer* consumer,
 void KafkaSubscriber::Callbacks::event_cb(RdKafka::Event& event) { owner_->OnEvent(event); }
 
 KafkaSubscriber::KafkaSubscriber(KafkaSettings settings, prometheus::Registry& registry)
-    : settings_(std::move(settings)), metrics_(registry, "kafka", ClientRole::kSubscriber) {}
+    : settings_(std::move(settings)),
+      intake_log_(Log(), RealClock::Instance()),
+      metrics_(registry, "kafka", ClientRole::kSubscriber) {}
 
 KafkaSubscriber::~KafkaSubscriber() { Stop(); }
 
@@ -60,9 +67,9 @@ absl::Status KafkaSubscriber::Start(EventHandler handler, SubscribedHook on_subs
   metrics_.SetConnected(false);
   thread_ = std::thread([this] { Loop(); });
   pthread_setname_np(thread_.native_handle(), "kafka-consume");
-  logger_.Info("Kafka subscriber started",
-               {{"topic", settings_.agent_events_topic},
-                {"group", settings_.group_id.empty() ? settings_.source_id : settings_.group_id}});
+  Log().Info("Kafka subscriber started",
+             {{"topic", settings_.agent_events_topic},
+              {"group", settings_.group_id.empty() ? settings_.source_id : settings_.group_id}});
   return absl::OkStatus();
 }
 
@@ -87,7 +94,7 @@ void KafkaSubscriber::Stop() {
   consumer_->close();
   consumer_.reset();
   SetConnected(false);
-  logger_.Info("Kafka subscriber stopped");
+  Log().Info("Kafka subscriber stopped");
 }
 
 void KafkaSubscriber::Loop() {
@@ -103,7 +110,7 @@ void KafkaSubscriber::Loop() {
       case RdKafka::ERR__PARTITION_EOF:
         break;
       default:
-        logger_.Warn("Kafka consume error", {{"error", message->errstr()}});
+        Log().Warn("Kafka consume error", {{"error", message->errstr()}});
         break;
     }
     StoreAcked();
@@ -144,7 +151,7 @@ void KafkaSubscriber::StoreAcked() {
   }
   if (RdKafka::ErrorCode code = consumer_->offsets_store(offsets); code != RdKafka::ERR_NO_ERROR) {
     // Typically the partition was just revoked: the new owner re-reads from the last commit.
-    logger_.Debug("could not store Kafka offsets", {{"error", RdKafka::err2str(code)}});
+    Log().Debug("could not store Kafka offsets", {{"error", RdKafka::err2str(code)}});
   }
   DestroyPartitions(offsets);
 }
@@ -152,8 +159,8 @@ void KafkaSubscriber::StoreAcked() {
 void KafkaSubscriber::CommitNow() {
   const RdKafka::ErrorCode code = consumer_->commitSync();
   if (code != RdKafka::ERR_NO_ERROR && code != RdKafka::ERR__NO_OFFSET) {
-    logger_.Warn("Kafka offset commit failed; acknowledged events may be redelivered",
-                 {{"error", RdKafka::err2str(code)}});
+    Log().Warn("Kafka offset commit failed; acknowledged events may be redelivered",
+               {{"error", RdKafka::err2str(code)}});
   }
 }
 
@@ -166,13 +173,13 @@ void KafkaSubscriber::OnRebalance(RdKafka::KafkaConsumer* consumer, RdKafka::Err
     }
     if (cooperative) {
       if (RdKafka::Error* error = consumer->incremental_assign(partitions); error != nullptr) {
-        logger_.Error("Kafka incremental assign failed", {{"error", error->str()}});
+        Log().Error("Kafka incremental assign failed", {{"error", error->str()}});
         delete error;
       }
     } else {
       consumer->assign(partitions);
     }
-    logger_.Info("Kafka partitions assigned", {{"count", static_cast<int>(partitions.size())}});
+    Log().Info("Kafka partitions assigned", {{"count", static_cast<int>(partitions.size())}});
     SetConnected(true);  // runs the hook with resubscribed=true after a reconnect
     if (!ever_subscribed_) {
       ever_subscribed_ = true;
@@ -195,11 +202,11 @@ void KafkaSubscriber::OnRebalance(RdKafka::KafkaConsumer* consumer, RdKafka::Err
   } else {
     consumer->unassign();
   }
-  logger_.Info("Kafka partitions revoked", {{"count", static_cast<int>(partitions.size())}});
+  Log().Info("Kafka partitions revoked", {{"count", static_cast<int>(partitions.size())}});
 }
 
 void KafkaSubscriber::OnEvent(RdKafka::Event& event) {
-  if (internal::LogKafkaEvent(logger_, internal::KafkaClientKind::kConsumer, event)) {
+  if (internal::LogKafkaEvent(Log(), internal::KafkaClientKind::kConsumer, event)) {
     SetConnected(false);
   }
 }
@@ -223,15 +230,14 @@ void KafkaSubscriber::SetConnected(bool connected) {
   metrics_.SetConnected(connected);
   if (connected && ever_subscribed_) {
     metrics_.RecordReconnect();
-    logger_.Info("reconnected to Kafka", {{"bootstrap", settings_.bootstrap_servers}});
+    Log().Info("reconnected to Kafka", {{"bootstrap", settings_.bootstrap_servers}});
     // Kafka keeps what was produced meanwhile; the hook still tells the service, which may
     // decide a resync is cheap insurance.
     if (on_subscribed_ && running_) {
       on_subscribed_(true);
     }
   } else if (!connected) {
-    logger_.Warn("lost every Kafka broker connection",
-                 {{"bootstrap", settings_.bootstrap_servers}});
+    Log().Warn("lost every Kafka broker connection", {{"bootstrap", settings_.bootstrap_servers}});
   }
 }
 

@@ -64,8 +64,7 @@ class KafkaSubscriber final : public Subscriber {
   void Probe();
 
   const KafkaSettings settings_;
-  const log::Logger logger_{"transport.kafka"};
-  internal::IntakeLog intake_log_{logger_, RealClock::Instance()};
+  internal::IntakeLog intake_log_;
   TransportMetrics metrics_;
   Callbacks rd_callbacks_{this};
   // Shared with every AckFn handed out: acks may run after Stop() or even after this subscriber

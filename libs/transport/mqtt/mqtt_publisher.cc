@@ -12,6 +12,11 @@
 namespace mmi::transport {
 namespace {
 
+const log::Logger& Log() {
+  static const log::Logger logger("transport.mqtt");
+  return logger;
+}
+
 void* ToContext(uint64_t id) { return reinterpret_cast<void*>(static_cast<uintptr_t>(id)); }
 uint64_t FromContext(void* context) {
   return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(context));
@@ -63,7 +68,7 @@ absl::Status MqttPublisher::Start() {
     return s;
   }
   connection_ = std::make_unique<internal::MqttConnection>(
-      settings_, internal::MqttClientId(settings_, "pub"), metrics_, logger_);
+      settings_, internal::MqttClientId(settings_, "pub"), metrics_, Log());
   internal::MqttConnection::Hooks hooks;
   hooks.on_lost = [this] {
     FailAllInFlight(absl::UnavailableError(
@@ -75,8 +80,8 @@ absl::Status MqttPublisher::Start() {
     return s;
   }
   started_ = true;
-  logger_.Info("MQTT publisher started",
-               {{"summary", RedactedSummary(TransportSettings(settings_))}});
+  Log().Info("MQTT publisher started",
+             {{"summary", RedactedSummary(TransportSettings(settings_))}});
   return absl::OkStatus();
 }
 
@@ -167,7 +172,7 @@ void MqttPublisher::Stop() {
       "MQTT publisher stopped before the broker acknowledged the event: retry"));
   connection_->Stop(std::chrono::milliseconds(1'000));
   callbacks_.Stop();
-  logger_.Info("MQTT publisher stopped");
+  Log().Info("MQTT publisher stopped");
 }
 
 bool MqttPublisher::connected() const { return connection_ != nullptr && connection_->connected(); }
@@ -185,8 +190,8 @@ void MqttPublisher::Complete(uint64_t id, absl::Status status) {
   }
   metrics_.RecordPublish(status, clock_.MonotonicNow() - entry.started);
   if (!status.ok()) {
-    logger_.Debug("publish failed",
-                  {{"event_id", entry.event_id}, {"error", std::string(status.message())}});
+    Log().Debug("publish failed",
+                {{"event_id", entry.event_id}, {"error", std::string(status.message())}});
   }
   callbacks_.Post([done = std::move(entry.done), status = std::move(status)]() mutable {
     std::move(done)(std::move(status));

@@ -72,7 +72,6 @@ class MqttPublisher final : public Publisher {
 
   const MqttSettings settings_;
   Clock& clock_;
-  const log::Logger logger_{"transport.mqtt"};
   TransportMetrics metrics_;
   const MqttTopics topics_;
   internal::SerialExecutor callbacks_{"mqtt-pub-cb"};

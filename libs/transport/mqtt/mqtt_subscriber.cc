@@ -11,6 +11,14 @@
 #include "libs/transport/mqtt/internal/paho_message.h"
 
 namespace mmi::transport {
+namespace {
+
+const log::Logger& Log() {
+  static const log::Logger logger("transport.mqtt");
+  return logger;
+}
+
+}  // namespace
 
 void MqttSubscriber::SubscribeListener::on_success(const mqtt::token& token) {
   owner_->OnSubscribed(token);
@@ -24,6 +32,7 @@ void MqttSubscriber::SubscribeListener::on_failure(const mqtt::token& token) {
 
 MqttSubscriber::MqttSubscriber(MqttSettings settings, prometheus::Registry& registry)
     : settings_(std::move(settings)),
+      intake_log_(Log(), RealClock::Instance()),
       metrics_(registry, "mqtt", ClientRole::kSubscriber),
       topics_(settings_) {}
 
@@ -49,7 +58,7 @@ absl::Status MqttSubscriber::Start(EventHandler handler, SubscribedHook on_subsc
   const std::string client_id = settings_.session_expiry.count() > 0
                                     ? internal::PersistentSessionClientId(settings_, "sub")
                                     : internal::MqttClientId(settings_, "sub");
-  connection_ = std::make_unique<internal::MqttConnection>(settings_, client_id, metrics_, logger_,
+  connection_ = std::make_unique<internal::MqttConnection>(settings_, client_id, metrics_, Log(),
                                                            settings_.session_expiry);
   internal::MqttConnection::Hooks hooks;
   hooks.on_connected = [this](bool reconnect) { Subscribe(reconnect); };
@@ -62,8 +71,8 @@ absl::Status MqttSubscriber::Start(EventHandler handler, SubscribedHook on_subsc
   if (absl::Status s = connection_->Start(std::move(hooks)); !s.ok()) {
     return s;
   }
-  logger_.Info("MQTT subscriber started",
-               {{"filters", absl::StrJoin(topics_.SubscriptionFilters(), ",")}});
+  Log().Info("MQTT subscriber started",
+             {{"filters", absl::StrJoin(topics_.SubscriptionFilters(), ",")}});
   return absl::OkStatus();
 }
 
@@ -91,8 +100,8 @@ void MqttSubscriber::OnSubscribed(const mqtt::token& token) {
   }
   for (mqtt::ReasonCode code : codes) {
     if (static_cast<int>(code) >= 0x80) {
-      logger_.Error("the broker refused a subscription; check the topic filters and the ACL",
-                    {{"reason_code", static_cast<int>(code)}});
+      Log().Error("the broker refused a subscription; check the topic filters and the ACL",
+                  {{"reason_code", static_cast<int>(code)}});
       connection_->ForceReconnect("SUBACK refused a filter");
       return;
     }
@@ -102,7 +111,7 @@ void MqttSubscriber::OnSubscribed(const mqtt::token& token) {
     return;
   }
   subscribed_ = true;
-  logger_.Info("subscribed", {{"resubscribed", pending_reconnect_}});
+  Log().Info("subscribed", {{"resubscribed", pending_reconnect_}});
   if (on_subscribed_) {
     on_subscribed_(pending_reconnect_);
   }
@@ -135,7 +144,7 @@ void MqttSubscriber::Stop() {
   if (connection_ != nullptr) {
     connection_->Stop(std::chrono::milliseconds(1'000));
   }
-  logger_.Info("MQTT subscriber stopped");
+  Log().Info("MQTT subscriber stopped");
 }
 
 bool MqttSubscriber::connected() const {

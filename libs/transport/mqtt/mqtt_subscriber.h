@@ -52,8 +52,7 @@ class MqttSubscriber final : public Subscriber {
   void OnMessage(const mqtt::const_message_ptr& message);
 
   const MqttSettings settings_;
-  const log::Logger logger_{"transport.mqtt"};
-  internal::IntakeLog intake_log_{logger_, RealClock::Instance()};
+  internal::IntakeLog intake_log_;
   TransportMetrics metrics_;
   const MqttTopics topics_;
   SubscribeListener listener_{this};

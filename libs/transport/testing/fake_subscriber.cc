@@ -6,14 +6,25 @@
 #include "libs/transport/internal/intake.h"
 
 namespace mmi::transport::testing {
+namespace {
+
+const log::Logger& Log() {
+  static const log::Logger logger("transport.fake");
+  return logger;
+}
+
+}  // namespace
 
 FakeSubscriber::FakeSubscriber(cloudevents::CodecLimits limits)
     : own_registry_(std::make_unique<prometheus::Registry>()),
       metrics_(*own_registry_, "fake", ClientRole::kSubscriber),
-      limits_(limits) {}
+      limits_(limits),
+      intake_log_(Log(), RealClock::Instance()) {}
 
 FakeSubscriber::FakeSubscriber(prometheus::Registry& registry, cloudevents::CodecLimits limits)
-    : metrics_(registry, "fake", ClientRole::kSubscriber), limits_(limits) {}
+    : metrics_(registry, "fake", ClientRole::kSubscriber),
+      limits_(limits),
+      intake_log_(Log(), RealClock::Instance()) {}
 
 absl::Status FakeSubscriber::Start(EventHandler handler, SubscribedHook on_subscribed) {
   if (!handler) {

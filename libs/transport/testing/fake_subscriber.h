@@ -73,8 +73,7 @@ class FakeSubscriber final : public Subscriber {
   std::unique_ptr<prometheus::Registry> own_registry_;
   TransportMetrics metrics_;
   const cloudevents::CodecLimits limits_;
-  const log::Logger logger_{"transport.fake"};
-  internal::IntakeLog intake_log_{logger_, RealClock::Instance()};
+  internal::IntakeLog intake_log_;
 
   // Serializes handler/hook calls (a real transport has one receive thread).
   absl::Mutex deliver_mu_ ABSL_ACQUIRED_BEFORE(mu_);

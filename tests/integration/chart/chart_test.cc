@@ -841,8 +841,8 @@ TEST_F(ChartOnHubTest, RenderedChartAndExamplesPassServerSideDryRunOnARealHub) {
       ++applied_objects;
     }
   }
-  EXPECT_EQ(applied_objects, 4) << "GitOpsCluster, Placement, ManagedClusterSetBinding, "
-                                   "ApplicationSet";
+  EXPECT_EQ(applied_objects, 5) << "GitOpsCluster, Placement, ManagedClusterSetBinding, "
+                                   "ApplicationSet, the RollingSync ApplicationSet";
 
   // The dry run really validates: an unknown field in an example object is refused.
   const std::string broken = work_dir_ + "/broken-appset.yaml";

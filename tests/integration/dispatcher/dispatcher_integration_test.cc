@@ -28,9 +28,9 @@
 #include "libs/cloudevents/resource_id.h"
 #include "libs/cloudevents/resync.h"
 #include "libs/common/clock.h"
+#include "libs/common/sleeper.h"
 #include "libs/kube/http_kube_client.h"
 #include "libs/kube/rest_config.h"
-#include "libs/kube/sleeper.h"
 #include "services/dispatcher/dispatcher_app.h"
 #include "services/dispatcher/hub_writes.h"
 #include "services/dispatcher/managed_clusters.h"
@@ -201,8 +201,8 @@ class DispatcherIntegrationTest : public ::testing::Test {
     kube::HttpKubeClientSettings hs;
     hs.rest = *rest;
     hs.rate_limit.qps = 0;
-    auto client = kube::HttpKubeClient::Create(hs, RealClock::Instance(),
-                                               kube::RealSleeper::Instance(), nullptr);
+    auto client =
+        kube::HttpKubeClient::Create(hs, RealClock::Instance(), RealSleeper::Instance(), nullptr);
     ASSERT_TRUE(client.ok()) << client.status();
     hub_ = *std::move(client);
 

@@ -10,9 +10,9 @@
 #include "absl/strings/escaping.h"
 #include "libs/common/clock.h"
 #include "libs/common/log.h"
+#include "libs/common/sleeper.h"
 #include "libs/kube/http_kube_client.h"
 #include "libs/kube/rest_config.h"
-#include "libs/kube/sleeper.h"
 #include "prometheus/registry.h"
 #include "services/dispatcher/gitops_cluster.h"
 #include "services/dispatcher/gitops_cluster_controller.h"
@@ -53,7 +53,7 @@ std::unique_ptr<kube::HttpKubeClient> ClientFor(const testing::PeerProcess& hub)
   settings.rest = *rest;
   settings.rate_limit.qps = 0;
   auto client = kube::HttpKubeClient::Create(settings, RealClock::Instance(),
-                                             kube::RealSleeper::Instance(), nullptr);
+                                             RealSleeper::Instance(), nullptr);
   EXPECT_TRUE(client.ok()) << client.status();
   return client.ok() ? std::move(*client) : nullptr;
 }

@@ -17,10 +17,10 @@
 
 #include "libs/common/clock.h"
 #include "libs/common/log.h"
+#include "libs/common/sleeper.h"
 #include "libs/kube/http_kube_client.h"
 #include "libs/kube/leader_elector.h"
 #include "libs/kube/rest_config.h"
-#include "libs/kube/sleeper.h"
 
 namespace {
 
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   settings.retry.max_retries = 1;  // a renew stuck in retries would miss its deadline
   settings.request_timeout = std::chrono::milliseconds(std::atoi(argv[7]));
   auto client = mmi::kube::HttpKubeClient::Create(settings, mmi::RealClock::Instance(),
-                                                  mmi::kube::RealSleeper::Instance(), nullptr);
+                                                  mmi::RealSleeper::Instance(), nullptr);
   if (!client.ok()) {
     std::fprintf(stderr, "%s\n", std::string(client.status().message()).c_str());
     return 1;

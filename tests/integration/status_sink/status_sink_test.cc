@@ -132,7 +132,7 @@ TEST(StatusSinkIntegrationTest, WritesAnAgentsStatusOntoTheHubApplicationOnceOnl
   kube::HttpKubeClientSettings kube_settings;
   kube_settings.rest = *rest;
   auto client = kube::HttpKubeClient::Create(kube_settings, RealClock::Instance(),
-                                             kube::RealSleeper::Instance(), nullptr);
+                                             RealSleeper::Instance(), nullptr);
   ASSERT_TRUE(client.ok()) << client.status();
   kube::KubeClient& kube = **client;
   auto ns = kube.Create(
