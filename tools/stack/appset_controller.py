@@ -29,7 +29,6 @@ Python 3 standard library only; one thread per watch, stopped by stop().
 
 from __future__ import annotations
 
-import base64
 import copy
 import http.client
 import json
@@ -256,7 +255,7 @@ class AppSetController:
     def desired(self, appset: dict) -> dict[str, dict]:
         """The Applications `appset` generates now, by name."""
         name = appset["metadata"]["name"]
-        servers = self._cluster_secret_servers()
+        servers = self.stack.cluster_secret_servers(self.namespace)
         self.stack.appset(name, self.namespace, fresh=True)
         out: dict[str, dict] = {}
         for gen in (appset.get("spec") or {}).get("generators") or []:
@@ -292,17 +291,6 @@ class AppSetController:
         self.counts["reconciles"] += 1
         self._reconciled.add(name)
         self.log.append((time.monotonic(), "reconciled", name))
-
-    def _cluster_secret_servers(self) -> dict[str, str]:
-        out = {}
-        for s in self.stack.cluster_secrets(self.namespace):
-            data = s.get("data") or {}
-            try:
-                out[base64.b64decode(data.get("name", "")).decode()] = base64.b64decode(
-                    data.get("server", "")).decode()
-            except ValueError:
-                continue
-        return out
 
     def _decided_clusters(self, gen: dict) -> list[str]:
         if not gen.get("configMapRef"):

@@ -893,19 +893,23 @@ class Stack:
             self._appsets[key] = self.hub.request("GET", f"{APP_API}/namespaces/{namespace}/applicationsets/{name}")
         return self._appsets[key]
 
+    def cluster_secret_servers(self, namespace: str = ARGO_NAMESPACE) -> dict[str, str]:
+        """{cluster name: server} of the Argo CD cluster secrets (their base64 `name`/`server`)."""
+        servers = {}
+        for s in self.cluster_secrets(namespace):
+            data = s.get("data") or {}
+            try:
+                n = base64.b64decode(data.get("name", "")).decode()
+                servers[n] = base64.b64decode(data.get("server", "")).decode().rstrip("/")
+            except ValueError:
+                continue
+        return servers
+
     def _cluster_server(self, cluster: str) -> str:
         stale = time.monotonic() - self._secret_servers_at > 5.0
         if self._secret_servers is None or (cluster not in self._secret_servers and stale):
             self._secret_servers_at = time.monotonic()
-            servers = {}
-            for s in self.cluster_secrets():
-                data = s.get("data") or {}
-                try:
-                    n = base64.b64decode(data.get("name", "")).decode()
-                    servers[n] = base64.b64decode(data.get("server", "")).decode().rstrip("/")
-                except ValueError:
-                    continue
-            self._secret_servers = servers
+            self._secret_servers = self.cluster_secret_servers()
         # The blank cluster secret's server when the controller has not written it yet.
         return self._secret_servers.get(cluster, f"https://{cluster}-control-plane")
 
