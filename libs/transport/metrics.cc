@@ -23,40 +23,6 @@ std::string_view RoleName(ClientRole role) {
 
 }  // namespace
 
-ReceivedKind ClassifyReceived(const cloudevents::Event& event) {
-  auto type = event.ParsedType();
-  if (!type.ok()) {
-    return ReceivedKind::kOther;
-  }
-  using cloudevents::Action;
-  using cloudevents::Subresource;
-  if (type->subresource == Subresource::kStatus) {
-    if (type->action == Action::kUpdateRequest || type->action == Action::kResyncResponse) {
-      return ReceivedKind::kStatus;
-    }
-    if (type->action == Action::kResyncRequest) {
-      return ReceivedKind::kStatusResync;
-    }
-  } else if (type->action == Action::kResyncRequest) {
-    return ReceivedKind::kSpecResync;
-  }
-  return ReceivedKind::kOther;
-}
-
-std::string_view ReceivedKindName(ReceivedKind kind) {
-  switch (kind) {
-    case ReceivedKind::kStatus:
-      return "status";
-    case ReceivedKind::kSpecResync:
-      return "spec_resync";
-    case ReceivedKind::kStatusResync:
-      return "status_resync";
-    case ReceivedKind::kOther:
-      return "other";
-  }
-  return "other";
-}
-
 std::string_view RejectReasonName(RejectReason reason) {
   return reason == RejectReason::kOversize ? "oversize" : "malformed";
 }

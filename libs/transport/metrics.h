@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "libs/cloudevents/event.h"
+#include "libs/cloudevents/maestro_events.h"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
@@ -30,10 +31,11 @@ namespace mmi::transport {
 
 enum class ClientRole { kPublisher, kSubscriber };
 
-// What a received event is, for the `type` label.
-enum class ReceivedKind { kStatus, kSpecResync, kStatusResync, kOther };
-ReceivedKind ClassifyReceived(const cloudevents::Event& event);
-std::string_view ReceivedKindName(ReceivedKind kind);
+// What a received event is, for the `type` label: classified in libs/cloudevents/maestro_events.h
+// (named here too so the services keep writing transport::ClassifyReceived).
+using cloudevents::ClassifyReceived;
+using cloudevents::ReceivedKind;
+using cloudevents::ReceivedKindName;
 
 enum class RejectReason { kMalformed, kOversize };
 std::string_view RejectReasonName(RejectReason reason);

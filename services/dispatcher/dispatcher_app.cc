@@ -15,11 +15,12 @@
 #include "libs/service/hub.h"
 #include "libs/service/run.h"
 #include "libs/service/schema.h"
+#include "libs/store/deletion_confirmations.h"
 #include "libs/store/postgres/connection_pool.h"
+#include "libs/store/postgres/deletion_listener.h"
 #include "libs/store/postgres/dispatch_store.h"
 #include "libs/transport/factory.h"
 #include "prometheus/registry.h"
-#include "services/dispatcher/deletion.h"
 #include "services/dispatcher/gitops_cluster_controller.h"
 #include "services/dispatcher/managed_clusters.h"
 #include "services/dispatcher/metrics.h"
@@ -62,7 +63,7 @@ struct DispatcherApp::Components {
   std::unique_ptr<InformerLister> lister;
   std::unique_ptr<Reconciler> reconciler;
   std::unique_ptr<AppEventHandler> app_handler;
-  std::unique_ptr<DeletionListener> deletion;
+  std::unique_ptr<store::DeletionConfirmations> deletion;
   std::unique_ptr<SpecResyncResponder> resync;
   std::unique_ptr<GitOpsClusterController> gitops;
   std::unique_ptr<service::LeaderCampaign> leader;
@@ -146,9 +147,8 @@ absl::Status DispatcherApp::Start() {
   c.app_handler = std::make_unique<AppEventHandler>(*c.reconciler);
   c.cluster_informer->AddHandler(*c.clusters);
   c.app_informer->AddHandler(*c.app_handler);
-  c.deletion = std::make_unique<DeletionListener>(
-      DeletionListenerSettings{.dsn = settings_.store.dsn}, *c.store,
-      [r = c.reconciler.get()](const std::string& id) { r->OnDeletionConfirmed(id); });
+  c.deletion = std::make_unique<store::postgres::PostgresDeletionListener>(
+      store::postgres::DeletionListenerSettings{.dsn = settings_.store.dsn}, *c.store);
   if (c.subscriber) {
     c.resync = std::make_unique<SpecResyncResponder>(
         settings_.reconciler.payload.source_id, *c.workers, *c.store, *c.publisher, clock,
@@ -236,7 +236,8 @@ void DispatcherApp::StartLeading() {
   Components& c = *c_;
   leading_.store(true);
   Log().Info("leading: dispatching");
-  c.deletion->Start();
+  c.deletion->Start(
+      [r = c.reconciler.get()](const std::string& id) { r->OnDeletionConfirmed(id); });
   c.reconciler->Activate();
   if (c.subscriber) {
     absl::Status s = c.subscriber->Start(

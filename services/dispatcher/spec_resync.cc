@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "libs/cloudevents/maestro_events.h"
 #include "libs/cloudevents/resource_id.h"
 #include "libs/cloudevents/resync.h"
 #include "libs/common/backoff.h"
@@ -18,28 +19,15 @@ const log::Logger& Log() {
   return logger;
 }
 
-cloudevents::Event Response(const std::string& source_id, const std::string& cluster,
-                            const std::string& resource_id, int32_t version, std::string id,
-                            cloudevents::Timestamp now) {
-  cloudevents::Event e;
-  e.id = std::move(id);
-  e.source = source_id;
-  e.type = std::string(cloudevents::kSpecResyncResponseType);
-  e.time = now;
-  e.SetString(cloudevents::kExtClusterName, cluster);
-  e.SetString(cloudevents::kExtOriginalSource, "");
-  e.SetString(cloudevents::kExtResourceId, resource_id);
-  e.SetInteger(cloudevents::kExtResourceVersion, version);
-  e.SetString(cloudevents::kExtLogTracing, "{}");
-  return e;
-}
-
-// A delete answer (§6.5): `deletiontimestamp`, no spec.
-void MakeDeleteAnswer(cloudevents::Event& e, cloudevents::Timestamp now) {
-  e.data.reset();
-  e.data_content_type.reset();
-  e.RemoveExtension(cloudevents::kExtMetadata);
-  e.SetTimestamp(cloudevents::kExtDeletionTimestamp, now);
+cloudevents::ResourceEventHeader Header(const std::string& source_id, const std::string& cluster,
+                                        const std::string& resource_id, int32_t version,
+                                        std::string id, cloudevents::Timestamp now) {
+  return {.id = std::move(id),
+          .source = source_id,
+          .time = now,
+          .cluster = cluster,
+          .resource_id = resource_id,
+          .version = version};
 }
 
 }  // namespace
@@ -79,10 +67,9 @@ absl::StatusOr<std::vector<cloudevents::Event>> BuildSpecResyncResponses(
     }
     ours.insert(row.resource_id);
     if (row.deletion_state != store::DeletionState::kLive) {
-      cloudevents::Event e =
-          Response(source_id, *cluster, row.resource_id, row.version, new_id(), now);
-      MakeDeleteAnswer(e, now);
-      out.push_back(std::move(e));
+      // A delete answer (§6.5): `deletiontimestamp`, no spec.
+      out.push_back(cloudevents::MakeSpecResyncDeleteResponse(
+          Header(source_id, *cluster, row.resource_id, row.version, new_id(), now), now));
       continue;
     }
     auto it = agent.find(row.resource_id);
@@ -90,24 +77,19 @@ absl::StatusOr<std::vector<cloudevents::Event>> BuildSpecResyncResponses(
     if (row.version != 0 && row.version <= agent_version) {
       continue;  // the agent is up to date
     }
-    cloudevents::Event e =
-        Response(source_id, *cluster, row.resource_id, row.version, new_id(), now);
-    e.data_content_type = std::string(cloudevents::kJsonContentType);
-    e.data = row.payload;
-    if (!row.metadata.empty()) {
-      e.SetString(cloudevents::kExtMetadata, row.metadata);
-    }
-    out.push_back(std::move(e));
+    out.push_back(cloudevents::MakeSpecResyncResponse(
+        Header(source_id, *cluster, row.resource_id, row.version, new_id(), now), row.metadata,
+        row.payload));
   }
   for (const auto& rv : list->resource_versions) {
     if (ours.contains(rv.resource_id)) {
       continue;
     }
     // Unknown to us: tell the agent to delete its orphan.
-    cloudevents::Event e = Response(source_id, *cluster, rv.resource_id,
-                                    static_cast<int32_t>(rv.resource_version), new_id(), now);
-    MakeDeleteAnswer(e, now);
-    out.push_back(std::move(e));
+    out.push_back(cloudevents::MakeSpecResyncDeleteResponse(
+        Header(source_id, *cluster, rv.resource_id, static_cast<int32_t>(rv.resource_version),
+               new_id(), now),
+        now));
   }
   return out;
 }
@@ -183,8 +165,8 @@ void SpecResyncResponder::Pump() {
         is_deleting_(answer.event.ResourceId().value_or(""))) {
       // Its deletion was decided after the answer was built: the spec must not follow the
       // delete request to the agent. Answer as for a resource being deleted (§6.5).
-      MakeDeleteAnswer(answer.event,
-                       std::chrono::time_point_cast<std::chrono::nanoseconds>(clock_.Now()));
+      cloudevents::ToSpecResyncDeleteResponse(
+          answer.event, std::chrono::time_point_cast<std::chrono::nanoseconds>(clock_.Now()));
       metrics_.SpecResync("answered_as_deleting");
     }
     cloudevents::Event event = answer.event;  // kept for a retry

@@ -254,10 +254,16 @@ Coalescer::OfferOutcome Coalescer::Offer(StatusUpdate update, transport::AckFn a
     return out;
   }
 
+  out.result = OfferImmaterial(id, st, std::move(task), had_pending, out.release);
+  return out;
+}
+
+OfferResult Coalescer::OfferImmaterial(const std::string& id, State& st, WriteTask task,
+                                       bool had_pending, std::vector<transport::AckFn>& release) {
   // The hub has (or is about to have) these material fields: a pending report with other
   // material is superseded and needs no write any more.
   if (had_pending) {
-    MoveAcks(st.pending->acks, out.release);
+    MoveAcks(st.pending->acks, release);
     st.pending.reset();
     --pending_count_;
   }
@@ -266,18 +272,16 @@ Coalescer::OfferOutcome Coalescer::Offer(StatusUpdate update, transport::AckFn a
     // Best effort by design: acknowledged now, so a volatile-only write waiting behind material
     // ones never holds back the transport (Kafka commits offsets only up to the oldest unacked
     // event). If it is lost, the next refresh or a status resync brings newer values.
-    MoveAcks(task.acks, out.release);
+    MoveAcks(task.acks, release);
     SetPending(id, st, std::move(task));
-    out.result = had_pending ? OfferResult::kCoalesced : OfferResult::kQueued;
-    return out;
+    return had_pending ? OfferResult::kCoalesced : OfferResult::kQueued;
   }
-  MoveAcks(task.acks, out.release);
+  MoveAcks(task.acks, release);
   if (!st.in_flight) {
     st.applied_seq = st.latest_seq;
     st.applied_hash = st.latest_hash;
   }
-  out.result = OfferResult::kUnchanged;
-  return out;
+  return OfferResult::kUnchanged;
 }
 
 Coalescer::Ready Coalescer::TakeReady(std::size_t max) {

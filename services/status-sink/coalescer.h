@@ -172,6 +172,11 @@ class Coalescer {
 
   bool VolatileDue(const State& state) const;
   void SetPending(const std::string& id, State& state, WriteTask task);
+  // Offer() of a report whose material fields the hub has (or is about to have): a pending
+  // report of it is superseded (its acks go to `release`); a volatile-only write when due,
+  // else nothing (kUnchanged).
+  OfferResult OfferImmaterial(const std::string& id, State& st, WriteTask task, bool had_pending,
+                              std::vector<transport::AckFn>& release);
   void Enqueue(const std::string& id, State& state);
   // Puts a resource whose delay passed into the queue its pending report belongs to.
   void MakeReady(const std::string& id, State& state);

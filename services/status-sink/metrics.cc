@@ -27,6 +27,23 @@ std::string_view QueueName(Queue queue) {
   return "other";
 }
 
+// A metric family registered in `registry`.
+prometheus::Family<prometheus::Counter>& CounterFamily(prometheus::Registry& registry,
+                                                       const std::string& name,
+                                                       const std::string& help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+}
+prometheus::Family<prometheus::Gauge>& GaugeFamily(prometheus::Registry& registry,
+                                                   const std::string& name,
+                                                   const std::string& help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
+}
+prometheus::Family<prometheus::Histogram>& HistogramFamily(prometheus::Registry& registry,
+                                                           const std::string& name,
+                                                           const std::string& help) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(registry);
+}
+
 }  // namespace
 
 std::string_view DropReasonName(DropReason reason) {
@@ -74,77 +91,50 @@ std::string_view WriteResultName(WriteResult result) {
 }
 
 SinkMetrics::SinkMetrics(prometheus::Registry& registry)
-    : received_(prometheus::BuildCounter()
-                    .Name("mmi_status_events_received_total")
-                    .Help("Status events taken from the transport")
-                    .Register(registry)
+    : received_(CounterFamily(registry, "mmi_status_events_received_total",
+                              "Status events taken from the transport")
                     .Add({})),
-      dropped_(prometheus::BuildCounter()
-                   .Name("mmi_status_events_dropped_total")
-                   .Help("Status events that caused no hub write, by reason")
-                   .Register(registry)),
-      coalesced_(prometheus::BuildCounter()
-                     .Name("mmi_status_events_coalesced_total")
-                     .Help("Pending status reports replaced by a newer one before their write")
-                     .Register(registry)
+      dropped_(CounterFamily(registry, "mmi_status_events_dropped_total",
+                             "Status events that caused no hub write, by reason")),
+      coalesced_(CounterFamily(registry, "mmi_status_events_coalesced_total",
+                               "Pending status reports replaced by a newer one before their write")
                      .Add({})),
-      writes_(prometheus::BuildCounter()
-                  .Name("mmi_status_updates_total")
-                  .Help("Hub Application status writes, by result")
-                  .Register(registry)),
+      writes_(CounterFamily(registry, "mmi_status_updates_total",
+                            "Hub Application status writes, by result")),
       writes_ok_(&writes_.Add({{"result", "ok"}})),
-      progressing_writes_(prometheus::BuildCounter()
-                              .Name("mmi_status_progressing_writes_total")
-                              .Help("Extra hub writes of health Progressing before a Healthy "
-                                    "status (RollingSync transition), by result")
-                              .Register(registry)),
-      write_duration_(prometheus::BuildHistogram()
-                          .Name("mmi_status_write_duration_seconds")
-                          .Help("Duration of one hub status PATCH")
-                          .Register(registry)
+      progressing_writes_(CounterFamily(registry, "mmi_status_progressing_writes_total",
+                                        "Extra hub writes of health Progressing before a Healthy "
+                                        "status (RollingSync transition), by result")),
+      write_duration_(HistogramFamily(registry, "mmi_status_write_duration_seconds",
+                                      "Duration of one hub status PATCH")
                           .Add({}, LatencyBuckets())),
-      lag_family_(prometheus::BuildHistogram()
-                      .Name("mmi_status_lag_seconds")
-                      .Help("From the agent's status event time to the hub write, by write: "
-                            "material (sync, health, ... changed) or volatile "
-                            "(reconciledAt/observedAt only, throttled)")
-                      .Register(registry)),
+      lag_family_(HistogramFamily(registry, "mmi_status_lag_seconds",
+                                  "From the agent's status event time to the hub write, by write: "
+                                  "material (sync, health, ... changed) or volatile "
+                                  "(reconciledAt/observedAt only, throttled)")),
       lag_material_(lag_family_.Add({{"write", "material"}}, LatencyBuckets())),
       lag_volatile_(lag_family_.Add({{"write", "volatile"}}, LatencyBuckets())),
-      queue_depth_(prometheus::BuildGauge()
-                       .Name("mmi_status_queue_depth")
-                       .Help("Items waiting in the status sink, by queue")
-                       .Register(registry)),
-      deletions_(prometheus::BuildCounter()
-                     .Name("mmi_status_deletions_confirmed_total")
-                     .Help("Completed deletions handed to the dispatcher")
-                     .Register(registry)
+      queue_depth_(GaugeFamily(registry, "mmi_status_queue_depth",
+                               "Items waiting in the status sink, by queue")),
+      deletions_(CounterFamily(registry, "mmi_status_deletions_confirmed_total",
+                               "Completed deletions handed to the dispatcher")
                      .Add({})),
-      resyncs_(prometheus::BuildCounter()
-                   .Name("mmi_status_resync_requests_total")
-                   .Help("Status resync requests published, by result")
-                   .Register(registry)),
-      resync_suppressed_(prometheus::BuildCounter()
-                             .Name("mmi_status_resync_suppressed_total")
-                             .Help("Status resync triggers deferred by the minimum interval "
-                                   "between resyncs; a later resync serves them")
-                             .Register(registry)
+      resyncs_(CounterFamily(registry, "mmi_status_resync_requests_total",
+                             "Status resync requests published, by result")),
+      resync_suppressed_(CounterFamily(registry, "mmi_status_resync_suppressed_total",
+                                       "Status resync triggers deferred by the minimum interval "
+                                       "between resyncs; a later resync serves them")
                              .Add({})),
-      lost_unanswered_(prometheus::BuildCounter()
-                           .Name("mmi_status_lost_unanswered_total")
-                           .Help("Lost reports asked for by a status resync whose answer did not "
-                                 "come in time, by outcome (asked_again, given_up)")
-                           .Register(registry)),
+      lost_unanswered_(
+          CounterFamily(registry, "mmi_status_lost_unanswered_total",
+                        "Lost reports asked for by a status resync whose answer did not "
+                        "come in time, by outcome (asked_again, given_up)")),
       lost_asked_again_(lost_unanswered_.Add({{"outcome", "asked_again"}})),
       lost_given_up_(lost_unanswered_.Add({{"outcome", "given_up"}})),
-      store_errors_(prometheus::BuildCounter()
-                        .Name("mmi_status_store_errors_total")
-                        .Help("Failed store operations of the status sink, by operation")
-                        .Register(registry)),
-      appsets_(prometheus::BuildGauge()
-                   .Name("mmi_appset_applications")
-                   .Help("Applications per ApplicationSet by sync and health status")
-                   .Register(registry)) {
+      store_errors_(CounterFamily(registry, "mmi_status_store_errors_total",
+                                  "Failed store operations of the status sink, by operation")),
+      appsets_(GaugeFamily(registry, "mmi_appset_applications",
+                           "Applications per ApplicationSet by sync and health status")) {
   for (auto reason : {DropReason::kStale, DropReason::kDuplicate, DropReason::kMalformed,
                       DropReason::kUnknownResource, DropReason::kUnchanged, DropReason::kOverflow,
                       DropReason::kVolatileShed, DropReason::kDeletedWhileLive}) {

@@ -1,7 +1,9 @@
 // The status sink's loop: takes status events from the transport, maps each resource id to its
 // hub Application, coalesces per resource and writes the hub status, persists what was applied,
 // hands completed deletions to the dispatcher, requests status resyncs and refreshes the fleet
-// report.
+// report. Decoding is DecodeStatusReport (status_report.h), lost-report bookkeeping LostReports
+// (lost_reports.h); the code is in sink.cc (lifecycle, intake, lookups), sink_writes.cc (writes,
+// deletion hand-offs, persistence) and sink_resync.cc (status resyncs, fleet report).
 //
 // Threads: transport callbacks only enqueue (a bounded intake: beyond `intake_capacity` events
 // are acknowledged, dropped, counted and recovered by a later status resync). One loop thread
@@ -39,9 +41,11 @@
 #include "libs/transport/publisher.h"
 #include "libs/transport/subscriber.h"
 #include "services/status-sink/coalescer.h"
+#include "services/status-sink/lost_reports.h"
 #include "services/status-sink/metrics.h"
 #include "services/status-sink/rolling_sync.h"
 #include "services/status-sink/status_patch.h"
+#include "services/status-sink/status_report.h"
 #include "services/status-sink/writer.h"
 
 namespace mmi::status_sink {
@@ -117,14 +121,10 @@ class Sink {
   std::size_t pending_for_test() const { return coalescer_.pending(); }
 
  private:
+  // A decoded report waiting for its resource lookup or admitted.
   struct Awaiting {
-    StatusUpdate update;
+    StatusReport report;
     transport::AckFn ack;
-    std::string cluster;
-    std::string event_id;
-    // The hub Application named by the event's `metadata` extension (ManifestWork annotations),
-    // when present: cross-checked against the dispatcher's table, which stays authoritative.
-    std::string metadata_app;
   };
   struct Persist {
     store::AppliedStatus row;
@@ -156,15 +156,12 @@ class Sink {
   // episode, not per dropped event.
   // A report was dropped and nothing says which: a full status resync (every resource).
   void ResyncAfterLoss();
-  // The report of `resource_id` (from `cluster`) was dropped for want of room: remembered, and
-  // recovered by RequestLostResync.
-  // `asks`: status resyncs that already listed it without an answer.
-  void RememberLost(const std::string& resource_id, const std::string& cluster, int asks = 0);
-  // Lost resources whose ask went unanswered past lost_answer_timeout: back into lost_ to be
-  // asked again, or given up on after lost_asks asks.
+  // The report of `resource_id` (from `cluster`) was dropped for want of room: remembered in
+  // lost_, and recovered by RequestLostResync (or by a full resync when it cannot be).
+  void RememberLost(const std::string& resource_id, const std::string& cluster);
+  // Lost resources whose ask went unanswered past lost_answer_timeout: asked again, or given up
+  // on after lost_asks asks (counted, and summed up by LogDrops).
   void ExpireLostAsks(std::chrono::steady_clock::time_point now);
-  // A report of `resource_id` arrived (or is lost again): it no longer waits for an answer.
-  void ForgetLostAsk(const std::string& resource_id);
   void DeferResync(std::chrono::steady_clock::time_point now);
   void RequestResync();
   // A status resync that lists only lost resources, as many as the pending set has room for
@@ -172,6 +169,13 @@ class Sink {
   // (agents answer only for listed works, maestro-protocol.md §6.6), so the answers are
   // admitted instead of overflowing again. Returns false (nothing sent) while there is no room.
   bool RequestLostResync(std::chrono::steady_clock::time_point now);
+  // A status resync request for lost reports was not published: its resources are lost again.
+  void OnLostResyncFailed(const std::string& cluster,
+                          const cloudevents::ResourceStatusHashList& ids,
+                          const absl::Status& status);
+  // Builds and publishes the status resync request for `chunk` (any thread may run `done`).
+  // Errors building it are returned; nothing is published then.
+  absl::Status PublishResyncRequest(const ResyncChunk& chunk, transport::PublishCallback done);
   void OnResyncEntries(absl::StatusOr<std::vector<store::ResyncEntry>> entries);
   void RefreshCounts();
   void UpdateQueueGauges();
@@ -229,68 +233,80 @@ class Sink {
 
   // Shared with transport threads.
   std::atomic<bool> resumed_{false};
-  std::atomic<bool> intake_closed_{false};
-  std::atomic<std::size_t> intake_depth_{0};
-  std::atomic<bool> resync_wanted_{false};
-  std::atomic<uint64_t> resync_asks_{0};  // asks since the last resync or deferral count
-  std::atomic<bool> started_{false};
-  std::atomic<bool> threaded_{false};  // Start(), not StartWithoutThreadForTest()
-  std::atomic<bool> stopped_{false};
-  // Stop()'s drain period is over: tasks still queued are dropped unrun (their events stay
-  // unacknowledged and come back by redelivery or a status resync).
-  std::atomic<bool> abandoned_{false};
-  absl::Mutex drain_mu_;
-  bool drained_ ABSL_GUARDED_BY(drain_mu_) = false;
+  struct Intake {
+    std::atomic<bool> closed{false};
+    std::atomic<std::size_t> depth{0};  // events posted to the loop, not yet handled
+  };
+  Intake intake_;
+  struct Lifecycle {
+    std::atomic<bool> started{false};
+    std::atomic<bool> threaded{false};  // Start(), not StartWithoutThreadForTest()
+    std::atomic<bool> stopped{false};
+    // Stop()'s drain period is over: tasks still queued are dropped unrun (their events stay
+    // unacknowledged and come back by redelivery or a status resync).
+    std::atomic<bool> abandoned{false};
+    absl::Mutex drain_mu;
+    bool drained ABSL_GUARDED_BY(drain_mu) = false;
+    bool draining = false;  // loop-owned: Stop() began its drain
+  };
+  Lifecycle life_;
   // The loop thread, which alone touches the state below. AfterStop::kDrop: nothing posted
   // after Stop() runs.
   Loop loop_;
 
   // Loop-owned state.
   Coalescer coalescer_;
-  std::unordered_map<std::string, store::HubAppRef> refs_;
-  std::map<std::string, std::vector<Awaiting>> awaiting_;
-  std::size_t awaiting_count_ = 0;
-  bool lookup_in_flight_ = false;
-  int lookup_failures_ = 0;
-  std::chrono::steady_clock::time_point lookup_retry_at_{};
-  std::deque<Persist> to_persist_;
-  std::chrono::steady_clock::time_point persist_first_at_{};
-  bool persist_in_flight_ = false;
-  int persist_failures_ = 0;
-  std::chrono::steady_clock::time_point persist_retry_at_{};
-  bool counts_in_flight_ = false;
-  std::chrono::steady_clock::time_point next_counts_at_{};
-  bool resync_in_flight_ = false;
-  int resync_failures_ = 0;
-  std::chrono::steady_clock::time_point resync_retry_at_{};
-  std::chrono::steady_clock::time_point next_resync_at_{};  // status_resync_min_interval
-  bool resync_deferral_logged_ = false;
-  struct Lost {
-    std::string cluster;
-    int asks = 0;  // status resyncs that listed it and got no answer
+  // Resource id -> hub Application (the dispatcher's table, cached), and the reports waiting
+  // for a batched lookup of their resource id.
+  struct Lookup {
+    std::unordered_map<std::string, store::HubAppRef> refs;
+    std::map<std::string, std::vector<Awaiting>> awaiting;
+    std::size_t awaiting_count = 0;
+    bool in_flight = false;
+    int failures = 0;
+    std::chrono::steady_clock::time_point retry_at{};
   };
-  // Resource id -> every report dropped for want of room (overflow) and not yet asked for again.
-  // Ordered, so rounds go through it in a stable order.
-  std::map<std::string, Lost> lost_;
-  // Asked for by a lost-report resync, waiting for the answer until `deadline`.
-  struct LostAsk {
-    Lost lost;
-    std::chrono::steady_clock::time_point deadline;
+  Lookup lookup_;
+  // Applied statuses to save (their acks wait for the save).
+  struct PersistQueue {
+    std::deque<Persist> queue;
+    std::chrono::steady_clock::time_point first_at{};
+    bool in_flight = false;
+    int failures = 0;
+    std::chrono::steady_clock::time_point retry_at{};
   };
-  std::unordered_map<std::string, LostAsk> lost_asked_;
-  // (deadline, resource id) in ask order (one timeout, so also deadline order); entries whose
-  // resource was answered, or asked again with a later deadline, are skipped when they expire.
-  std::deque<std::pair<std::chrono::steady_clock::time_point, std::string>> lost_ask_order_;
-  uint64_t lost_given_up_unlogged_ = 0;
-  std::chrono::steady_clock::time_point lost_room_check_at_{};
-  // Reports shed or overflowed since the last summary line (LogDrops): one warning per
-  // kDropLogInterval instead of one per report, which at fleet scale would be thousands a second.
-  uint64_t shed_unlogged_ = 0;
-  uint64_t overflow_unlogged_ = 0;
-  uint64_t lost_resync_failed_unlogged_ = 0;  // lost-report resync requests not published
-  std::string lost_resync_last_error_;
-  std::chrono::steady_clock::time_point next_drop_log_at_{};
-  bool draining_ = false;
+  PersistQueue persist_;
+  struct Counts {  // the fleet report refresh
+    bool in_flight = false;
+    std::chrono::steady_clock::time_point next_at{};
+  };
+  Counts counts_;
+  struct Resync {
+    // Shared with transport threads: a full status resync is wanted; asks since the last
+    // resync or deferral count.
+    std::atomic<bool> wanted{false};
+    std::atomic<uint64_t> asks{0};
+    // Loop-owned.
+    bool in_flight = false;
+    int failures = 0;
+    std::chrono::steady_clock::time_point retry_at{};
+    std::chrono::steady_clock::time_point next_at{};  // status_resync_min_interval
+    bool deferral_logged = false;
+  };
+  Resync resync_;
+  // Reports dropped for want of room and not recovered yet, and those a resync asked for.
+  LostReports lost_;
+  // Counts since the last summary lines (LogDrops): one warning per kDropLogInterval instead of
+  // one per report, which at fleet scale would be thousands a second.
+  struct Unlogged {
+    uint64_t shed = 0;
+    uint64_t overflowed = 0;
+    uint64_t lost_given_up = 0;
+    uint64_t lost_resync_failed = 0;  // lost-report resync requests not published
+    std::string lost_resync_last_error;
+    std::chrono::steady_clock::time_point next_log_at{};
+  };
+  Unlogged unlogged_;
   std::chrono::steady_clock::time_point last_tick_{};
 };
 

@@ -7,12 +7,14 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "libs/cloudevents/maestro_events.h"
 #include "libs/cloudevents/object_meta.h"
 #include "libs/cloudevents/resource_id.h"
 #include "libs/cloudevents/resync.h"
 #include "libs/cloudevents/status_hash.h"
 #include "libs/common/log.h"
 #include "libs/common/status_macros.h"
+#include "libs/kube/object.h"
 
 namespace mmi::fleet_sim {
 namespace {
@@ -25,10 +27,11 @@ using cloudevents::ManifestCondition;
 using cloudevents::Timestamp;
 using nlohmann::json;
 using SteadyTime = std::chrono::steady_clock::time_point;
+using kube::StringAt;
 
-const log::Logger& Logger() {
-  static const log::Logger* const logger = new log::Logger("fleet_sim.agent");
-  return *logger;
+const log::Logger& Log() {
+  static const log::Logger logger("fleet_sim.agent");
+  return logger;
 }
 
 // Turns the accessors' kNotFound (absent extension) into kInvalidArgument: for a received event
@@ -43,11 +46,6 @@ const json* Child(const json& value, std::string_view key) {
   }
   auto it = value.find(key);
   return it == value.end() ? nullptr : &*it;
-}
-
-std::string StringAt(const json& value, std::string_view key) {
-  const json* child = Child(value, key);
-  return child != nullptr && child->is_string() ? child->get<std::string>() : std::string();
 }
 
 const json& MetadataOf(const json& manifest) {
@@ -516,21 +514,19 @@ absl::StatusOr<Event> ClusterAgent::StatusEvent(Work& work, const ManifestBundle
                                                 std::string_view type) {
   ASSIGN_OR_RETURN(std::string data, cloudevents::EncodeManifestBundleStatus(status));
   ASSIGN_OR_RETURN(std::string hash, cloudevents::StatusHash(status));
-  Event event;
-  event.id = cloudevents::NewUuidV4();
-  event.source = agent_id_;
-  event.type = std::string(type);
-  event.data_content_type = std::string(cloudevents::kJsonContentType);
-  event.time = Now();
-  event.SetString(cloudevents::kExtClusterName, cluster_);
-  event.SetString(cloudevents::kExtOriginalSource, work.original_source);
-  event.SetString(cloudevents::kExtResourceId, work.id);
-  event.SetInteger(cloudevents::kExtResourceVersion, work.version);
-  event.SetString(cloudevents::kExtSequenceId, sequence_ids_.Next().ToString());
-  event.SetString(cloudevents::kExtStatusHash, hash);
-  event.SetString(cloudevents::kExtMetadata, work.metadata_json);
-  event.SetString(cloudevents::kExtLogTracing, "{}");
-  event.data = std::move(data);
+  cloudevents::ResourceEventHeader header{.id = cloudevents::NewUuidV4(),
+                                          .source = agent_id_,
+                                          .time = Now(),
+                                          .cluster = cluster_,
+                                          .resource_id = work.id,
+                                          .version = work.version};
+  cloudevents::StatusEventFields fields{.original_source = work.original_source,
+                                        .sequence_id = sequence_ids_.Next().ToString(),
+                                        .status_hash = hash,
+                                        .metadata_json = work.metadata_json};
+  Event event = cloudevents::MakeStatusEvent(std::move(header),
+                                             type == cloudevents::kStatusResyncResponseType,
+                                             std::move(fields), std::move(data));
   work.last_hash = std::move(hash);
   work.last_status_at = *event.time;
   return event;
@@ -601,18 +597,15 @@ Event ClusterAgent::SpecResyncRequest() const {
   for (const auto& [id, work] : works_) {
     list.resource_versions.push_back({id, work.version});
   }
-  Event event;
-  event.id = cloudevents::NewUuidV4();
-  event.source = agent_id_;
-  event.type = std::string(cloudevents::kSpecResyncRequestType);
-  event.data_content_type = std::string(cloudevents::kJsonContentType);
-  event.time = Now();
-  event.SetString(cloudevents::kExtClusterName, cluster_);
-  event.SetString(cloudevents::kExtOriginalSource, "");
-  auto data = cloudevents::EncodeResourceVersionList(list);
-  // Resource IDs come from decoded (valid UTF-8) events, so encoding cannot fail.
-  event.data = data.ok() ? *std::move(data) : std::string(R"({"resourceVersions":[]})");
-  return event;
+  auto event = cloudevents::MakeSpecResyncRequest(agent_id_, cluster_, list,
+                                                  cloudevents::NewUuidV4(), Now());
+  // Resource IDs come from decoded (valid UTF-8) events, so encoding cannot fail; an empty list
+  // ("send everything") always encodes.
+  if (!event.ok()) {
+    event = cloudevents::MakeSpecResyncRequest(agent_id_, cluster_, {}, cloudevents::NewUuidV4(),
+                                               Now());
+  }
+  return *std::move(event);
 }
 
 void ClusterAgent::AppendStatus(Work& work, std::vector<Event>& out) {
@@ -621,9 +614,9 @@ void ClusterAgent::AppendStatus(Work& work, std::vector<Event>& out) {
     out.push_back(*std::move(event));
     return;
   }
-  Logger().Warn("cannot build a status event", {{"cluster", cluster_},
-                                                {"resource", work.id},
-                                                {"error", std::string(event.status().message())}});
+  Log().Warn("cannot build a status event", {{"cluster", cluster_},
+                                             {"resource", work.id},
+                                             {"error", std::string(event.status().message())}});
 }
 
 std::vector<Event> ClusterAgent::Tick(TickCounts* counts, bool postpone_refreshes) {
@@ -832,8 +825,7 @@ std::vector<Event> Fleet::Handle(std::string_view topic_cluster,
   std::vector<Event> out;
   if (!event.ok()) {
     metrics_.Rejected("malformed").Increment();
-    Logger().Debug("dropped an undecodable event",
-                   {{"error", std::string(event.status().message())}});
+    Log().Debug("dropped an undecodable event", {{"error", std::string(event.status().message())}});
     return out;
   }
   std::string target(topic_cluster);
@@ -863,10 +855,9 @@ std::vector<Event> Fleet::Handle(std::string_view topic_cluster,
     work_total_ = work_total_ + agent->work_count() - before;
     if (!result.ok()) {
       metrics_.Rejected("malformed").Increment();
-      Logger().Debug("dropped a malformed event",
-                     {{"cluster", agent->cluster()},
-                      {"event_id", event->id},
-                      {"error", std::string(result.status().message())}});
+      Log().Debug("dropped a malformed event", {{"cluster", agent->cluster()},
+                                                {"event_id", event->id},
+                                                {"error", std::string(result.status().message())}});
       continue;
     }
     Count(result->outcome, *event, result->replies.size());

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/status_hash.h"
+#include "libs/kube/object.h"
 
 namespace mmi::fleet_sim {
 namespace {
@@ -18,19 +19,6 @@ const json* Child(const json& value, std::string_view key) {
   }
   auto it = value.find(key);
   return it == value.end() ? nullptr : &*it;
-}
-
-std::string StringAt(const json& value, std::string_view key, std::string_view fallback = "") {
-  const json* child = Child(value, key);
-  if (child == nullptr || !child->is_string()) {
-    return std::string(fallback);
-  }
-  return child->get<std::string>();
-}
-
-// Kubernetes times have seconds precision.
-std::string KubeTime(cloudevents::Timestamp time) {
-  return cloudevents::FormatTimestamp(std::chrono::floor<std::chrono::seconds>(time));
 }
 
 // The Application's (first) source: `spec.source`, else `spec.sources[0]`, else {}.
@@ -106,11 +94,11 @@ json TrackedOperationState(cloudevents::Timestamp started, const ArgoCdSyncState
   json op_state = {{"operation", json::parse(state.operation, nullptr, /*allow_exceptions=*/false)},
                    {"phase", "Running"},
                    {"message", kRunningMessage},
-                   {"startedAt", KubeTime(started)}};
+                   {"startedAt", kube::KubeTime(started)}};
   if (!state.operation_running) {
     op_state["phase"] = "Succeeded";
     op_state["message"] = kSucceededMessage;
-    op_state["finishedAt"] = KubeTime(state.operation_finished_at);
+    op_state["finishedAt"] = kube::KubeTime(state.operation_finished_at);
     op_state["syncResult"] = {{"revision", state.operation_revision},
                               {"source", SharedOrEmpty(state.operation_source)},
                               {"resources", SyncResultResources(resources, app_name)}};
@@ -132,8 +120,8 @@ json HistoryOf(const ArgoCdSyncState& state) {
                        {"revision", entry.revision},
                        {"source", SharedOrEmpty(entry.source)},
                        {"initiatedBy", std::move(initiated_by)},
-                       {"deployStartedAt", KubeTime(entry.deploy_started_at)},
-                       {"deployedAt", KubeTime(entry.deployed_at)}});
+                       {"deployStartedAt", kube::KubeTime(entry.deploy_started_at)},
+                       {"deployedAt", kube::KubeTime(entry.deployed_at)}});
   }
   return history;
 }
@@ -144,8 +132,9 @@ std::string SimulatedRevision(const json& manifest) {
   const json* spec = Child(manifest, "spec");
   const json source = SourceOf(spec != nullptr ? *spec : json::object());
   const std::string seed =
-      absl::StrCat(StringAt(source, "repoURL"), "@", StringAt(source, "targetRevision", "HEAD"),
-                   ":", StringAt(source, "path"), StringAt(source, "chart"));
+      absl::StrCat(kube::StringAt(source, "repoURL"), "@",
+                   kube::FindString(source, "targetRevision").value_or("HEAD"), ":",
+                   kube::StringAt(source, "path"), kube::StringAt(source, "chart"));
   return cloudevents::Sha256Hex(seed).substr(0, 40);
 }
 
@@ -160,12 +149,15 @@ json ApplicationStatus(const json& manifest, const ApplicationRuntime& runtime) 
   const json* spec_ptr = Child(manifest, "spec");
   const json& meta = meta_ptr != nullptr ? *meta_ptr : kEmpty;
   const json& spec = spec_ptr != nullptr ? *spec_ptr : kEmpty;
-  const std::string app_name = StringAt(meta, "name", "app");
-  const std::string app_namespace = StringAt(meta, "namespace", "openshift-gitops");
+  const std::string app_name = kube::FindString(meta, "name").value_or("app");
+  const std::string app_namespace =
+      kube::FindString(meta, "namespace").value_or("openshift-gitops");
   const json* destination_ptr = Child(spec, "destination");
   const json& destination = destination_ptr != nullptr ? *destination_ptr : kEmpty;
-  const std::string dest_namespace = StringAt(destination, "namespace", app_namespace);
-  const std::string dest_server = StringAt(destination, "server", "https://kubernetes.default.svc");
+  const std::string dest_namespace =
+      kube::FindString(destination, "namespace").value_or(app_namespace);
+  const std::string dest_server =
+      kube::FindString(destination, "server").value_or("https://kubernetes.default.svc");
   const json source = SourceOf(spec);
   const std::string revision = SimulatedRevision(manifest);
   const ArgoCdSyncState* tracked = runtime.argocd.get();
@@ -176,7 +168,7 @@ json ApplicationStatus(const json& manifest, const ApplicationRuntime& runtime) 
   status["controllerNamespace"] = app_namespace;
   json health = {{"status", runtime.health_status}};
   status["health"] = std::move(health);
-  status["reconciledAt"] = KubeTime(runtime.reconciled_at);
+  status["reconciledAt"] = kube::KubeTime(runtime.reconciled_at);
   status["resources"] = json::array({
       ResourceEntry("apps", "Deployment", app_name, dest_namespace, runtime, /*primary=*/true),
       ResourceEntry("", "Service", app_name, dest_namespace, runtime, /*primary=*/false),
@@ -200,7 +192,7 @@ json ApplicationStatus(const json& manifest, const ApplicationRuntime& runtime) 
                                                        status["resources"], app_name);
     }
   } else if (runtime.last_operation.has_value()) {
-    const std::string started = KubeTime(runtime.operation_started_at);
+    const std::string started = kube::KubeTime(runtime.operation_started_at);
     status["operationState"] = {
         {"operation", *runtime.last_operation},
         {"phase", "Succeeded"},

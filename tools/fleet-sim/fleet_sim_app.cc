@@ -29,9 +29,9 @@
 namespace mmi::fleet_sim {
 namespace {
 
-const log::Logger& Logger() {
-  static const log::Logger* const logger = new log::Logger("fleet_sim");
-  return *logger;
+const log::Logger& Log() {
+  static const log::Logger logger("fleet_sim");
+  return logger;
 }
 
 absl::StatusOr<std::unique_ptr<AgentTransport>> MakeTransport(const AppSettings& s) {
@@ -106,15 +106,15 @@ void WriteStateFile(FleetSimulator& simulator, const std::string& path, std::int
     std::ofstream out(tmp, std::ios::trunc);
     out << snapshot.dump();
     if (!out.good()) {
-      Logger().Error("cannot write the state file", {{"path", tmp}});
+      Log().Error("cannot write the state file", {{"path", tmp}});
       return;
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    Logger().Error("cannot write the state file", {{"path", path}});
+    Log().Error("cannot write the state file", {{"path", path}});
     return;
   }
-  Logger().Info("state file written", {{"path", path}, {"generation", generation}});
+  Log().Info("state file written", {{"path", path}, {"generation", generation}});
 }
 
 double Seconds(std::chrono::milliseconds d) { return std::chrono::duration<double>(d).count(); }
@@ -280,18 +280,18 @@ int FleetSimMain(int argc, char** argv) {
     return 0;
   }
   if (!settings.ok()) {
-    Logger().Error("invalid flags", {{"error", std::string(settings.status().message())}});
+    Log().Error("invalid flags", {{"error", std::string(settings.status().message())}});
     return 2;
   }
   if (auto level = log::ParseLevel(settings->log_level); level.ok()) {
     log::SetMinLevel(*level);
   } else {
-    Logger().Error("invalid flags", {{"error", "--log-level: debug|info|warn|error"}});
+    Log().Error("invalid flags", {{"error", "--log-level: debug|info|warn|error"}});
     return 2;
   }
   auto transport = MakeTransport(*settings);
   if (!transport.ok()) {
-    Logger().Error("invalid flags", {{"error", std::string(transport.status().message())}});
+    Log().Error("invalid flags", {{"error", std::string(transport.status().message())}});
     return 2;
   }
 
@@ -318,20 +318,20 @@ int FleetSimMain(int argc, char** argv) {
                                    : absl::UnavailableError("not connected to the broker");
     });
     if (absl::Status status = admin->Start(); !status.ok()) {
-      Logger().Error("cannot start the admin server", {{"error", std::string(status.message())}});
+      Log().Error("cannot start the admin server", {{"error", std::string(status.message())}});
       return 1;
     }
   }
-  Logger().Info("starting",
-                {{"transport", settings->transport},
-                 {"broker", settings->broker},
-                 {"source_id", settings->source_id},
-                 {"clusters", settings->simulator.fleet.clusters},
-                 {"cluster_prefix", settings->simulator.fleet.cluster_prefix},
-                 {"changes_per_minute", settings->simulator.fleet.changes_per_minute},
-                 {"sync_model", SyncModelName(settings->simulator.fleet.agent.sync.model)}});
+  Log().Info("starting",
+             {{"transport", settings->transport},
+              {"broker", settings->broker},
+              {"source_id", settings->source_id},
+              {"clusters", settings->simulator.fleet.clusters},
+              {"cluster_prefix", settings->simulator.fleet.cluster_prefix},
+              {"changes_per_minute", settings->simulator.fleet.changes_per_minute},
+              {"sync_model", SyncModelName(settings->simulator.fleet.agent.sync.model)}});
   if (absl::Status status = simulator.Start(); !status.ok()) {
-    Logger().Error("cannot start", {{"error", std::string(status.message())}});
+    Log().Error("cannot start", {{"error", std::string(status.message())}});
     return 1;
   }
 
@@ -347,11 +347,11 @@ int FleetSimMain(int argc, char** argv) {
       continue;
     }
     if (signal == SIGINT || signal == SIGTERM) {
-      Logger().Info("signal received; stopping", {{"signal", signal}});
+      Log().Info("signal received; stopping", {{"signal", signal}});
       break;
     }
     if (settings->duration.count() > 0 && std::chrono::steady_clock::now() >= deadline) {
-      Logger().Info("duration elapsed; stopping");
+      Log().Info("duration elapsed; stopping");
       break;
     }
   }
@@ -359,7 +359,7 @@ int FleetSimMain(int argc, char** argv) {
   if (admin != nullptr) {
     admin->Stop();
   }
-  Logger().Info("stopped", {{"applications", static_cast<int64_t>(simulator.application_count())}});
+  Log().Info("stopped", {{"applications", static_cast<int64_t>(simulator.application_count())}});
   return 0;
 }
 

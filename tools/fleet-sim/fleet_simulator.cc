@@ -10,9 +10,9 @@
 namespace mmi::fleet_sim {
 namespace {
 
-const log::Logger& Logger() {
-  static const log::Logger* const logger = new log::Logger("fleet_sim.loop");
-  return *logger;
+const log::Logger& Log() {
+  static const log::Logger logger("fleet_sim.loop");
+  return logger;
 }
 
 }  // namespace
@@ -137,9 +137,9 @@ void FleetSimulator::Loop() {
       } else {
         const Subscription& subscription = std::get<Subscription>(item);
         std::vector<cloudevents::Event> requests = fleet_.SpecResyncRequests(subscription.clusters);
-        Logger().Info("subscribed; sending spec resync requests",
-                      {{"clusters", static_cast<int64_t>(requests.size())},
-                       {"reconnect", subscription.reconnect}});
+        Log().Info("subscribed; sending spec resync requests",
+                   {{"clusters", static_cast<int64_t>(requests.size())},
+                    {"reconnect", subscription.reconnect}});
         PublishAll(std::move(requests));
         ++resync_rounds_;
       }

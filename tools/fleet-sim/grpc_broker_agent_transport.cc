@@ -27,9 +27,9 @@ constexpr auto kEndedLogInterval = std::chrono::seconds(5);
 // instead of a cold start keeping hundreds of thousands of encoded events in flight.
 constexpr std::size_t kMaxPublishesInFlight = 100'000;
 
-const log::Logger& Logger() {
-  static const log::Logger* const logger = new log::Logger("fleet_sim.grpc");
-  return *logger;
+const log::Logger& Log() {
+  static const log::Logger logger("fleet_sim.grpc");
+  return logger;
 }
 
 // The broker answers bad input with INVALID_ARGUMENT and handling failures with
@@ -196,10 +196,10 @@ absl::Status GrpcBrokerAgentTransport::Start(ReceiveHandler on_receive,
         ClusterState{Backoff(settings_.grpc.reconnect_backoff, i + 1), false, false, now});
   }
   thread_ = std::thread([this] { Loop(); });
-  Logger().Info("gRPC broker agent transport started",
-                {{"url", settings_.grpc.url},
-                 {"clusters", static_cast<int64_t>(settings_.clusters.size())},
-                 {"data_type", settings_.grpc.data_type}});
+  Log().Info("gRPC broker agent transport started",
+             {{"url", settings_.grpc.url},
+              {"clusters", static_cast<int64_t>(settings_.clusters.size())},
+              {"data_type", settings_.grpc.data_type}});
   return absl::OkStatus();
 }
 
@@ -263,8 +263,8 @@ void GrpcBrokerAgentTransport::Loop() {
       }
       if (ended_since_log_ > 0 && now - last_ended_log >= kEndedLogInterval) {
         last_ended_log = now;
-        Logger().Warn("Subscribe streams ended; each is re-opened after its backoff",
-                      {{"streams", ended_since_log_}, {"last_error", last_end_error_}});
+        Log().Warn("Subscribe streams ended; each is re-opened after its backoff",
+                   {{"streams", ended_since_log_}, {"last_error", last_end_error_}});
         ended_since_log_ = 0;
       }
       // Handlers run under mu_, so none runs after Stop() returns; they only enqueue.
@@ -282,8 +282,7 @@ void GrpcBrokerAgentTransport::Loop() {
       stream->Begin(*stub_);
     }
     if (!opened.empty()) {
-      Logger().Debug("opened Subscribe streams",
-                     {{"streams", static_cast<int64_t>(opened.size())}});
+      Log().Debug("opened Subscribe streams", {{"streams", static_cast<int64_t>(opened.size())}});
     }
   }
 }

@@ -2,31 +2,21 @@
 
 #include <pthread.h>
 
-#include <random>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/kafka_codec.h"
 #include "libs/common/log.h"
-#include "libs/transport/kafka/internal/kafka_record.h"
+#include "libs/transport/client_id.h"
+#include "libs/transport/kafka/kafka_record.h"
 
 namespace mmi::fleet_sim {
 namespace {
 
-const log::Logger& Logger() {
-  static const log::Logger* const logger = new log::Logger("fleet_sim.kafka");
-  return *logger;
-}
-
-std::string RandomHex(int digits) {
-  std::random_device device;
-  std::uniform_int_distribution<int> nibble(0, 15);
-  std::string out;
-  for (int i = 0; i < digits; ++i) {
-    out.push_back("0123456789abcdef"[nibble(device)]);
-  }
-  return out;
+const log::Logger& Log() {
+  static const log::Logger logger("fleet_sim.kafka");
+  return logger;
 }
 
 absl::Status Set(RdKafka::Conf& conf, const std::string& name, const std::string& value) {
@@ -72,7 +62,7 @@ void KafkaAgentTransport::Callbacks::rebalance_cb(
     owner_->connected_ = true;
     const bool reconnect = owner_->ever_assigned_;
     owner_->ever_assigned_ = true;
-    Logger().Info("partitions assigned", {{"partitions", static_cast<int64_t>(partitions.size())}});
+    Log().Info("partitions assigned", {{"partitions", static_cast<int64_t>(partitions.size())}});
     absl::MutexLock lock(&owner_->mu_);
     if (!owner_->stopped_ && owner_->on_subscribed_) {
       owner_->on_subscribed_(Subscription{.reconnect = reconnect, .clusters = {}});
@@ -87,14 +77,14 @@ void KafkaAgentTransport::Callbacks::event_cb(RdKafka::Event& event) {
     if (event.err() == RdKafka::ERR__ALL_BROKERS_DOWN) {
       owner_->connected_ = false;
     }
-    Logger().Warn("kafka error", {{"error", event.str()}});
+    Log().Warn("kafka error", {{"error", event.str()}});
   }
 }
 
 KafkaAgentTransport::KafkaAgentTransport(KafkaAgentSettings settings)
     : settings_(std::move(settings)) {
   if (settings_.group_id.empty()) {
-    settings_.group_id = absl::StrCat("fleet-sim-", RandomHex(8));
+    settings_.group_id = absl::StrCat("fleet-sim-", transport::RandomHex(8));
   }
 }
 
@@ -161,10 +151,10 @@ absl::Status KafkaAgentTransport::Start(ReceiveHandler on_receive,
   }
   running_ = true;
   thread_ = std::thread([this] { Loop(); });
-  Logger().Info("started", {{"bootstrap", settings_.bootstrap_servers},
-                            {"group", settings_.group_id},
-                            {"consume", settings_.source_events_topic},
-                            {"produce", settings_.agent_events_topic}});
+  Log().Info("started", {{"bootstrap", settings_.bootstrap_servers},
+                         {"group", settings_.group_id},
+                         {"consume", settings_.source_events_topic},
+                         {"produce", settings_.agent_events_topic}});
   return absl::OkStatus();
 }
 
@@ -181,11 +171,11 @@ void KafkaAgentTransport::Loop() {
       continue;
     }
     if (message->err() != RdKafka::ERR_NO_ERROR) {
-      Logger().Warn("consume error", {{"error", message->errstr()}});
+      Log().Warn("consume error", {{"error", message->errstr()}});
       continue;
     }
-    ReceivedEvent received{"", cloudevents::DecodeKafka(
-                                   transport::internal::ToKafkaRecord(*message), settings_.limits)};
+    ReceivedEvent received{
+        "", cloudevents::DecodeKafka(transport::ToKafkaRecord(*message), settings_.limits)};
     absl::MutexLock lock(&mu_);
     if (!stopped_ && on_receive_) {
       on_receive_(std::move(received));

@@ -3,7 +3,6 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <random>
 #include <regex>
 #include <utility>
 
@@ -11,24 +10,15 @@
 #include "absl/strings/str_split.h"
 #include "libs/cloudevents/mqtt_codec.h"
 #include "libs/common/log.h"
-#include "libs/transport/mqtt/internal/paho_message.h"
+#include "libs/transport/client_id.h"
+#include "libs/transport/mqtt/paho_message.h"
 
 namespace mmi::fleet_sim {
 namespace {
 
-const log::Logger& Logger() {
-  static const log::Logger* const logger = new log::Logger("fleet_sim.mqtt");
-  return *logger;
-}
-
-std::string RandomHex(int digits) {
-  std::random_device device;
-  std::uniform_int_distribution<int> nibble(0, 15);
-  std::string out;
-  for (int i = 0; i < digits; ++i) {
-    out.push_back("0123456789abcdef"[nibble(device)]);
-  }
-  return out;
+const log::Logger& Log() {
+  static const log::Logger logger("fleet_sim.mqtt");
+  return logger;
 }
 
 }  // namespace
@@ -99,7 +89,7 @@ MqttAgentSettings ResolvedMqttAgentSettings(MqttAgentSettings settings) {
     settings.source_broadcast = absl::StrCat("sources/", settings.source_id, "/sourcebroadcast");
   }
   if (settings.client_id.empty()) {
-    settings.client_id = absl::StrCat("fleet-sim-", RandomHex(8));
+    settings.client_id = absl::StrCat("fleet-sim-", transport::RandomHex(8));
   }
   return settings;
 }
@@ -231,10 +221,10 @@ absl::Status MqttAgentTransport::Start(ReceiveHandler on_receive, SubscribedHand
     absl::MutexLock lock(&mu_);
     lost_ = true;
   });
-  Logger().Info("starting", {{"broker", settings_.broker_host},
-                             {"client_id", settings_.client_id},
-                             {"source_events", settings_.source_events},
-                             {"agent_events", settings_.agent_events}});
+  Log().Info("starting", {{"broker", settings_.broker_host},
+                          {"client_id", settings_.client_id},
+                          {"source_events", settings_.source_events},
+                          {"agent_events", settings_.agent_events}});
   thread_ = std::thread([this] { Loop(); });
   return absl::OkStatus();
 }
@@ -252,7 +242,7 @@ void MqttAgentTransport::OnMessage(const mqtt::const_message_ptr& message) {
   }
   ReceivedEvent received{
       std::move(cluster),
-      cloudevents::DecodeMqtt(transport::internal::FromPahoMessage(*message), settings_.limits)};
+      cloudevents::DecodeMqtt(transport::FromPahoMessage(*message), settings_.limits)};
   absl::MutexLock lock(&mu_);
   if (!stopped_ && on_receive_) {
     on_receive_(std::move(received));
@@ -272,7 +262,7 @@ bool MqttAgentTransport::ConnectAndSubscribe() {
       }
     }
   } catch (const std::exception& e) {
-    Logger().Warn("connect failed", {{"broker", settings_.broker_host}, {"error", e.what()}});
+    Log().Warn("connect failed", {{"broker", settings_.broker_host}, {"error", e.what()}});
     try {
       if (client_->is_connected()) {
         client_->disconnect()->wait_for(std::chrono::seconds(1));
@@ -300,8 +290,8 @@ void MqttAgentTransport::Loop() {
     if (ConnectAndSubscribe()) {
       connected_ = true;
       delay = settings_.reconnect_min;
-      Logger().Info(ever ? "reconnected and subscribed" : "connected and subscribed",
-                    {{"broker", settings_.broker_host}});
+      Log().Info(ever ? "reconnected and subscribed" : "connected and subscribed",
+                 {{"broker", settings_.broker_host}});
       {
         absl::MutexLock lock(&mu_);
         if (!stopped_ && on_subscribed_) {
@@ -318,7 +308,7 @@ void MqttAgentTransport::Loop() {
       if (stopped_) {
         return;
       }
-      Logger().Warn("connection lost", {{"broker", settings_.broker_host}});
+      Log().Warn("connection lost", {{"broker", settings_.broker_host}});
       continue;
     }
     // Back off (interruptible by Stop()).
@@ -368,8 +358,7 @@ void MqttAgentTransport::Publish(cloudevents::Event event, PublishDone done) {
     pending_.emplace(listener, std::move(owned));
   }
   try {
-    client_->publish(transport::internal::ToPahoMessage(topic, settings_.qos, *encoded), nullptr,
-                     *listener);
+    client_->publish(transport::ToPahoMessage(topic, settings_.qos, *encoded), nullptr, *listener);
   } catch (const std::exception& e) {
     listener->Finish(absl::UnavailableError(absl::StrCat("mqtt: publish failed: ", e.what())));
   }

@@ -10,7 +10,7 @@
 #include "libs/transport/internal/intake.h"
 #include "libs/transport/kafka/internal/kafka_client.h"
 #include "libs/transport/kafka/internal/kafka_config.h"
-#include "libs/transport/kafka/internal/kafka_record.h"
+#include "libs/transport/kafka/kafka_record.h"
 
 namespace mmi::transport {
 namespace {
@@ -121,7 +121,7 @@ void KafkaSubscriber::Loop() {
 }
 
 void KafkaSubscriber::Handle(RdKafka::Message& message) {
-  const cloudevents::KafkaRecord record = internal::ToKafkaRecord(message);
+  const cloudevents::KafkaRecord record = ToKafkaRecord(message);
   const internal::OffsetTracker::Delivery delivery =
       tracker_->Delivered(message.partition(), message.offset());
   std::weak_ptr<internal::OffsetTracker> tracker = tracker_;
@@ -133,7 +133,7 @@ void KafkaSubscriber::Handle(RdKafka::Message& message) {
   const std::string where =
       absl::StrCat(record.topic, "/", message.partition(), "@", message.offset());
   internal::Intake(
-      internal::WireSize(record), settings_.limits.max_event_bytes,
+      WireSize(record), settings_.limits.max_event_bytes,
       [&]() { return cloudevents::DecodeKafka(record, settings_.limits); }, metrics_, intake_log_,
       where, handler_, std::move(ack));
 }

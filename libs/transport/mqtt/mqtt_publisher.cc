@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/mqtt_codec.h"
 #include "libs/transport/mqtt/internal/client_id.h"
-#include "libs/transport/mqtt/internal/paho_message.h"
+#include "libs/transport/mqtt/paho_message.h"
 
 namespace mmi::transport {
 namespace {
@@ -125,7 +125,7 @@ void MqttPublisher::Publish(cloudevents::Event event, PublishCallback done) {
            started);
     return;
   }
-  mqtt::message_ptr message = internal::ToPahoMessage(*topic, settings_.pub_qos, *encoded);
+  mqtt::message_ptr message = ToPahoMessage(*topic, settings_.pub_qos, *encoded);
   uint64_t id = 0;
   {
     absl::MutexLock inflight_lock(&inflight_mu_);

@@ -8,7 +8,7 @@
 #include "libs/cloudevents/mqtt_codec.h"
 #include "libs/transport/internal/intake.h"
 #include "libs/transport/mqtt/internal/client_id.h"
-#include "libs/transport/mqtt/internal/paho_message.h"
+#include "libs/transport/mqtt/paho_message.h"
 
 namespace mmi::transport {
 namespace {
@@ -125,9 +125,9 @@ void MqttSubscriber::OnMessage(const mqtt::const_message_ptr& message) {
   if (stopped_) {
     return;
   }
-  const cloudevents::MqttMessage mqtt_message = internal::FromPahoMessage(*message);
+  const cloudevents::MqttMessage mqtt_message = FromPahoMessage(*message);
   internal::Intake(
-      internal::WireSize(mqtt_message), settings_.limits.max_event_bytes,
+      WireSize(mqtt_message), settings_.limits.max_event_bytes,
       [&]() { return cloudevents::DecodeMqtt(mqtt_message, settings_.limits); }, metrics_,
       intake_log_, message->get_topic(), handler_, [] {});
 }

@@ -1,17 +1,14 @@
 #include "libs/transport/mqtt/internal/client_id.h"
 
-#include <random>
-
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "libs/transport/client_id.h"
 
 namespace mmi::transport::internal {
 
 std::string MqttClientId(const MqttSettings& settings, std::string_view suffix) {
   std::string base = settings.client_id;
   if (base.empty()) {
-    std::random_device random;
-    base = absl::StrCat(settings.source_id, "-", absl::StrFormat("%08x", random()));
+    base = absl::StrCat(settings.source_id, "-", RandomHex(8));
   }
   return absl::StrCat(base, "-", std::string(suffix));
 }

@@ -1,10 +1,10 @@
-#include "libs/transport/mqtt/internal/paho_message.h"
+#include "libs/transport/mqtt/paho_message.h"
 
 #include <mqtt/properties.h>
 
 #include <utility>
 
-namespace mmi::transport::internal {
+namespace mmi::transport {
 
 mqtt::message_ptr ToPahoMessage(const std::string& topic, int qos,
                                 const cloudevents::MqttMessage& message) {
@@ -55,4 +55,4 @@ std::size_t WireSize(const cloudevents::MqttMessage& message) {
   return size;
 }
 
-}  // namespace mmi::transport::internal
+}  // namespace mmi::transport

@@ -1,9 +1,9 @@
-#include "libs/transport/mqtt/internal/paho_message.h"
+#include "libs/transport/mqtt/paho_message.h"
 
 #include <gtest/gtest.h>
 #include <mqtt/async_client.h>
 
-namespace mmi::transport::internal {
+namespace mmi::transport {
 namespace {
 
 // Paho C initialises its heap bookkeeping when the first client is created and frees property
@@ -44,4 +44,4 @@ TEST_F(PahoMessageTest, WireSizeCountsPayloadAndProperties) {
 }
 
 }  // namespace
-}  // namespace mmi::transport::internal
+}  // namespace mmi::transport

@@ -8,7 +8,7 @@
 
 #include "libs/cloudevents/mqtt_codec.h"
 
-namespace mmi::transport::internal {
+namespace mmi::transport {
 
 // A PUBLISH for `topic` at `qos`, never retained: payload, Content Type property (when set) and
 // one User Property per pair, in order.
@@ -21,4 +21,4 @@ cloudevents::MqttMessage FromPahoMessage(const mqtt::message& message);
 // Payload + Content Type + User Property bytes: what the size limit is checked against.
 std::size_t WireSize(const cloudevents::MqttMessage& message);
 
-}  // namespace mmi::transport::internal
+}  // namespace mmi::transport

@@ -1,9 +1,9 @@
-#include "libs/transport/kafka/internal/kafka_record.h"
+#include "libs/transport/kafka/kafka_record.h"
 
 #include <string>
 #include <utility>
 
-namespace mmi::transport::internal {
+namespace mmi::transport {
 
 cloudevents::KafkaRecord ToKafkaRecord(RdKafka::Message& message) {
   cloudevents::KafkaRecord record;
@@ -34,4 +34,4 @@ std::size_t WireSize(const cloudevents::KafkaRecord& record) {
   return size;
 }
 
-}  // namespace mmi::transport::internal
+}  // namespace mmi::transport

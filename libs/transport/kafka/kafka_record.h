@@ -7,7 +7,7 @@
 
 #include "libs/cloudevents/kafka_codec.h"
 
-namespace mmi::transport::internal {
+namespace mmi::transport {
 
 // The topic, key (when set), value and headers (in order; a null header value becomes "") of
 // `message`.
@@ -16,4 +16,4 @@ cloudevents::KafkaRecord ToKafkaRecord(RdKafka::Message& message);
 // Value + key + header bytes: what the size limit is checked against.
 std::size_t WireSize(const cloudevents::KafkaRecord& record);
 
-}  // namespace mmi::transport::internal
+}  // namespace mmi::transport

@@ -1,0 +1,41 @@
+// One received status event decoded into what the sink needs (pure, no I/O): the resource id,
+// the reporting cluster, the sequence id and status hash, the Application's `status` feedback
+// value or the deletion, and the hub Application the ManifestWork's metadata names.
+//
+// A status event that is not one, cannot be decoded or carries no status feedback yet comes
+// back as a `Rejection` naming the DropReason the sink counts it under and a detail for the log.
+#pragma once
+
+#include <string>
+#include <variant>
+
+#include "libs/cloudevents/event.h"
+#include "services/status-sink/coalescer.h"
+#include "services/status-sink/metrics.h"
+
+namespace mmi::status_sink {
+
+// A decoded status report.
+struct StatusReport {
+  // resource id (lower case), sequence id, status hash (the event's `statushash`, or computed
+  // from the payload when absent or empty), Deleted, the `status` feedback (null when deleted),
+  // the agent's `time`.
+  StatusUpdate update;
+  std::string event_id;
+  std::string cluster;  // the `clustername` extension; empty when absent
+  // "<namespace>/<name>" of the hub Application named by the event's `metadata` extension
+  // (ManifestWork annotations, hub-apis.md §5.1); empty when absent or unreadable. Only
+  // cross-checked: the dispatcher's table stays authoritative.
+  std::string metadata_app;
+};
+
+// Why an event is not a usable status report.
+struct Rejection {
+  DropReason reason;  // kNotStatus, kMalformed or kNoFeedback
+  std::string detail;
+};
+
+// Decodes `event` (any event received on the status subscription).
+std::variant<StatusReport, Rejection> DecodeStatusReport(const cloudevents::Event& event);
+
+}  // namespace mmi::status_sink
