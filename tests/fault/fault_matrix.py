@@ -2,7 +2,7 @@
 """The fault matrix (issue #19 item 2, ctest label `fault`): the whole system under load, one
 fault at a time, each followed by a convergence check counted per Application.
 
-One stack per transport (tools/stack/mmi_stack.py: hub kube-apiserver + etcd, PostgreSQL,
+One stack per transport (tools/stack/mmi_stack/: hub kube-apiserver + etcd, PostgreSQL,
 mosquitto or Kafka, both services from the Helm chart, fleet-sim playing the agents of N
 clusters with Argo CD's status churn). Setup: N ManagedClusters, the examples, A ApplicationSets
 and the N x A Applications they would generate, created through the API. Then, for each fault:
@@ -41,14 +41,12 @@ import http.client
 import json
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
 import threading
 import time
 import traceback
-import urllib.parse
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools", "stack"))

@@ -1,6 +1,6 @@
 """Prometheus text exposition: parsing, counter sums and deltas, histogram quantiles.
 
-A metrics snapshot is the shape tools/stack/mmi_stack.py's Stack.metrics() returns:
+A metrics snapshot is the shape tools/stack/mmi_stack/'s Stack.metrics() returns:
 ``{metric_name: [(labels_dict, value), ...]}``; histogram series keep Prometheus' suffixes
 (``<name>_bucket`` with ``le``, ``<name>_sum``, ``<name>_count``).
 """

@@ -69,7 +69,7 @@ for line in open(path, errors='replace'):
     fr = [f for f in s.split(';') if 'mmi::' in f]
     top[o][(fr[-1][:110] if fr else s.split(';')[-1][:110])] += v
 tot = sum(agg.values())
-print(f'| owner | MiB | bytes/App | top allocating frame |\n|---|---:|---:|---|')
+print('| owner | MiB | bytes/App | top allocating frame |\n|---|---:|---:|---|')
 for o, v in agg.most_common():
     f, fv = top[o].most_common(1)[0]
     print(f'| {o} | {v/1048576:.1f} | {v/apps:,.0f} | {f} ({fv/1048576:.1f}) |')

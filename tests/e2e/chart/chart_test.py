@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """e2e_chart: the Helm chart installed for real onto a one-node cluster whose pods run the image.
 
-The hub kube-apiserver, PostgreSQL and mosquitto start as in the demo (tools/stack/mmi_stack.py);
+The hub kube-apiserver, PostgreSQL and mosquitto start as in the demo (tools/stack/mmi_stack/);
 tests/peers/bin/start-node joins a node to the hub (containerd + runc, kubelet, kube-scheduler,
 kube-controller-manager, kube-proxy; pods in network namespaces on a bridge); the image built from
 the Dockerfile (tests/peers/build/image.sh, cached by source tree) is loaded into the node's
@@ -37,25 +37,19 @@ import urllib.request
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tools", "stack"))
+sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 from mmi_stack import (APP_API, ARGO_NAMESPACE, RELEASE_NAME, RELEASE_NAMESPACE, Stack, StackConfig,  # noqa: E402
                        StackError, metric_sum, prepare_work_dir)
 from pods import INSTANCE, ChartOnNode, image_facts, run, start_node  # noqa: E402
+from checks import check, verdict  # noqa: E402
 
 APPSET = "guestbook"          # examples/applicationset.yaml
 
-failures: list[str] = []
 timings: dict[str, float] = {}
 
 
 def say(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def check(cond: bool, what: str) -> bool:
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-    return cond
 
 
 def wait_until(what: str, timeout: float, fn, interval: float = 0.5):
@@ -261,12 +255,7 @@ def main() -> int:
         timings["stop"] = round(time.monotonic() - t0, 1)
     timings["total"] = round(time.monotonic() - t_start, 1)
     print("\ntimings (s): " + json.dumps(timings, indent=1), flush=True)
-    if failures:
-        print(f"\n{len(failures)} check(s) failed; logs: {args.work_dir}/logs/, pod logs: "
-              f"{args.work_dir}/peers/node/pod-logs/", flush=True)
-        return 1
-    print("\nall checks passed", flush=True)
-    return 0
+    return verdict(f"logs: {args.work_dir}/logs/, pod logs: {args.work_dir}/peers/node/pod-logs/")
 
 
 if __name__ == "__main__":

@@ -18,13 +18,8 @@ import subprocess
 import sys
 import time
 
-failures: list[str] = []
-
-
-def check(cond: bool, what: str) -> None:
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, verdict  # noqa: E402
 
 
 def alive(pid: int) -> bool:
@@ -163,11 +158,7 @@ def main() -> int:
     else:
         check(False, "stack.json written by the demo")
 
-    if failures:
-        print(f"\n{len(failures)} check(s) failed; logs: {args.work_dir}/logs/", flush=True)
-        return 1
-    print("\nall checks passed", flush=True)
-    return 0
+    return verdict(f"logs: {args.work_dir}/logs/")
 
 
 if __name__ == "__main__":

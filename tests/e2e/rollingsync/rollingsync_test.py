@@ -24,19 +24,12 @@ import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tools", "stack"))
+sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 from mmi_stack import Stack, StackConfig, StackError, metric_sum, prepare_work_dir  # noqa: E402
 from appset_controller import AppSetController, app_view  # noqa: E402
+from checks import check, verdict  # noqa: E402
 
 APPSET = "guestbook-rolling"
-failures: list[str] = []
-
-
-def check(cond: bool, what: str) -> None:
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
 def first(timeline, app: str, pred, after: float = 0.0) -> float | None:
     """Time of the first hub status of `app` (at or after `after`) for which pred(sync, health, phase)."""
     for t, name, sync, health, phase in timeline:
@@ -136,11 +129,7 @@ def main() -> int:
         check(False, f"the rollout ran: {e}")
     finally:
         stack.stop()
-    if failures:
-        print(f"\n{len(failures)} check(s) failed; logs: {args.work_dir}/logs/", flush=True)
-        return 1
-    print("\nall checks passed", flush=True)
-    return 0
+    return verdict(f"logs: {args.work_dir}/logs/")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,77 @@
+"""The fleet bench's command line (bench/fleet/README.md lists the flags)."""
+
+import argparse
+import os
+
+from .common import SCENARIOS
+
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
+DESCRIPTION = 'Fleet benchmark: the dispatcher and the status sink at 3,000 clusters x 100 ApplicationSets.'
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=DESCRIPTION,
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument('--scale', choices=('full', 'small'), default='small',
+                   help='full: 3,000 clusters x 100 ApplicationSets, 10 min steady state; '
+                        'small: 300 x 100, 2 min steady state')
+    p.add_argument('--clusters', type=int, help='override the number of clusters')
+    p.add_argument('--appsets', type=int, help='override the number of ApplicationSets')
+    p.add_argument('--scenarios', default='a,b,c,d,e',
+                   help='comma-separated subset of a,b,c,d,e (a always runs first)')
+    p.add_argument('--ci', action='store_true',
+                   help='CI mode: shorter steady state and write phases (sanitizer builds)')
+    p.add_argument('--transport', choices=('mqtt', 'kafka'), default='mqtt')
+    p.add_argument('--build-dir', default=os.path.join(REPO_ROOT, 'build', 'release'))
+    p.add_argument('--work-dir', help='default: /tmp/mmi-fleet-bench-<scale>')
+    p.add_argument('--json', help='write the report here (default: <work-dir>/report.json)')
+    p.add_argument('--keep', action='store_true', help='leave the stack running at the end')
+    p.add_argument('--steady-seconds', type=int, help='steady-state duration (full 600, small 120)')
+    p.add_argument('--refresh-min', type=int, default=120)
+    p.add_argument('--refresh-max', type=int, default=180)
+    p.add_argument('--change-percent', type=float, default=1.0,
+                   help='real sync/health changes per minute, percent of the Applications')
+    p.add_argument('--status-write-rate', type=int, default=2000, help='(e) target writes/s')
+    p.add_argument('--status-write-seconds', type=int, help='(e) duration (full 60, small 30)')
+    p.add_argument('--idle-seconds', type=int, default=10, help='(e) idle CPU baseline')
+    p.add_argument('--write-threads', type=int, default=32)
+    p.add_argument('--seed-threads', type=int, default=16)
+    p.add_argument('--timeout', type=int, help='per-phase timeout in s (full 7200, small 1200)')
+    p.add_argument('--settle-quiet', type=int, default=10,
+                   help='(c) counters unchanged this long = settled')
+    p.add_argument('--settle-max', type=int,
+                   help='(c) longest wait for a restarted service to settle, in s (full 1800: '
+                        'a restarted dispatcher lists 300,000 Applications from a busy hub, '
+                        '~300/s on a slow machine when the API server ends its streamed list, '
+                        'and may list twice; small 300)')
+    p.add_argument('--stall-seconds', type=int, default=90,
+                   help='(a) spokes without progress this long after everything was published: '
+                        'lost spec events (a failure), recovered by a fleet-sim restart')
+    p.add_argument('--stop-timeout', type=int, default=60)
+    p.add_argument('--verify-list-max', type=int, default=50000,
+                   help='(a) up to this many Applications: LIST them all to check statuses')
+    p.add_argument('--verify-sample', type=int, default=3000)
+    p.add_argument('--log-level', default='info')
+    p.add_argument('--set', action='append', default=[], metavar='KEY=VALUE',
+                   help='chart value over examples/values-<transport>.yaml (helm --set; '
+                        'repeatable), recorded in the report')
+    a = p.parse_args(argv)
+    full = a.scale == 'full'
+    a.clusters = a.clusters or (3000 if full else 300)
+    a.appsets = a.appsets or 100
+    if a.settle_max is None:
+        a.settle_max = 1800 if full else 300
+    if a.steady_seconds is None:
+        a.steady_seconds = 600 if full else (60 if a.ci else 120)
+    if a.status_write_seconds is None:
+        a.status_write_seconds = 60 if full else (15 if a.ci else 30)
+    if a.timeout is None:
+        a.timeout = 7200 if full else 1200
+    if a.ci:
+        a.settle_quiet = min(a.settle_quiet, 5)
+    a.work_dir = os.path.abspath(a.work_dir or f'/tmp/mmi-fleet-bench-{a.scale}')
+    a.json = a.json or os.path.join(a.work_dir, 'report.json')
+    bad = [s for s in a.scenarios.split(',') if s not in SCENARIOS]
+    if bad:
+        p.error(f'unknown scenarios {bad}')
+    return a
