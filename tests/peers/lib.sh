@@ -173,3 +173,36 @@ timed() {
   log "$label took $(( $(date +%s) - t0 ))s$([ "$rc" = 0 ] || echo " and FAILED (exit $rc)")"
   return "$rc"
 }
+
+# kube_version_ldflags <go module dir>: the -ldflags for a Kubernetes command built from the Go module
+# proxy, with the same -X version flags as kubernetes' hack/lib/version.sh so `--version` reports the
+# real release. The proxy does not tell the git commit, so gitCommit stays empty.
+kube_version_ldflags() {
+  local build_date major minor ver="${MMI_KUBERNETES_VERSION#v}" ldflags="-s -w" pkg key val
+  build_date="$(cd "$1" && GOFLAGS=-mod=mod GOTOOLCHAIN=local go list -m \
+    -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)" || return 1
+  major="${ver%%.*}"; minor="${ver#*.}"; minor="${minor%%.*}"
+  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+    for key in gitVersion gitMajor gitMinor gitTreeState buildDate gitCommit; do
+      case "$key" in
+        gitVersion) val="$MMI_KUBERNETES_VERSION" ;;
+        gitMajor) val="$major" ;;
+        gitMinor) val="$minor" ;;
+        gitTreeState) val="clean" ;;
+        buildDate) val="$build_date" ;;
+        gitCommit) val="" ;;
+      esac
+      ldflags+=" -X $pkg.$key=$val"
+    done
+  done
+  printf '%s\n' "$ldflags"
+}
+
+# go_mod_header <module path> <tool package...>: the head of a go.mod that builds Kubernetes
+# commands as Go tools (its require and replace lines follow).
+go_mod_header() {
+  printf 'module %s\n\ngo 1.24.0\n\ngodebug default=go1.24\n\ntool (\n' "$1"
+  shift
+  printf '\t%s\n' "$@"
+  printf ')\n\nrequire k8s.io/kubernetes %s\n\n' "$MMI_KUBERNETES_VERSION"
+}

@@ -55,20 +55,8 @@ update_go_mod() {
   mods="$(awk '/^require \(/{r=1;next} r&&/^\)/{r=0} r&&$1 ~ /^k8s\.io\// && $2=="v0.0.0"{print $1}' "$modfile" | sort -u)"
   [ -n "$mods" ] || die "no v0.0.0 staging requirements found in $modfile"
   {
-    echo "module github.com/mmi/tests/peers/kube"
-    echo
-    echo "go 1.24.0"
-    echo
-    echo "godebug default=go1.24"
-    echo
-    echo "tool ("
-    echo "	k8s.io/kubernetes/cmd/kube-apiserver"
-    echo "	k8s.io/kubernetes/cmd/kubectl"
-    echo "	go.etcd.io/etcd/server/v3"
-    echo ")"
-    echo
-    echo "require k8s.io/kubernetes $MMI_KUBERNETES_VERSION"
-    echo
+    go_mod_header github.com/mmi/tests/peers/kube k8s.io/kubernetes/cmd/kube-apiserver \
+      k8s.io/kubernetes/cmd/kubectl go.etcd.io/etcd/server/v3
     echo "// Staging modules: k8s.io/kubernetes requires them as v0.0.0 and replaces them by"
     echo "// ./staging/...; a dependent module must point them at the published versions."
     echo "replace ("
@@ -129,25 +117,8 @@ main() {
 
   timed "go mod download (k8s.io/kubernetes $MMI_KUBERNETES_VERSION and deps)" gomod mod download
 
-  # Same -X flags as kubernetes' hack/lib/version.sh, so `--version` reports the real release.
-  # The module proxy does not tell the git commit, so gitCommit stays empty.
-  local build_date minor major ver="${MMI_KUBERNETES_VERSION#v}"
-  build_date="$(gomod list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)"
-  major="${ver%%.*}"; minor="${ver#*.}"; minor="${minor%%.*}"
-  local ldflags="-s -w" pkg key val
-  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
-    for key in gitVersion gitMajor gitMinor gitTreeState buildDate gitCommit; do
-      case "$key" in
-        gitVersion) val="$MMI_KUBERNETES_VERSION" ;;
-        gitMajor) val="$major" ;;
-        gitMinor) val="$minor" ;;
-        gitTreeState) val="clean" ;;
-        buildDate) val="$build_date" ;;
-        gitCommit) val="" ;;
-      esac
-      ldflags+=" -X $pkg.$key=$val"
-    done
-  done
+  local ldflags
+  ldflags="$(kube_version_ldflags "$MOD_DIR")" || die "cannot read k8s.io/kubernetes from $MOD_DIR/go.mod"
 
   if [ ! -x "$BIN/kube-apiserver" ] || [ ! -x "$BIN/kubectl" ]; then
     log "building kube-apiserver (cold builds take several minutes on 2 cores)"

@@ -62,19 +62,7 @@ update_go_mod() {
   grep -q "^require k8s.io/kubernetes $MMI_KUBERNETES_VERSION\$\|k8s.io/kubernetes $MMI_KUBERNETES_VERSION" "$kube_mod" \
     || die "run tests/peers/build/kube.sh --update-go-mod first: its replace block is reused"
   {
-    echo "module github.com/mmi/tests/peers/node"
-    echo
-    echo "go 1.24.0"
-    echo
-    echo "godebug default=go1.24"
-    echo
-    echo "tool ("
-    local c
-    for c in "${COMMANDS[@]}"; do printf '\tk8s.io/kubernetes/cmd/%s\n' "$c"; done
-    echo ")"
-    echo
-    echo "require k8s.io/kubernetes $MMI_KUBERNETES_VERSION"
-    echo
+    go_mod_header github.com/mmi/tests/peers/node "${COMMANDS[@]/#/k8s.io/kubernetes/cmd/}"
     sed -n '/^\/\/ Staging modules/,$p' "$kube_mod"
   } > "$MOD_DIR/go.mod"
   rm -f "$MOD_DIR/go.sum"
@@ -96,23 +84,8 @@ build_pause() {
 }
 
 build_commands() {
-  # Same -X flags as kubernetes' hack/lib/version.sh (see build/kube.sh).
-  local build_date minor major ver="${MMI_KUBERNETES_VERSION#v}" ldflags="-s -w" pkg key val
-  build_date="$(gomod list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)"
-  major="${ver%%.*}"; minor="${ver#*.}"; minor="${minor%%.*}"
-  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
-    for key in gitVersion gitMajor gitMinor gitTreeState buildDate gitCommit; do
-      case "$key" in
-        gitVersion) val="$MMI_KUBERNETES_VERSION" ;;
-        gitMajor) val="$major" ;;
-        gitMinor) val="$minor" ;;
-        gitTreeState) val="clean" ;;
-        buildDate) val="$build_date" ;;
-        gitCommit) val="" ;;
-      esac
-      ldflags+=" -X $pkg.$key=$val"
-    done
-  done
+  local ldflags
+  ldflags="$(kube_version_ldflags "$MOD_DIR")" || die "cannot read k8s.io/kubernetes from $MOD_DIR/go.mod"
   local pkgs=() c
   for c in "${COMMANDS[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
   rm -rf "$BIN/.tmp" && mkdir -p "$BIN/.tmp"
