@@ -202,8 +202,8 @@ int64_t Parallel(int n, int threads, const std::function<absl::Status(int)>& op)
   return failures.load();
 }
 
-int Run(int argc, char** argv) {
-  CLI::App app{"libs/kube benchmark against a real kube-apiserver"};
+// The command line.
+struct BenchOptions {
   int count = 300'000;
   int concurrency = 32;
   int updates = 10'000;
@@ -215,194 +215,185 @@ int Run(int argc, char** argv) {
   std::string etcd_endpoint;
   int64_t page_size = 500;
   std::string kubeconfig;
-  app.add_option("--count", count, "Applications to create (default 300000)");
-  app.add_option("--concurrency", concurrency, "creating threads (one connection each)");
-  app.add_option("--updates", updates, "objects to update after the sync (0 = skip)");
-  app.add_option("--page-size", page_size, "LIST page size for the informer");
-  app.add_option("--kubeconfig", kubeconfig, "use this cluster instead of starting a peer");
-  app.add_flag("--skip-create", skip_create, "the Applications already exist");
-  app.add_flag("--keep-status", keep_status, "cache status too (to compare memory)");
-  app.add_flag("--compact", compact, "InformerSettings::compact_storage (MessagePack entries)");
-  app.add_flag("--keep-peer", keep_peer, "leave the started peer running");
-  app.add_flag("--seed-etcd", seed_etcd,
+};
+
+void AddOptions(CLI::App& app, BenchOptions& o) {
+  app.add_option("--count", o.count, "Applications to create (default 300000)");
+  app.add_option("--concurrency", o.concurrency, "creating threads (one connection each)");
+  app.add_option("--updates", o.updates, "objects to update after the sync (0 = skip)");
+  app.add_option("--page-size", o.page_size, "LIST page size for the informer");
+  app.add_option("--kubeconfig", o.kubeconfig, "use this cluster instead of starting a peer");
+  app.add_flag("--skip-create", o.skip_create, "the Applications already exist");
+  app.add_flag("--keep-status", o.keep_status, "cache status too (to compare memory)");
+  app.add_flag("--compact", o.compact, "InformerSettings::compact_storage (MessagePack entries)");
+  app.add_flag("--keep-peer", o.keep_peer, "leave the started peer running");
+  app.add_flag("--seed-etcd", o.seed_etcd,
                "write the Applications into etcd directly (storage format) instead of creating "
                "them through the API server");
-  app.add_option("--etcd-endpoint", etcd_endpoint,
+  app.add_option("--etcd-endpoint", o.etcd_endpoint,
                  "etcd client URL for --seed-etcd with --kubeconfig (default: the started peer's)");
-  CLI11_PARSE(app, argc, argv);
-  mmi::log::SetMinLevel(mmi::log::Level::kWarn);
+}
 
-  std::unique_ptr<mmi::testing::PeerProcess> peer;
-  if (kubeconfig.empty()) {
-    std::cout << "starting etcd + kube-apiserver ..." << std::endl;
-    auto started = mmi::testing::PeerProcess::Start("kube", {"ROLE=hub"});
-    if (!started.ok()) {
-      std::cerr << started.status() << std::endl;
-      return 1;
+// Objects written behind the API server's back reach its watch cache through its etcd watch; a
+// hub whose Applications were created over days has long digested them. Waits until the cache
+// (a list with resourceVersion=0 is served from it) has caught up, so the sync measures a
+// settled API server rather than one still ingesting 300K events.
+bool WaitForWatchCache(mmi::kube::KubeClient& client, int count, int64_t last_revision) {
+  const auto t_settle = Clock::now();
+  while (true) {
+    mmi::kube::ListOptions probe;  // resourceVersion=0: served from the watch cache
+    probe.resource_version = "0";
+    probe.field_selector = absl::StrCat("metadata.name=bench-", count - 1);
+    auto page = client.List(Apps(), probe);
+    if (page.ok() && !page->items.empty()) {
+      break;
     }
-    peer = std::move(*started);
-    kubeconfig = peer->Get("KUBECONFIG");
-    if (etcd_endpoint.empty()) {
-      etcd_endpoint = peer->Get("ETCD_ENDPOINT");
+    if (Clock::now() - t_settle > std::chrono::minutes(20)) {
+      std::cerr << "the API server's watch cache did not catch up with etcd" << std::endl;
+      return false;
     }
-    std::cout << "peer data: " << peer->data_dir() << std::endl;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
   }
-  auto rest = mmi::kube::LoadKubeconfigFiles({kubeconfig});
-  if (!rest.ok()) {
-    std::cerr << rest.status() << std::endl;
-    return 1;
-  }
-  mmi::kube::HttpKubeClientSettings settings;
-  settings.rest = *rest;
-  settings.rate_limit.qps = 0;  // client-side limiting off: measure the server, APF protects it
-  settings.max_idle_connections = static_cast<size_t>(concurrency) + 8;
-  auto client = mmi::kube::HttpKubeClient::Create(settings, mmi::RealClock::Instance(),
-                                                  mmi::RealSleeper::Instance(), nullptr);
-  if (!client.ok()) {
-    std::cerr << client.status() << std::endl;
-    return 1;
-  }
-  std::cout << "object size: " << App(0).dump().size() << " bytes of JSON (with status)\n";
+  std::cout << "settle: the API server's watch cache caught up with etcd (revision "
+            << last_revision << ") " << Seconds(Clock::now() - t_settle)
+            << " s after the last write" << std::endl;
+  return true;
+}
 
-  if (!skip_create && seed_etcd) {
-    if (etcd_endpoint.empty()) {
-      std::cerr << "--seed-etcd needs --etcd-endpoint with --kubeconfig" << std::endl;
-      return 1;
-    }
-    const auto t0 = Clock::now();
-    std::vector<CURL*> handles(static_cast<size_t>(concurrency));
-    for (auto& h : handles) {
-      h = curl_easy_init();
-    }
-    std::atomic<int> slot{0};
-    std::atomic<int64_t> last_revision{0};
-    thread_local int my_slot = -1;
-    auto put = [&](CURL* curl, int i) {
-      const json stored = StoredApp(i);
-      const std::string key = absl::StrCat("/registry/argoproj.io/applications/argocd/",
-                                           stored["metadata"]["name"].get<std::string>());
-      return EtcdPut(curl, etcd_endpoint, key, stored.dump(), last_revision);
-    };
-    // Every Application but the last in parallel; the last alone, after them: it has the highest
-    // etcd revision, so once the API server's watch cache shows it, the cache holds them all.
-    int64_t failures = Parallel(count - 1, concurrency, [&](int i) {
-      if (my_slot < 0) {
-        my_slot = slot++;
-      }
-      return put(handles[static_cast<size_t>(my_slot)], i);
-    });
-    if (!put(handles[0], count - 1).ok()) {
-      ++failures;
-    }
-    for (auto* h : handles) {
-      curl_easy_cleanup(h);
-    }
-    const double secs = Seconds(Clock::now() - t0);
-    std::cout << "seed: " << count << " Applications written to etcd in " << secs << " s ("
-              << static_cast<int64_t>(count / secs) << "/s), failures: " << failures << std::endl;
-    // Objects written behind the API server's back reach its watch cache through its etcd watch;
-    // a hub whose Applications were created over days has long digested them. Wait until the
-    // cache (a list with resourceVersion=0 is served from it) has caught up, so the sync below
-    // measures a settled API server rather than one still ingesting 300K events.
-    const auto t_settle = Clock::now();
-    while (true) {
-      mmi::kube::ListOptions probe;  // resourceVersion=0: served from the watch cache
-      probe.resource_version = "0";
-      probe.field_selector = absl::StrCat("metadata.name=bench-", count - 1);
-      auto page = (*client)->List(Apps(), probe);
-      if (page.ok() && !page->items.empty()) {
-        break;
-      }
-      if (Clock::now() - t_settle > std::chrono::minutes(20)) {
-        std::cerr << "the API server's watch cache did not catch up with etcd" << std::endl;
-        return 1;
-      }
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-    }
-    std::cout << "settle: the API server's watch cache caught up with etcd (revision "
-              << last_revision.load() << ") " << Seconds(Clock::now() - t_settle)
-              << " s after the last write" << std::endl;
-  } else if (!skip_create) {
-    const auto t0 = Clock::now();
-    std::atomic<int> done{0};
-    std::mutex progress_mu;
-    std::condition_variable progress_cv;
-    bool finished = false;
-    std::thread progress([&] {
-      std::unique_lock<std::mutex> lock(progress_mu);
-      while (!progress_cv.wait_for(lock, std::chrono::seconds(30), [&] { return finished; })) {
-        std::cout << "  created " << done.load() << " in " << Seconds(Clock::now() - t0) << " s"
-                  << std::endl;
-      }
-    });
-    const int64_t failures = Parallel(count, concurrency, [&](int i) {
-      absl::Status s = (*client)->Create(Apps(), App(i), {}).status();
-      ++done;
-      return s;
-    });
-    const double secs = Seconds(Clock::now() - t0);
-    {
-      std::lock_guard<std::mutex> lock(progress_mu);
-      finished = true;
-    }
-    progress_cv.notify_all();
-    progress.join();
-    std::cout << "create: " << count << " Applications in " << secs << " s ("
-              << static_cast<int64_t>(count / secs) << "/s, " << concurrency
-              << " threads), failures: " << failures << std::endl;
+// Writes the Applications into etcd behind the API server, then waits for its watch cache.
+bool SeedEtcd(mmi::kube::KubeClient& client, const BenchOptions& o) {
+  if (o.etcd_endpoint.empty()) {
+    std::cerr << "--seed-etcd needs --etcd-endpoint with --kubeconfig" << std::endl;
+    return false;
   }
+  const int count = o.count;
+  const auto t0 = Clock::now();
+  std::vector<CURL*> handles(static_cast<size_t>(o.concurrency));
+  for (auto& h : handles) {
+    h = curl_easy_init();
+  }
+  std::atomic<int> slot{0};
+  std::atomic<int64_t> last_revision{0};
+  thread_local int my_slot = -1;
+  auto put = [&](CURL* curl, int i) {
+    const json stored = StoredApp(i);
+    const std::string key = absl::StrCat("/registry/argoproj.io/applications/argocd/",
+                                         stored["metadata"]["name"].get<std::string>());
+    return EtcdPut(curl, o.etcd_endpoint, key, stored.dump(), last_revision);
+  };
+  // Every Application but the last in parallel; the last alone, after them: it has the highest
+  // etcd revision, so once the API server's watch cache shows it, the cache holds them all.
+  int64_t failures = Parallel(count - 1, o.concurrency, [&](int i) {
+    if (my_slot < 0) {
+      my_slot = slot++;
+    }
+    return put(handles[static_cast<size_t>(my_slot)], i);
+  });
+  if (!put(handles[0], count - 1).ok()) {
+    ++failures;
+  }
+  for (auto* h : handles) {
+    curl_easy_cleanup(h);
+  }
+  const double secs = Seconds(Clock::now() - t0);
+  std::cout << "seed: " << count << " Applications written to etcd in " << secs << " s ("
+            << static_cast<int64_t>(count / secs) << "/s), failures: " << failures << std::endl;
+  return WaitForWatchCache(client, count, last_revision.load());
+}
 
-  malloc_trim(0);
-  const int64_t rss_before = RssBytes();
-  mmi::kube::InformerSettings informer_settings;
-  informer_settings.resource = Apps();
-  informer_settings.page_size = page_size;
-  informer_settings.compact_storage = compact;
-  if (!keep_status) {
-    informer_settings.transform = mmi::kube::DropFields({"/status", "/metadata/managedFields"});
+// Creates the Applications through the API server, reporting progress every 30 s.
+void CreateApps(mmi::kube::KubeClient& client, const BenchOptions& o) {
+  const auto t0 = Clock::now();
+  std::atomic<int> done{0};
+  std::mutex progress_mu;
+  std::condition_variable progress_cv;
+  bool finished = false;
+  std::thread progress([&] {
+    std::unique_lock<std::mutex> lock(progress_mu);
+    while (!progress_cv.wait_for(lock, std::chrono::seconds(30), [&] { return finished; })) {
+      std::cout << "  created " << done.load() << " in " << Seconds(Clock::now() - t0) << " s"
+                << std::endl;
+    }
+  });
+  const int64_t failures = Parallel(o.count, o.concurrency, [&](int i) {
+    absl::Status s = client.Create(Apps(), App(i), {}).status();
+    ++done;
+    return s;
+  });
+  const double secs = Seconds(Clock::now() - t0);
+  {
+    std::lock_guard<std::mutex> lock(progress_mu);
+    finished = true;
   }
-  mmi::kube::Informer informer(**client, mmi::RealClock::Instance(), informer_settings, nullptr);
-  Counter counter;
-  informer.AddHandler(counter);
+  progress_cv.notify_all();
+  progress.join();
+  std::cout << "create: " << o.count << " Applications in " << secs << " s ("
+            << static_cast<int64_t>(o.count / secs) << "/s, " << o.concurrency
+            << " threads), failures: " << failures << std::endl;
+}
+
+// Starts the informer and reports its sync time and memory; false when it does not sync.
+// `rss_before`: the resident size before the informer was made.
+bool MeasureSync(mmi::kube::Informer& informer, const BenchOptions& o, int64_t rss_before) {
   const auto t1 = Clock::now();
   informer.Start();
   if (!informer.WaitForSynced(std::chrono::minutes(30))) {
     std::cerr << "informer did not sync" << std::endl;
-    return 1;
+    return false;
   }
   const double sync_secs = Seconds(Clock::now() - t1);
   malloc_trim(0);
   const int64_t rss_after = RssBytes();
   const size_t cached = informer.Size();
-  std::cout << "sync: " << cached << " objects in " << sync_secs << " s (page size " << page_size
-            << ", " << (keep_status ? "status kept" : "status and managedFields dropped")
-            << (compact ? ", compact storage" : ", json trees") << ")\n"
+  std::cout << "sync: " << cached << " objects in " << sync_secs << " s (page size " << o.page_size
+            << ", " << (o.keep_status ? "status kept" : "status and managedFields dropped")
+            << (o.compact ? ", compact storage" : ", json trees") << ")\n"
             << "rss: " << rss_before / (1 << 20) << " MiB before, " << rss_after / (1 << 20)
             << " MiB synced, "
             << (cached > 0 ? (rss_after - rss_before) / static_cast<int64_t>(cached) : 0)
             << " bytes per cached object" << std::endl;
+  return true;
+}
 
-  if (updates > 0) {
-    const int n = std::min<int>(updates, static_cast<int>(cached));
-    const auto t2 = Clock::now();
-    // A value no earlier run wrote, so every patch is a real change and yields an event.
-    const std::string revision =
-        absl::StrCat("release-", std::chrono::system_clock::now().time_since_epoch().count());
-    const int64_t failures = Parallel(n, concurrency, [&](int i) {
-      const json patch = {{"spec", {{"source", {{"targetRevision", revision}}}}}};
-      return (*client)
-          ->Patch(Apps(), absl::StrCat("bench-", i), mmi::kube::PatchType::kMerge, patch, {}, "")
-          .status();
-    });
-    const double write_secs = Seconds(Clock::now() - t2);
-    const bool seen = counter.WaitForUpdates(n - failures, std::chrono::minutes(10));
-    const double seen_secs = Seconds(Clock::now() - t2);
-    std::cout << "update: " << n << " merge patches in " << write_secs << " s ("
-              << static_cast<int64_t>(n / write_secs) << "/s), all seen by the informer after "
-              << seen_secs << " s" << (seen ? "" : " (TIMED OUT)") << ", failures: " << failures
-              << std::endl;
+// Patches `n` Applications and reports when the informer has seen every change.
+void MeasureUpdates(mmi::kube::KubeClient& client, Counter& counter, int n, int concurrency) {
+  const auto t2 = Clock::now();
+  // A value no earlier run wrote, so every patch is a real change and yields an event.
+  const std::string revision =
+      absl::StrCat("release-", std::chrono::system_clock::now().time_since_epoch().count());
+  const int64_t failures = Parallel(n, concurrency, [&](int i) {
+    const json patch = {{"spec", {{"source", {{"targetRevision", revision}}}}}};
+    return client
+        .Patch(Apps(), absl::StrCat("bench-", i), mmi::kube::PatchType::kMerge, patch, {}, "")
+        .status();
+  });
+  const double write_secs = Seconds(Clock::now() - t2);
+  const bool seen = counter.WaitForUpdates(n - failures, std::chrono::minutes(10));
+  const double seen_secs = Seconds(Clock::now() - t2);
+  std::cout << "update: " << n << " merge patches in " << write_secs << " s ("
+            << static_cast<int64_t>(n / write_secs) << "/s), all seen by the informer after "
+            << seen_secs << " s" << (seen ? "" : " (TIMED OUT)") << ", failures: " << failures
+            << std::endl;
+}
+
+// Starts etcd + kube-apiserver (when --kubeconfig names no cluster); fills in kubeconfig and the
+// etcd endpoint.
+absl::StatusOr<std::unique_ptr<mmi::testing::PeerProcess>> StartPeer(BenchOptions& o) {
+  std::cout << "starting etcd + kube-apiserver ..." << std::endl;
+  auto started = mmi::testing::PeerProcess::Start("kube", {"ROLE=hub"});
+  if (!started.ok()) {
+    return started.status();
   }
-  informer.Stop();
+  std::unique_ptr<mmi::testing::PeerProcess> peer = std::move(*started);
+  o.kubeconfig = peer->Get("KUBECONFIG");
+  if (o.etcd_endpoint.empty()) {
+    o.etcd_endpoint = peer->Get("ETCD_ENDPOINT");
+  }
+  std::cout << "peer data: " << peer->data_dir() << std::endl;
+  return peer;
+}
+
+void StopPeer(std::unique_ptr<mmi::testing::PeerProcess> peer, bool keep_peer) {
   if (peer && !keep_peer) {
     const std::string dir = peer->data_dir();
     peer->Stop();
@@ -412,6 +403,72 @@ int Run(int argc, char** argv) {
     std::cout << "peer left running: tests/peers/bin/stop " << peer->data_dir() << std::endl;
     (void)peer.release();  // deliberately not destroyed: the destructor would stop the peer
   }
+}
+
+absl::StatusOr<std::unique_ptr<mmi::kube::HttpKubeClient>> MakeClient(const BenchOptions& o) {
+  auto rest = mmi::kube::LoadKubeconfigFiles({o.kubeconfig});
+  if (!rest.ok()) {
+    return rest.status();
+  }
+  mmi::kube::HttpKubeClientSettings settings;
+  settings.rest = *rest;
+  settings.rate_limit.qps = 0;  // client-side limiting off: measure the server, APF protects it
+  settings.max_idle_connections = static_cast<size_t>(o.concurrency) + 8;
+  return mmi::kube::HttpKubeClient::Create(settings, mmi::RealClock::Instance(),
+                                           mmi::RealSleeper::Instance(), nullptr);
+}
+
+int Run(int argc, char** argv) {
+  CLI::App app{"libs/kube benchmark against a real kube-apiserver"};
+  BenchOptions o;
+  AddOptions(app, o);
+  CLI11_PARSE(app, argc, argv);
+  mmi::log::SetMinLevel(mmi::log::Level::kWarn);
+
+  std::unique_ptr<mmi::testing::PeerProcess> peer;
+  if (o.kubeconfig.empty()) {
+    auto started = StartPeer(o);
+    if (!started.ok()) {
+      std::cerr << started.status() << std::endl;
+      return 1;
+    }
+    peer = std::move(*started);
+  }
+  auto client = MakeClient(o);
+  if (!client.ok()) {
+    std::cerr << client.status() << std::endl;
+    return 1;
+  }
+  std::cout << "object size: " << App(0).dump().size() << " bytes of JSON (with status)\n";
+  if (!o.skip_create && o.seed_etcd) {
+    if (!SeedEtcd(**client, o)) {
+      return 1;
+    }
+  } else if (!o.skip_create) {
+    CreateApps(**client, o);
+  }
+
+  malloc_trim(0);
+  const int64_t rss_before = RssBytes();
+  mmi::kube::InformerSettings informer_settings;
+  informer_settings.resource = Apps();
+  informer_settings.page_size = o.page_size;
+  informer_settings.compact_storage = o.compact;
+  if (!o.keep_status) {
+    informer_settings.transform = mmi::kube::DropFields({"/status", "/metadata/managedFields"});
+  }
+  mmi::kube::Informer informer(**client, mmi::RealClock::Instance(), informer_settings, nullptr);
+  Counter counter;
+  informer.AddHandler(counter);
+  if (!MeasureSync(informer, o, rss_before)) {
+    return 1;
+  }
+  if (o.updates > 0) {
+    const int n = std::min<int>(o.updates, static_cast<int>(informer.Size()));
+    MeasureUpdates(**client, counter, n, o.concurrency);
+  }
+  informer.Stop();
+  StopPeer(std::move(peer), o.keep_peer);
   return 0;
 }
 

@@ -10,14 +10,24 @@
 #include "libs/common/status_macros.h"
 #include "libs/kube/errors.h"
 #include "libs/kube/internal/curl_transport.h"
+#include "libs/kube/internal/loggers.h"
 #include "libs/kube/internal/watch_decoder.h"
 
 namespace mmi::kube {
 namespace {
 
-const log::Logger& Log() {
-  static const log::Logger logger("kube.client");
-  return logger;
+const log::Logger& Log() { return internal::ClientLog(); }
+
+// The query of a CREATE or an UPDATE.
+QueryParams WriteQuery(const WriteOptions& options) {
+  QueryParams query;
+  if (!options.field_manager.empty()) {
+    query.emplace_back("fieldManager", options.field_manager);
+  }
+  if (options.dry_run) {
+    query.emplace_back("dryRun", "All");
+  }
+  return query;
 }
 
 constexpr char kJson[] = "application/json";
@@ -308,13 +318,7 @@ absl::StatusOr<ListResult> HttpKubeClient::List(const ResourceRef& ref,
 absl::StatusOr<nlohmann::json> HttpKubeClient::Create(const ResourceRef& ref,
                                                       const nlohmann::json& object,
                                                       const WriteOptions& options) {
-  QueryParams query;
-  if (!options.field_manager.empty()) {
-    query.emplace_back("fieldManager", options.field_manager);
-  }
-  if (options.dry_run) {
-    query.emplace_back("dryRun", "All");
-  }
+  const QueryParams query = WriteQuery(options);
   const ResourceRef target = WithObjectNamespace(ref, object);
   return JsonCall("POST", target.CollectionPath() + BuildQuery(query), kJson, Dump(object),
                   settings_.request_timeout);
@@ -328,13 +332,7 @@ absl::StatusOr<nlohmann::json> HttpKubeClient::Update(const ResourceRef& ref,
     return absl::InvalidArgumentError(
         absl::StrCat("PUT ", ref.CollectionPath(), ": the object has no metadata.name to update"));
   }
-  QueryParams query;
-  if (!options.field_manager.empty()) {
-    query.emplace_back("fieldManager", options.field_manager);
-  }
-  if (options.dry_run) {
-    query.emplace_back("dryRun", "All");
-  }
+  const QueryParams query = WriteQuery(options);
   const ResourceRef target = WithObjectNamespace(ref, object);
   return JsonCall("PUT", target.ObjectPath(name) + BuildQuery(query), kJson, Dump(object),
                   settings_.request_timeout);

@@ -63,6 +63,9 @@
 #include "libs/common/backoff.h"
 #include "libs/common/clock.h"
 #include "libs/common/sleeper.h"
+#include "libs/kube/internal/informer_store.h"
+#include "libs/kube/internal/informer_watch.h"
+#include "libs/kube/internal/list_buffer.h"
 #include "libs/kube/kube_client.h"
 
 namespace prometheus {
@@ -191,92 +194,43 @@ class Informer {
 
  private:
   struct Metrics;
-  // kListFailed: the paged list behind the watch failed; the watch was ended to list again.
-  enum class WatchEnd { kClosed, kExpired, kError, kStalled, kStopped, kListFailed };
-  struct WatchOutcome {
-    WatchEnd end = WatchEnd::kClosed;
-    absl::Status error;        // kError / kStalled
-    bool listed = false;       // a streamed list's initial events were complete and applied
-    bool unsupported = false;  // the server cannot stream lists
-  };
-  // One cached object: a shared tree, or (compact_storage) MessagePack bytes plus its version.
-  struct Entry {
-    ObjectPtr object;
-    std::string packed;
-    std::string resource_version;
-  };
+  using WatchOutcome = internal::WatchOutcome;
 
-  // A streamed list being received: entries in arrival order ("" key: deleted meanwhile).
-  struct InitialEvents {
-    std::vector<std::pair<std::string, Entry>> items;
-    absl::flat_hash_map<std::string, size_t> index;  // key -> position in items
-  };
-
-  // A watch event that arrived while a list was completed or applied.
-  struct Buffered {
-    WatchEventType type;
-    std::string key;
-    Entry entry;  // for kDeleted: the object's final state
-  };
-  // The list in progress on the list worker, and the watch's events meanwhile.
-  struct Pending {
-    bool active = false;         // the watch buffers its events instead of applying them
-    bool first_page = false;     // a paged list's first page is in (stays true once set)
-    std::string list_version;    // where the watch starts: the (first page's) list version
-    std::string resume_version;  // the newest version the watch delivered; "" none yet
-    std::vector<Buffered> items;
-    absl::flat_hash_map<std::string, size_t> index;  // key -> its newest event in items
-    absl::Status list_error;                         // the paged list failed
-    std::stop_source* watch_cancel = nullptr;        // the open watch, ended on list_error
-  };
-
+  // The reflector thread: lists (streamed or paged) and watches until stopped.
   void Run(const std::stop_token& stop);
+  // After a watch: counts and logs how it ended, backs off or plans a relist.
+  void AfterWatch(const WatchOutcome& outcome, internal::ListPlan& plan, Backoff& backoff,
+                  const std::stop_token& stop);
+  // A streamed list ended before its initial events were complete: plan a paged LIST.
+  void AfterStreamedListFailed(const WatchOutcome& outcome, internal::ListPlan& plan);
   // Starts a paged LIST on the list worker; returns once its first page is in (the watch may
-  // start from pending_.list_version) or the list failed.
+  // start from it) or the list failed.
   absl::Status StartPagedList(const std::stop_token& stop);
   // Replaces the cache with a complete streamed list on the list worker.
-  void StartReplace(std::vector<std::pair<std::string, Entry>> listed, std::string resource_version,
+  void StartReplace(internal::ListedEntries listed, std::string resource_version,
                     std::chrono::steady_clock::time_point started);
-  // On the list worker, after the replace: applies the buffered events until none are left,
-  // then lets the watch apply its events itself.
-  void DrainPending(const std::stop_token& stop);
-  // While the watch catches up with an inconsistent list: the cache holds a newer version of
-  // `key` than `version`. Requires mu_.
-  bool IsOlderThanCached(const std::string& key, const std::string& version)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // On the list worker, after the replace: applies the buffered events, then lets the watch
+  // apply its events itself.
+  void DrainBuffered(const std::stop_token& stop);
   // The list worker's failure (joined and reset), or OK.
   absl::Status TakeListFailure();
   // Ends the list worker (if any) without waiting for its list, and forgets what was buffered.
   void AbandonList();
-  // The version the next watch starts from.
-  std::string WatchFrom() const;
-  // Buffers a change while a list is completed or applied; false when none is (apply it).
-  bool BufferWhileListing(WatchEventType type, std::string key, std::string rv,
-                          const ObjectPtr& object);
-  // The watch has seen `resource_version` (a bookmark): the resume point.
-  void NoteVersion(std::string resource_version);
-  // Reconciles the cache with a complete list (paged or streamed) at `resource_version`.
-  void Replace(std::vector<std::pair<std::string, Entry>> listed,
-               const std::string& resource_version, std::chrono::steady_clock::time_point started,
-               bool streamed);
+  // Reconciles the cache with a complete list (paged or streamed) and notifies handlers.
+  void Replace(internal::ListedEntries listed, const std::string& resource_version,
+               std::chrono::steady_clock::time_point started, bool streamed);
   // One watch, or (stream_list) a streamed list that goes on as a watch; returns how it ended.
   WatchOutcome WatchOnce(const std::stop_token& stop, bool stream_list);
   // A streamed list's event before its end bookmark; false to end the stream (ERROR events).
-  bool CollectInitial(WatchEvent&& event, InitialEvents& initial,
+  bool CollectInitial(WatchEvent&& event, internal::InitialEvents& initial,
                       std::chrono::steady_clock::time_point started, WatchOutcome& outcome);
   // Applies one event (or buffers it while a list is applied); false to end the watch (ERROR).
   bool Apply(WatchEvent&& event, bool& expired, absl::Status& error);
-  // Applies a change to the cache and notifies handlers. `object` nullptr: materialized from
-  // `entry`. For kDeleted `object` is the final state and `entry` is ignored.
+  // Applies a change to the cache and notifies handlers. For kDeleted `object` is the final
+  // state and `entry` is ignored.
   void ApplyChange(WatchEventType type, std::string key, std::string resource_version,
-                   ObjectPtr object, Entry entry);
-  // ERROR event -> `expired` (410) or `error`.
-  void NoteWatchError(const nlohmann::json& status, bool& expired, absl::Status& error) const;
-  ObjectPtr Prepare(nlohmann::json&& object) const;
-  Entry MakeEntry(const ObjectPtr& object) const;
-  ObjectPtr Materialize(const Entry& entry) const;
-  static std::string VersionOf(const Entry& entry);
-  void CountRestart(WatchEnd reason);
+                   const ObjectPtr& object, internal::Entry entry);
+  void CountRestart(internal::WatchEnd reason);
 
   KubeClient& client_;
   const Clock& clock_;
@@ -286,19 +240,9 @@ class Informer {
   Sleeper& sleeper_;
   std::vector<InformerHandler*> handlers_;  // written before Start() only
 
-  mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, Entry> objects_ ABSL_GUARDED_BY(mu_);
-  std::string resource_version_ ABSL_GUARDED_BY(mu_);
-  // Non-zero after a list continued at a newer state: the newest (numeric) version its pages
-  // held. Until the watch delivers it, a watch event older than the cached object is dropped.
-  int64_t stale_guard_version_ ABSL_GUARDED_BY(mu_) = 0;
-  bool synced_ ABSL_GUARDED_BY(mu_) = false;
-  InformerStats stats_ ABSL_GUARDED_BY(mu_);
-
-  // Lock order: pending_mu_ before mu_.
-  mutable absl::Mutex pending_mu_;
-  Pending pending_ ABSL_GUARDED_BY(pending_mu_);
-  std::jthread list_worker_;  // touched by the reflector thread only
+  internal::InformerStore store_;
+  internal::ListBuffer buffer_{store_};  // the list in progress and the watch's events meanwhile
+  std::jthread list_worker_;             // touched by the reflector thread only
 
   absl::Mutex lifecycle_mu_;
   bool started_ ABSL_GUARDED_BY(lifecycle_mu_) = false;

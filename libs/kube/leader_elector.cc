@@ -31,6 +31,39 @@ int64_t DurationSecondsOf(const json& lease) {
 
 const json& SpecOf(const json& lease) { return ObjectAt(lease, "spec"); }
 
+// A lease held by `identity` from `now_text`, for a server that has none yet.
+json NewLease(const LeaderElectionSettings& settings, const std::string& now_text,
+              int64_t duration_s) {
+  return {{"apiVersion", "coordination.k8s.io/v1"},
+          {"kind", "Lease"},
+          {"metadata", {{"name", settings.lease_name}, {"namespace", settings.lease_namespace}}},
+          {"spec",
+           {{"holderIdentity", settings.identity},
+            {"leaseDurationSeconds", duration_s},
+            {"acquireTime", now_text},
+            {"renewTime", now_text},
+            {"leaseTransitions", 0}}}};
+}
+
+// The spec `identity` writes to renew `current`, or to take it over (a new acquireTime and one
+// more transition) when another identity, or none, held it.
+json ClaimedSpec(const json& current, const std::string& identity, const std::string& now_text,
+                 int64_t duration_s) {
+  json spec = SpecOf(current);
+  const int64_t transitions =
+      spec.contains("leaseTransitions") && spec["leaseTransitions"].is_number_integer()
+          ? spec["leaseTransitions"].get<int64_t>()
+          : 0;
+  if (HolderOf(current) != identity) {
+    spec["acquireTime"] = now_text;
+    spec["leaseTransitions"] = transitions + 1;
+  }
+  spec["holderIdentity"] = identity;
+  spec["leaseDurationSeconds"] = duration_s;
+  spec["renewTime"] = now_text;
+  return spec;
+}
+
 }  // namespace
 
 absl::Status ValidateLeaderElectionSettings(const LeaderElectionSettings& s) {
@@ -97,13 +130,9 @@ void LeaderElector::ObserveLocked(const json& lease, bool written) {
   }
 }
 
-bool LeaderElector::TryAcquireOrRenew() {
-  const ResourceRef ref = LeaseRef();
-  const auto now = clock_.MonotonicNow();
-  const std::string now_text = KubeMicroTime(clock_.Now());
-  const int64_t duration_s = CeilSeconds(settings_.lease_duration);
-
-  // Fast path: the leader renews from its cached copy without a GET.
+bool LeaderElector::RenewFromCache(const ResourceRef& ref,
+                                   std::chrono::steady_clock::time_point now,
+                                   const std::string& now_text, int64_t duration_s) {
   std::optional<json> cached;
   {
     absl::MutexLock lock(&mu_);
@@ -113,33 +142,37 @@ bool LeaderElector::TryAcquireOrRenew() {
       cached = observed_lease_;
     }
   }
-  if (cached.has_value()) {
-    (*cached)["spec"]["renewTime"] = now_text;
-    (*cached)["spec"]["leaseDurationSeconds"] = duration_s;
-    absl::StatusOr<json> renewed = client_.Update(ref, *cached, {});
-    if (renewed.ok()) {
-      absl::MutexLock lock(&mu_);
-      ObserveLocked(*renewed, true);
-      return true;
-    }
+  if (!cached.has_value()) {
+    return false;
+  }
+  (*cached)["spec"]["renewTime"] = now_text;
+  (*cached)["spec"]["leaseDurationSeconds"] = duration_s;
+  absl::StatusOr<json> renewed = client_.Update(ref, *cached, {});
+  if (!renewed.ok()) {
     Log().Debug(
         "renew from cache failed; re-reading the lease",
         {{"lease", settings_.lease_name}, {"error", std::string(renewed.status().message())}});
+    return false;
   }
+  absl::MutexLock lock(&mu_);
+  ObserveLocked(*renewed, true);
+  return true;
+}
 
+bool LeaderElector::TryAcquireOrRenew() {
+  const ResourceRef ref = LeaseRef();
+  const auto now = clock_.MonotonicNow();
+  const std::string now_text = KubeMicroTime(clock_.Now());
+  const int64_t duration_s = CeilSeconds(settings_.lease_duration);
+
+  // Fast path: the leader renews from its cached copy without a GET.
+  if (RenewFromCache(ref, now, now_text, duration_s)) {
+    return true;
+  }
   absl::StatusOr<json> current = client_.Get(ref, settings_.lease_name);
   if (absl::IsNotFound(current.status())) {
-    const json lease = {
-        {"apiVersion", "coordination.k8s.io/v1"},
-        {"kind", "Lease"},
-        {"metadata", {{"name", settings_.lease_name}, {"namespace", settings_.lease_namespace}}},
-        {"spec",
-         {{"holderIdentity", settings_.identity},
-          {"leaseDurationSeconds", duration_s},
-          {"acquireTime", now_text},
-          {"renewTime", now_text},
-          {"leaseTransitions", 0}}}};
-    absl::StatusOr<json> created = client_.Create(ref, lease, {});
+    absl::StatusOr<json> created =
+        client_.Create(ref, NewLease(settings_, now_text, duration_s), {});
     if (!created.ok()) {
       Log().Debug("cannot create the lease", {{"lease", settings_.lease_name},
                                               {"error", std::string(created.status().message())}});
@@ -163,19 +196,7 @@ bool LeaderElector::TryAcquireOrRenew() {
     if (!holder.empty() && holder != settings_.identity && valid) {
       return false;  // someone else leads
     }
-    json spec = SpecOf(*current);
-    const int64_t transitions =
-        spec.contains("leaseTransitions") && spec["leaseTransitions"].is_number_integer()
-            ? spec["leaseTransitions"].get<int64_t>()
-            : 0;
-    if (holder != settings_.identity) {
-      spec["acquireTime"] = now_text;
-      spec["leaseTransitions"] = transitions + 1;
-    }
-    spec["holderIdentity"] = settings_.identity;
-    spec["leaseDurationSeconds"] = duration_s;
-    spec["renewTime"] = now_text;
-    desired["spec"] = std::move(spec);
+    desired["spec"] = ClaimedSpec(*current, settings_.identity, now_text, duration_s);
   }
   // The PUT carries the observed resourceVersion: a concurrent writer makes it fail with 409.
   absl::StatusOr<json> written = client_.Update(ref, desired, {});

@@ -86,6 +86,10 @@ class LeaderElector {
   // Records a lease read from or written to the server.
   void ObserveLocked(const nlohmann::json& lease, bool written) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   ResourceRef LeaseRef() const;
+  // The leader renews from its cached copy of the lease, without a GET, while that copy says it
+  // still holds it. False when it does not lead or the write failed (then read and retry).
+  bool RenewFromCache(const ResourceRef& ref, std::chrono::steady_clock::time_point now,
+                      const std::string& now_text, int64_t duration_s);
 
   KubeClient& client_;
   const Clock& clock_;

@@ -3,14 +3,12 @@
 #include <exception>
 
 #include "libs/common/log.h"
+#include "libs/kube/internal/loggers.h"
 
 namespace mmi::kube::internal {
 namespace {
 
-const log::Logger& Log() {
-  static const log::Logger logger("kube.client");
-  return logger;
-}
+const log::Logger& Log() { return ClientLog(); }
 
 }  // namespace
 

@@ -301,6 +301,39 @@ absl::Status CurlError(CURLcode code, const char* detail, const HttpRequest& req
       absl::StrCat(message, "; check that the API server is reachable and its TLS settings"));
 }
 
+// A stream that is still open: DeadlineExceeded once no byte came for `stall_timeout` (a dead
+// connection) or it outlived `max_duration` (the server did not end it), else OK.
+absl::Status CheckStreamDeadlines(const HttpRequest& request, const StreamOptions& options,
+                                  std::chrono::steady_clock::time_point started,
+                                  std::chrono::steady_clock::time_point last_data,
+                                  std::chrono::steady_clock::time_point now) {
+  if (options.stall_timeout.count() > 0 && now - last_data > options.stall_timeout) {
+    return absl::DeadlineExceededError(
+        absl::StrCat(request.method, " ", request.path.substr(0, 200), ": stalled, no data for ",
+                     options.stall_timeout.count(), "ms (dead connection?)"));
+  }
+  if (options.max_duration.count() > 0 && now - started > options.max_duration) {
+    return absl::DeadlineExceededError(
+        absl::StrCat(request.method, " ", request.path.substr(0, 200),
+                     ": exceeded its maximum duration; the server did not end it"));
+  }
+  return absl::OkStatus();
+}
+
+// How long to poll: at least once a second, and in time to notice a stall.
+std::chrono::milliseconds PollWait(const StreamOptions& options,
+                                   std::chrono::steady_clock::time_point last_data,
+                                   std::chrono::steady_clock::time_point now) {
+  auto wait = std::chrono::milliseconds(1000);
+  if (options.stall_timeout.count() > 0) {
+    const auto until_stall = std::chrono::duration_cast<std::chrono::milliseconds>(
+        last_data + options.stall_timeout - now);
+    wait =
+        std::clamp(until_stall + std::chrono::milliseconds(1), std::chrono::milliseconds(1), wait);
+  }
+  return wait;
+}
+
 int HttpVersionOf(CURL* curl) {
   long version = 0;
   curl_easy_getinfo(curl, CURLINFO_HTTP_VERSION, &version);
@@ -381,26 +414,11 @@ absl::StatusOr<HttpResponse> CurlTransport::Stream(const HttpRequest& request,
         break;
       }
       const auto now = clock_.MonotonicNow();
-      if (options.stall_timeout.count() > 0 && now - exchange.last_data > options.stall_timeout) {
-        outcome = absl::DeadlineExceededError(absl::StrCat(
-            request.method, " ", request.path.substr(0, 200), ": stalled, no data for ",
-            options.stall_timeout.count(), "ms (dead connection?)"));
+      outcome = CheckStreamDeadlines(request, options, started, exchange.last_data, now);
+      if (!outcome.ok()) {
         break;
       }
-      if (options.max_duration.count() > 0 && now - started > options.max_duration) {
-        outcome = absl::DeadlineExceededError(
-            absl::StrCat(request.method, " ", request.path.substr(0, 200),
-                         ": exceeded its maximum duration; the server did not end it"));
-        break;
-      }
-      // Wake up at least once a second, and in time to notice a stall.
-      auto wait = std::chrono::milliseconds(1000);
-      if (options.stall_timeout.count() > 0) {
-        const auto until_stall = std::chrono::duration_cast<std::chrono::milliseconds>(
-            exchange.last_data + options.stall_timeout - now);
-        wait = std::clamp(until_stall + std::chrono::milliseconds(1), std::chrono::milliseconds(1),
-                          wait);
-      }
+      const auto wait = PollWait(options, exchange.last_data, now);
       curl_multi_poll(multi.get(), nullptr, 0, static_cast<int>(wait.count()), nullptr);
     }
   }

@@ -2,112 +2,23 @@
 
 #include <algorithm>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "libs/common/status_macros.h"
 #include "libs/kube/errors.h"
+#include "libs/kube/testing/internal/fake_api.h"
 
 namespace mmi::kube::testing {
 namespace {
 
+using internal::ApiError;
+using internal::InScope;
+using internal::MatchesFields;
+using internal::MatchesLabels;
+using internal::MetaString;
 using nlohmann::json;
-
-absl::Status ApiError(const std::string& context, int code, const std::string& reason,
-                      const std::string& message) {
-  const json status = {{"kind", "Status"},   {"apiVersion", "v1"}, {"status", "Failure"},
-                       {"message", message}, {"reason", reason},   {"code", code}};
-  return StatusFromApiStatus(context, status);
-}
-
-std::string MetaString(const json& object, const char* key) {
-  const auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) {
-    return "";
-  }
-  const auto it = meta->find(key);
-  return it != meta->end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-// Equality-based label selectors: "a=b", "a==b", "a!=b", "a", "!a", comma-separated.
-bool MatchesLabels(const json& object, const std::string& selector) {
-  if (selector.empty()) {
-    return true;
-  }
-  json labels = json::object();
-  if (const auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) {
-    if (const auto l = meta->find("labels"); l != meta->end() && l->is_object()) {
-      labels = *l;
-    }
-  }
-  for (absl::string_view raw : absl::StrSplit(selector, ',')) {
-    std::string term(absl::StripAsciiWhitespace(raw));
-    if (term.empty()) {
-      continue;
-    }
-    if (term[0] == '!') {
-      if (labels.contains(term.substr(1))) {
-        return false;
-      }
-      continue;
-    }
-    size_t pos = term.find("!=");
-    if (pos != std::string::npos) {
-      const std::string key = term.substr(0, pos);
-      const std::string value = term.substr(pos + 2);
-      if (labels.contains(key) && labels[key] == value) {
-        return false;
-      }
-      continue;
-    }
-    pos = term.find('=');
-    if (pos == std::string::npos) {
-      if (!labels.contains(term)) {
-        return false;
-      }
-      continue;
-    }
-    const std::string key = term.substr(0, pos);
-    std::string value = term.substr(pos + 1);
-    if (!value.empty() && value[0] == '=') {
-      value.erase(0, 1);
-    }
-    if (!labels.contains(key) || labels[key] != value) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool MatchesFields(const json& object, const std::string& selector) {
-  if (selector.empty()) {
-    return true;
-  }
-  for (absl::string_view raw : absl::StrSplit(selector, ',')) {
-    const std::string term(absl::StripAsciiWhitespace(raw));
-    const size_t pos = term.find('=');
-    if (pos == std::string::npos) {
-      continue;
-    }
-    const std::string key = term.substr(0, pos);
-    std::string value = term.substr(pos + 1);
-    if (!value.empty() && value[0] == '=') {
-      value.erase(0, 1);
-    }
-    if (key == "metadata.name" && MetaString(object, "name") != value) {
-      return false;
-    }
-    if (key == "metadata.namespace" && MetaString(object, "namespace") != value) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool InScope(const ResourceRef& ref, const json& object) {
-  return ref.namespace_name.empty() || MetaString(object, "namespace") == ref.namespace_name;
-}
 
 // Everything but metadata, to decide whether generation moves.
 json WithoutMetadata(json object) {
@@ -464,174 +375,6 @@ absl::Status FakeKubeClient::Delete(const ResourceRef& ref, std::string_view nam
 }
 
 // Locks and unlocks mu_ by hand around the handler calls (the analysis cannot follow).
-ABSL_NO_THREAD_SAFETY_ANALYSIS absl::Status FakeKubeClient::Watch(const ResourceRef& ref,
-                                                                  const WatchOptions& options,
-                                                                  const WatchHandler& handler,
-                                                                  std::stop_token stop) {
-  // A stop request wakes the wait below: releasing mu_ makes Await re-check its condition.
-  // Registered before mu_ is taken (a callback for a stop already requested runs right here).
-  const std::stop_callback wake(stop, [this] { absl::MutexLock wake_lock(&mu_); });
-  // mu_ is given up while the handler runs (it may call back into the fake).
-  mu_.Lock();
-  bool locked = true;
-  const auto unlock = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    if (locked) {
-      mu_.Unlock();
-      locked = false;
-    }
-  };
-  const auto relock = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    if (!locked) {
-      mu_.Lock();
-      locked = true;
-    }
-  };
-  const absl::Cleanup release = unlock;
-  Record({"WATCH", ref, "", nullptr,
-          options.send_initial_events ? "sendInitialEvents" : options.resource_version});
-  if (absl::Status s = TakeFailure("WATCH"); !s.ok()) {
-    return s;
-  }
-  const std::string context = absl::StrCat("WATCH ", ref.CollectionPath());
-  const std::string collection = CollectionId(ref);
-  auto matches = [&](const json& object) {
-    return InScope(ref, object) && MatchesLabels(object, options.label_selector) &&
-           MatchesFields(object, options.field_selector);
-  };
-  std::vector<WatchEvent> pending;
-  int64_t start_rv = 0;
-  bool awaiting_initial_events_end = false;
-  if (options.send_initial_events) {
-    if (!watch_list_supported_) {
-      unlock();
-      handler({WatchEventType::kError,
-               {{"kind", "Status"},
-                {"apiVersion", "v1"},
-                {"status", "Failure"},
-                {"code", 500},
-                {"reason", "InternalError"},
-                {"message",
-                 "a watch stream was requested by the client but the required storage feature "
-                 "RequestWatchProgress is disabled"}}});
-      return absl::OkStatus();
-    }
-    if (const auto coll = objects_.find(collection); coll != objects_.end()) {
-      for (const auto& [key, object] : coll->second) {
-        if (matches(object)) {
-          pending.push_back({WatchEventType::kAdded, object});
-        }
-      }
-    }
-    start_rv = rv_;
-    if (initial_events_end_held_) {
-      awaiting_initial_events_end = true;
-    } else {
-      pending.push_back({WatchEventType::kBookmark,
-                         {{"kind", "Bookmark"},
-                          {"metadata",
-                           {{"resourceVersion", std::to_string(rv_)},
-                            {"annotations", {{kInitialEventsEndAnnotation, "true"}}}}}}});
-    }
-  } else if (options.resource_version.empty() || options.resource_version == "0") {
-    // "Start at the most recent": synthetic ADDED events for the current state first.
-    if (const auto coll = objects_.find(collection); coll != objects_.end()) {
-      for (const auto& [key, object] : coll->second) {
-        if (matches(object)) {
-          pending.push_back({WatchEventType::kAdded, object});
-        }
-      }
-    }
-    start_rv = rv_;
-  } else if (!absl::SimpleAtoi(options.resource_version, &start_rv)) {
-    return ApiError(context, 400, "BadRequest",
-                    absl::StrCat("invalid resourceVersion ", options.resource_version));
-  }
-  const json gone = {
-      {"kind", "Status"},
-      {"apiVersion", "v1"},
-      {"status", "Failure"},
-      {"code", 410},
-      {"reason", "Expired"},
-      {"message", absl::StrCat("too old resource version: ", start_rv, " (", compacted_rv_, ")")}};
-  if (start_rv < compacted_rv_) {
-    if (gone_as_http_error_) {
-      return ApiError(context, 410, "Expired", gone["message"].get<std::string>());
-    }
-    unlock();
-    handler({WatchEventType::kError, gone});
-    return absl::OkStatus();
-  }
-  // Position: the first history entry newer than start_rv.
-  int64_t cursor = next_seq_;
-  for (const auto& e : history_) {
-    if (e.rv > start_rv) {
-      cursor = e.seq;
-      break;
-    }
-  }
-  const int id = next_watch_id_++;
-  watches_[id].id = id;
-  watches_[id].awaiting_initial_events_end = awaiting_initial_events_end;
-  auto finish = [&](absl::Status status) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    relock();
-    watches_.erase(id);
-    return status;
-  };
-  while (true) {
-    if (!pending.empty()) {
-      unlock();
-      for (auto& event : pending) {
-        if (!handler(std::move(event))) {
-          return finish(absl::OkStatus());
-        }
-      }
-      pending.clear();
-      relock();
-    }
-    const auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      const OpenWatch& w = watches_[id];
-      return w.end || w.expired || (!paused_ && !history_.empty() && history_.back().seq >= cursor);
-    };
-    const auto ready_or_stopped = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return ready() || stop.stop_requested();
-    };
-    mu_.Await(absl::Condition(&ready_or_stopped));
-    const bool woke = ready();
-    if (!woke) {
-      return finish(absl::CancelledError(absl::StrCat(context, ": stopped")));
-    }
-    const OpenWatch w = watches_[id];
-    if (w.expired) {
-      unlock();
-      json expired = gone;
-      expired["message"] = "too old resource version (compacted)";
-      handler({WatchEventType::kError, expired});
-      return finish(absl::OkStatus());
-    }
-    if (w.end) {
-      return finish(w.end_status);
-    }
-    for (const auto& e : history_) {
-      if (e.seq < cursor) {
-        continue;
-      }
-      if (e.collection.empty()) {
-        if (watches_[id].awaiting_initial_events_end) {
-          WatchEvent end = e.event;
-          end.object["metadata"]["annotations"][std::string(kInitialEventsEndAnnotation)] = "true";
-          pending.push_back(std::move(end));
-          watches_[id].awaiting_initial_events_end = false;
-        } else if (options.allow_bookmarks) {
-          pending.push_back(e.event);
-        }
-      } else if (e.collection == collection && matches(e.event.object)) {
-        pending.push_back(e.event);
-      }
-    }
-    cursor = history_.back().seq + 1;
-  }
-}
-
 void FakeKubeClient::FailNext(const std::string& verb, absl::Status status) {
   absl::MutexLock lock(&mu_);
   failures_[verb].push_back(std::move(status));
@@ -653,72 +396,9 @@ void FakeKubeClient::ClearCalls() {
   calls_.clear();
 }
 
-void FakeKubeClient::CloseWatches() { BreakWatches(absl::OkStatus()); }
-
-void FakeKubeClient::BreakWatches(const absl::Status& status) {
-  absl::MutexLock lock(&mu_);
-  for (auto& [id, w] : watches_) {
-    w.end = true;
-    w.end_status = status;
-  }
-}
-
-void FakeKubeClient::Compact(bool expire_open_watches) {
-  absl::MutexLock lock(&mu_);
-  compacted_rv_ = rv_;
-  history_.clear();
-  for (auto& [id, w] : watches_) {
-    w.expired = w.expired || expire_open_watches;
-  }
-}
-
-void FakeKubeClient::SetWatchListSupported(bool supported) {
-  absl::MutexLock lock(&mu_);
-  watch_list_supported_ = supported;
-}
-
-void FakeKubeClient::SetInitialEventsEndHeld(bool held) {
-  absl::MutexLock lock(&mu_);
-  initial_events_end_held_ = held;
-}
-
-void FakeKubeClient::SetWatchDeliveryPaused(bool paused) {
-  absl::MutexLock lock(&mu_);
-  paused_ = paused;
-}
-
-void FakeKubeClient::SendBookmark() {
-  absl::MutexLock lock(&mu_);
-  StoredEvent stored;
-  stored.seq = next_seq_++;
-  stored.rv = rv_;
-  stored.event.type = WatchEventType::kBookmark;
-  stored.event.object = {{"kind", "Bookmark"},
-                         {"metadata", {{"resourceVersion", std::to_string(rv_)}}}};
-  history_.push_back(std::move(stored));
-}
-
 void FakeKubeClient::SetContinueOnExpiry(bool offered) {
   absl::MutexLock lock(&mu_);
   continue_on_expiry_ = offered;
-}
-
-void FakeKubeClient::SetGoneAsHttpError(bool http_error) {
-  absl::MutexLock lock(&mu_);
-  gone_as_http_error_ = http_error;
-}
-
-int FakeKubeClient::OpenWatches() const {
-  absl::MutexLock lock(&mu_);
-  return static_cast<int>(watches_.size());
-}
-
-bool FakeKubeClient::WaitForOpenWatches(int count, std::chrono::milliseconds timeout) const {
-  absl::MutexLock lock(&mu_);
-  const auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return static_cast<int>(watches_.size()) >= count;
-  };
-  return mu_.AwaitWithTimeout(absl::Condition(&enough), absl::FromChrono(timeout));
 }
 
 std::string FakeKubeClient::CurrentResourceVersion() const {

@@ -131,6 +131,26 @@ class FakeKubeClient final : public KubeClient {
                                                    const nlohmann::json& previous)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string NowTimestamp();
+  // Watch's parts: which objects a watch sees, the current state as ADDED events, where a watch
+  // starts (and what it gets first), the history position after a version, the wait for news,
+  // and the new events for one open watch from `cursor` on.
+  using WatchMatcher = std::function<bool(const nlohmann::json&)>;
+  std::vector<WatchEvent> CurrentStateLocked(const std::string& collection,
+                                             const WatchMatcher& matches) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<int64_t> WatchStartLocked(const ResourceRef& ref, const WatchOptions& options,
+                                           const WatchMatcher& matches,
+                                           std::vector<WatchEvent>& initial,
+                                           bool& awaiting_initial_events_end)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t CursorAfterLocked(int64_t rv) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits until the watch has news (events from `cursor` on, its end or expiry) or `stop`;
+  // false when stopped without news.
+  bool AwaitWatchLocked(int id, int64_t cursor, const std::stop_token& stop)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CollectEventsLocked(int id, int64_t cursor, const std::string& collection,
+                           bool allow_bookmarks, const WatchMatcher& matches,
+                           std::vector<WatchEvent>& pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Watches wait on mu_ with absl::Mutex::Await: every change (made under mu_) wakes them.
   mutable absl::Mutex mu_;

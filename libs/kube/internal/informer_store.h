@@ -1,0 +1,132 @@
+// InformerStore: the cache behind an Informer: how one object is kept (a shared JSON tree, or
+// MessagePack bytes), the objects by key, the version the cache reflects, the synced flag and
+// the informer's counters. It decides what a list or a watch event changes; it never calls
+// handlers and does no I/O (the Informer notifies handlers with what these methods return).
+//
+// The per-object representation (Entry, MakeEntry, Materialize, VersionOf) and the relist
+// reconcile (Reconcile) live only here, so a different representation or a relist that marks
+// and sweeps in place changes this file, not the watch or the list code.
+//
+// Thread-safe: one mutex guards everything. Lock order: ListBuffer's mutex before this one.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "libs/kube/kube_client.h"
+#include "nlohmann/json.hpp"
+
+namespace prometheus {
+class Gauge;
+}  // namespace prometheus
+
+namespace mmi::kube {
+struct InformerStats;
+}  // namespace mmi::kube
+
+namespace mmi::kube::internal {
+
+// An immutable cached object, shared by the cache, handlers and readers (see informer.h).
+using StoredObject = std::shared_ptr<const nlohmann::json>;
+
+// One cached object: a shared tree, or (compact storage) MessagePack bytes plus its version.
+struct Entry {
+  StoredObject object;
+  std::string packed;
+  std::string resource_version;
+};
+
+// A complete list in list order: key and entry ("" key: deleted before a streamed list ended).
+using ListedEntries = std::vector<std::pair<std::string, Entry>>;
+
+// What a list changed in the cache, for the handlers.
+struct ReconcileResult {
+  std::vector<std::string> added;                      // keys, read back when notifying
+  std::vector<std::pair<Entry, std::string>> updated;  // old entry, key
+  std::vector<Entry> deleted;                          // last cached state
+  bool first_sync = false;                             // the first list: synced once notified
+  int64_t lists = 0;                                   // lists so far, this one included
+};
+
+// What a watch event changed in the cache.
+struct ChangeResult {
+  bool applied = false;      // false: stale, or this very version is cached already
+  std::optional<Entry> old;  // the replaced or deleted entry; none for an add
+};
+
+class InformerStore {
+ public:
+  struct Settings {
+    std::function<void(nlohmann::json&)> transform;  // optional; see InformerSettings
+    bool compact_storage = false;
+    std::string resource;  // for log lines
+  };
+  // `objects` (nullable) is set to the cache size on every change; it must outlive the store.
+  InformerStore(Settings settings, prometheus::Gauge* objects);
+  ~InformerStore();
+  InformerStore(const InformerStore&) = delete;
+  InformerStore& operator=(const InformerStore&) = delete;
+
+  // Transform, then share: the form every object takes before the cache or a handler sees it.
+  StoredObject Prepare(nlohmann::json&& object) const;
+  Entry MakeEntry(const StoredObject& object) const;
+  // The object an entry holds (decoded when compact). Aborts on bytes it cannot read back.
+  StoredObject Materialize(const Entry& entry) const;
+  static std::string VersionOf(const Entry& entry);
+
+  // nullptr when absent.
+  StoredObject Get(const std::string& key) const;
+  // Every object whose key starts with `prefix` ("" = all).
+  std::vector<StoredObject> List(const std::string& prefix) const;
+  std::string ResourceVersionOf(const std::string& key) const;
+  size_t Size() const;
+  std::string ResourceVersion() const;
+  void SetResourceVersion(std::string resource_version);
+  bool Synced() const;
+  bool WaitForSynced(std::chrono::milliseconds timeout) const;
+  void MarkSynced();
+  InformerStats Stats() const;
+  // Changes the counters under the cache's lock (so they agree with the cache it guards).
+  void Count(const std::function<void(InformerStats&)>& change);
+
+  // Replaces the cache with a complete list at `resource_version`: entries of unchanged
+  // version are kept (readers may hold them), the rest is replaced; the old cache is freed
+  // before this returns.
+  ReconcileResult Reconcile(ListedEntries listed, const std::string& resource_version,
+                            bool streamed);
+  // After a list that continued at a newer state: the newest (numeric) version its pages held.
+  void GuardStaleEvents(int64_t newest_listed_version);
+  // Applies one watch event. For kDeleted `entry` is ignored.
+  ChangeResult Apply(WatchEventType type, std::string key, std::string resource_version,
+                     Entry entry);
+
+ private:
+  // While the watch catches up with an inconsistent list: the cache holds a newer version of
+  // `key` than `version`.
+  bool IsOlderThanCached(const std::string& key, const std::string& version)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdateSizeGauge() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const Settings settings_;
+  prometheus::Gauge* const objects_gauge_;
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Entry> objects_ ABSL_GUARDED_BY(mu_);
+  std::string resource_version_ ABSL_GUARDED_BY(mu_);
+  // Non-zero after a list continued at a newer state: the newest (numeric) version its pages
+  // held. Until the watch delivers it, a watch event older than the cached object is dropped.
+  int64_t stale_guard_version_ ABSL_GUARDED_BY(mu_) = 0;
+  bool synced_ ABSL_GUARDED_BY(mu_) = false;
+  std::unique_ptr<InformerStats> stats_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace mmi::kube::internal
