@@ -156,24 +156,104 @@ absl::StatusOr<pb::CloudEvent> EncodeGrpc(const Event& event, const CodecLimits&
   return message;
 }
 
-absl::StatusOr<Event> DecodeGrpc(const pb::CloudEvent& message, const CodecLimits& limits) {
-  if (const std::size_t size = message.ByteSizeLong(); size > limits.max_event_bytes) {
-    return internal::SizeLimitError("gRPC CloudEvent", size, limits);
+namespace {
+
+// One binary-mode attribute `name` (the key without `ce-`; `contenttype` read as
+// `datacontenttype`) applied to `event`. `have_content_type` remembers whether a content type was
+// already taken, as Go rejects both spellings at once.
+absl::Status ApplyGrpcAttribute(const std::string& name, const std::string& raw_key,
+                                AttributeValue value, bool& have_content_type, Event& event) {
+  if (name == "datacontenttype") {
+    if (have_content_type) {
+      return absl::InvalidArgumentError(
+          "gRPC CloudEvent has both \"contenttype\" and \"ce-datacontenttype\"");
+    }
+    have_content_type = true;
+    auto text = StringValue(value, raw_key);
+    if (!text.ok()) {
+      return text.status();
+    }
+    if (!text->empty()) {
+      event.data_content_type = *std::move(text);
+    }
+    return internal::CheckBinaryModeContentType(event.data_content_type);
   }
-  if (IsHeartbeat(message)) {
-    Event heartbeat;
-    heartbeat.id = message.id();
-    heartbeat.spec_version = message.spec_version();
-    heartbeat.type = message.type();
-    return heartbeat;
+  if (name == "time") {
+    if (const auto* time = std::get_if<Timestamp>(&value)) {
+      event.time = *time;
+      return absl::OkStatus();
+    }
+    if (const auto* text = std::get_if<std::string>(&value)) {
+      auto parsed = ParseTimestamp(*text);
+      if (!parsed.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("gRPC CloudEvent attribute \"ce-time\": ",
+                                                       std::string(parsed.status().message())));
+      }
+      event.time = *parsed;
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(
+        "gRPC CloudEvent attribute \"ce-time\" must be a ce_timestamp or an RFC 3339 "
+        "ce_string");
   }
-  const auto& attributes = message.attributes();
-  if (const auto it = attributes.find(std::string(kContentTypeKey));
-      it != attributes.end() && it->second.attr_case() == pb::CloudEventAttributeValue::kCeString &&
-      IsStructuredContentType(it->second.ce_string())) {
-    return DecodeStructuredJson(message.binary_data(), limits);
+  if (name == "id" || name == "source" || name == "type" || name == "specversion") {
+    // Go lets a `ce-<core>` key override the field.
+    auto text = StringValue(value, raw_key);
+    if (!text.ok()) {
+      return text.status();
+    }
+    if (name == "specversion") {
+      if (*text != kSpecVersion) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "gRPC CloudEvent attribute \"ce-specversion\" must be \"1.0\", got ", Quote(*text)));
+      }
+    } else {
+      (name == "id" ? event.id : name == "source" ? event.source : event.type) = *text;
+    }
+    return absl::OkStatus();
   }
-  if (attributes.empty()) {
+  if (IsValidExtensionName(name)) {
+    event.extensions.emplace(name, std::move(value));
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("gRPC CloudEvent attribute key ", Quote(raw_key),
+                   " does not name a valid CloudEvent attribute (ce- followed by a-z, 0-9)"));
+}
+
+// Every `contenttype` / `ce-*` key of the attributes map applied to `event`; other keys are
+// skipped, as Go skips them.
+absl::Status ApplyGrpcAttributes(const pb::CloudEvent& message, Event& event) {
+  std::set<std::string, std::less<>> seen;
+  bool have_content_type = false;
+  for (const auto& [raw_key, raw_value] : message.attributes()) {
+    const std::string key = internal::AsciiLower(raw_key);
+    if (key != kContentTypeKey && !key.starts_with(internal::kBinaryPrefix)) {
+      continue;  // Go ignores keys that are neither `contenttype` nor `ce-*`.
+    }
+    if (!seen.insert(key).second) {
+      return absl::InvalidArgumentError(absl::StrCat("gRPC CloudEvent attribute ", Quote(key),
+                                                     " appears more than once (keys differ only "
+                                                     "in case)"));
+    }
+    auto value = FromProtoValue(raw_value, raw_key);
+    if (!value.ok()) {
+      return value.status();
+    }
+    const std::string name =
+        key == kContentTypeKey ? "datacontenttype" : key.substr(internal::kBinaryPrefix.size());
+    if (auto status =
+            ApplyGrpcAttribute(name, raw_key, *std::move(value), have_content_type, event);
+        !status.ok()) {
+      return status;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A binary-mode gRPC CloudEvent (not a heartbeat, not structured).
+absl::StatusOr<Event> DecodeGrpcBinary(const pb::CloudEvent& message) {
+  if (message.attributes().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "gRPC CloudEvent of type ", Quote(message.type()),
         " has an empty attributes map: not a binary-mode event (only heartbeats may have none)"));
@@ -194,77 +274,8 @@ absl::StatusOr<Event> DecodeGrpc(const pb::CloudEvent& message, const CodecLimit
   event.id = message.id();
   event.source = message.source();
   event.type = message.type();
-  std::set<std::string, std::less<>> seen;
-  bool have_content_type = false;
-  for (const auto& [raw_key, raw_value] : attributes) {
-    const std::string key = internal::AsciiLower(raw_key);
-    if (key != kContentTypeKey && !key.starts_with(internal::kBinaryPrefix)) {
-      continue;  // Go ignores keys that are neither `contenttype` nor `ce-*`.
-    }
-    if (!seen.insert(key).second) {
-      return absl::InvalidArgumentError(absl::StrCat("gRPC CloudEvent attribute ", Quote(key),
-                                                     " appears more than once (keys differ only "
-                                                     "in case)"));
-    }
-    auto value = FromProtoValue(raw_value, raw_key);
-    if (!value.ok()) {
-      return value.status();
-    }
-    const std::string name =
-        key == kContentTypeKey ? "datacontenttype" : key.substr(internal::kBinaryPrefix.size());
-    if (name == "datacontenttype") {
-      if (have_content_type) {
-        return absl::InvalidArgumentError(
-            "gRPC CloudEvent has both \"contenttype\" and \"ce-datacontenttype\"");
-      }
-      have_content_type = true;
-      auto text = StringValue(*value, raw_key);
-      if (!text.ok()) {
-        return text.status();
-      }
-      if (!text->empty()) {
-        event.data_content_type = *std::move(text);
-      }
-      if (auto status = internal::CheckBinaryModeContentType(event.data_content_type);
-          !status.ok()) {
-        return status;
-      }
-    } else if (name == "time") {
-      if (const auto* time = std::get_if<Timestamp>(&*value)) {
-        event.time = *time;
-      } else if (const auto* text = std::get_if<std::string>(&*value)) {
-        auto parsed = ParseTimestamp(*text);
-        if (!parsed.ok()) {
-          return absl::InvalidArgumentError(absl::StrCat("gRPC CloudEvent attribute \"ce-time\": ",
-                                                         std::string(parsed.status().message())));
-        }
-        event.time = *parsed;
-      } else {
-        return absl::InvalidArgumentError(
-            "gRPC CloudEvent attribute \"ce-time\" must be a ce_timestamp or an RFC 3339 "
-            "ce_string");
-      }
-    } else if (name == "id" || name == "source" || name == "type" || name == "specversion") {
-      // Go lets a `ce-<core>` key override the field.
-      auto text = StringValue(*value, raw_key);
-      if (!text.ok()) {
-        return text.status();
-      }
-      if (name == "specversion") {
-        if (*text != kSpecVersion) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "gRPC CloudEvent attribute \"ce-specversion\" must be \"1.0\", got ", Quote(*text)));
-        }
-      } else {
-        (name == "id" ? event.id : name == "source" ? event.source : event.type) = *text;
-      }
-    } else if (IsValidExtensionName(name)) {
-      event.extensions.emplace(name, *std::move(value));
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("gRPC CloudEvent attribute key ", Quote(raw_key),
-                       " does not name a valid CloudEvent attribute (ce- followed by a-z, 0-9)"));
-    }
+  if (auto status = ApplyGrpcAttributes(message, event); !status.ok()) {
+    return status;
   }
   if (event.id.empty()) {
     return absl::InvalidArgumentError("gRPC CloudEvent has an empty id");
@@ -279,6 +290,28 @@ absl::StatusOr<Event> DecodeGrpc(const pb::CloudEvent& message, const CodecLimit
     event.data = message.binary_data();
   }
   return event;
+}
+
+}  // namespace
+
+absl::StatusOr<Event> DecodeGrpc(const pb::CloudEvent& message, const CodecLimits& limits) {
+  if (const std::size_t size = message.ByteSizeLong(); size > limits.max_event_bytes) {
+    return internal::SizeLimitError("gRPC CloudEvent", size, limits);
+  }
+  if (IsHeartbeat(message)) {
+    Event heartbeat;
+    heartbeat.id = message.id();
+    heartbeat.spec_version = message.spec_version();
+    heartbeat.type = message.type();
+    return heartbeat;
+  }
+  const auto& attributes = message.attributes();
+  if (const auto it = attributes.find(std::string(kContentTypeKey));
+      it != attributes.end() && it->second.attr_case() == pb::CloudEventAttributeValue::kCeString &&
+      IsStructuredContentType(it->second.ce_string())) {
+    return DecodeStructuredJson(message.binary_data(), limits);
+  }
+  return DecodeGrpcBinary(message);
 }
 
 absl::StatusOr<Event> DecodeGrpcBytes(std::string_view serialized, const CodecLimits& limits) {

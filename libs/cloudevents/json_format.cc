@@ -179,87 +179,63 @@ absl::StatusOr<std::string> EncodeStructuredJson(const Event& event, const Codec
   return out;
 }
 
-absl::StatusOr<Event> DecodeStructuredJson(std::string_view json, const CodecLimits& limits) {
-  auto document = internal::ParseJson(json, limits, kWhat);
-  if (!document.ok()) {
-    return document.status();
-  }
-  if (!document->is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(kWhat),
-                                                   " must be a JSON object, got ",
-                                                   std::string(internal::JsonTypeName(*document))));
-  }
-  Event event;
-  event.spec_version.clear();
-  const Json* data = nullptr;
-  const Json* data_base64 = nullptr;
-  for (auto& [raw_name, value] : document->get_ref<Json::object_t&>()) {
-    if (value.is_null()) {
-      continue;  // null = absent
+namespace {
+
+// One context attribute or extension member (`name` lower-cased, not `data`/`data_base64`)
+// stored in `event`.
+absl::Status ApplyStructuredMember(const std::string& name, const std::string& raw_name,
+                                   const Json& value, Event& event) {
+  if (name == "specversion") {
+    auto text = RequiredString(value, name);
+    if (!text.ok()) {
+      return text.status();
     }
-    const std::string name = internal::AsciiLower(raw_name);
-    if (name == "specversion") {
-      auto text = RequiredString(value, name);
-      if (!text.ok()) {
-        return text.status();
-      }
-      if (*text != kSpecVersion) {
-        return Invalid(name, absl::StrCat("must be \"1.0\", got ", Quote(*text)));
-      }
-      event.spec_version = *std::move(text);
-    } else if (name == "id" || name == "source" || name == "type") {
-      auto text = RequiredString(value, name);
-      if (!text.ok()) {
-        return text.status();
-      }
-      (name == "id" ? event.id : name == "source" ? event.source : event.type) = *std::move(text);
-    } else if (name == "datacontenttype") {
-      auto text = RequiredString(value, name);
-      if (!text.ok()) {
-        return text.status();
-      }
-      event.data_content_type = *std::move(text);
-    } else if (name == "time") {
-      auto text = RequiredString(value, name);
-      if (!text.ok()) {
-        return text.status();
-      }
-      auto time = ParseTimestamp(*text);
-      if (!time.ok()) {
-        return Invalid(name, std::string(time.status().message()));
-      }
-      event.time = *time;
-    } else if (name == "data") {
-      data = &value;
-    } else if (name == "data_base64") {
-      data_base64 = &value;
-    } else {
-      if (!IsValidExtensionName(name)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(std::string(kWhat), " member ", Quote(raw_name),
-                         " is not a valid CloudEvent attribute name (a-z, 0-9)"));
-      }
-      auto ext = ExtensionValue(name, value);
-      if (!ext.ok()) {
-        return ext.status();
-      }
-      if (!event.extensions.emplace(name, *std::move(ext)).second) {
-        return Invalid(name, "appears more than once (names are case-insensitive)");
-      }
+    if (*text != kSpecVersion) {
+      return Invalid(name, absl::StrCat("must be \"1.0\", got ", Quote(*text)));
+    }
+    event.spec_version = *std::move(text);
+  } else if (name == "id" || name == "source" || name == "type") {
+    auto text = RequiredString(value, name);
+    if (!text.ok()) {
+      return text.status();
+    }
+    (name == "id" ? event.id : name == "source" ? event.source : event.type) = *std::move(text);
+  } else if (name == "datacontenttype") {
+    auto text = RequiredString(value, name);
+    if (!text.ok()) {
+      return text.status();
+    }
+    event.data_content_type = *std::move(text);
+  } else if (name == "time") {
+    auto text = RequiredString(value, name);
+    if (!text.ok()) {
+      return text.status();
+    }
+    auto time = ParseTimestamp(*text);
+    if (!time.ok()) {
+      return Invalid(name, std::string(time.status().message()));
+    }
+    event.time = *time;
+  } else {
+    if (!IsValidExtensionName(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(std::string(kWhat), " member ", Quote(raw_name),
+                       " is not a valid CloudEvent attribute name (a-z, 0-9)"));
+    }
+    auto ext = ExtensionValue(name, value);
+    if (!ext.ok()) {
+      return ext.status();
+    }
+    if (!event.extensions.emplace(name, *std::move(ext)).second) {
+      return Invalid(name, "appears more than once (names are case-insensitive)");
     }
   }
-  if (event.spec_version.empty()) {
-    return Invalid("specversion", "is required");
-  }
-  if (event.id.empty()) {
-    return Invalid("id", "is required");
-  }
-  if (event.type.empty()) {
-    return Invalid("type", "is required");
-  }
-  if (event.source.empty() && !event.IsHeartbeat()) {
-    return Invalid("source", "is required");
-  }
+  return absl::OkStatus();
+}
+
+// The `data` or `data_base64` member (either may be null = absent) stored in `event`, after the
+// attributes, since a JSON `data` is kept as text only under a JSON (or absent) content type.
+absl::Status ApplyStructuredData(const Json* data, const Json* data_base64, Event& event) {
   if (data != nullptr && data_base64 != nullptr) {
     return Invalid("data", "and \"data_base64\" must not both be present");
   }
@@ -284,6 +260,53 @@ absl::StatusOr<Event> DecodeStructuredJson(std::string_view json, const CodecLim
       }
       event.data = *std::move(bytes);
     }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Event> DecodeStructuredJson(std::string_view json, const CodecLimits& limits) {
+  auto document = internal::ParseJson(json, limits, kWhat);
+  if (!document.ok()) {
+    return document.status();
+  }
+  if (!document->is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(kWhat),
+                                                   " must be a JSON object, got ",
+                                                   std::string(internal::JsonTypeName(*document))));
+  }
+  Event event;
+  event.spec_version.clear();
+  const Json* data = nullptr;
+  const Json* data_base64 = nullptr;
+  for (auto& [raw_name, value] : document->get_ref<Json::object_t&>()) {
+    if (value.is_null()) {
+      continue;  // null = absent
+    }
+    const std::string name = internal::AsciiLower(raw_name);
+    if (name == "data") {
+      data = &value;
+    } else if (name == "data_base64") {
+      data_base64 = &value;
+    } else if (auto status = ApplyStructuredMember(name, raw_name, value, event); !status.ok()) {
+      return status;
+    }
+  }
+  if (event.spec_version.empty()) {
+    return Invalid("specversion", "is required");
+  }
+  if (event.id.empty()) {
+    return Invalid("id", "is required");
+  }
+  if (event.type.empty()) {
+    return Invalid("type", "is required");
+  }
+  if (event.source.empty() && !event.IsHeartbeat()) {
+    return Invalid("source", "is required");
+  }
+  if (auto status = ApplyStructuredData(data, data_base64, event); !status.ok()) {
+    return status;
   }
   return event;
 }

@@ -8,9 +8,7 @@
 #include "libs/cloudevents/json_format.h"
 
 namespace mmi::cloudevents {
-namespace {
-
-std::size_t MessageSize(const MqttMessage& message) {
+std::size_t MqttMessageSize(const MqttMessage& message) {
   std::size_t size = message.payload.size();
   if (message.content_type.has_value()) {
     size += message.content_type->size();
@@ -20,8 +18,6 @@ std::size_t MessageSize(const MqttMessage& message) {
   }
   return size;
 }
-
-}  // namespace
 
 absl::StatusOr<MqttMessage> EncodeMqtt(const Event& event, MqttContentMode mode,
                                        const CodecLimits& limits) {
@@ -46,14 +42,14 @@ absl::StatusOr<MqttMessage> EncodeMqtt(const Event& event, MqttContentMode mode,
   if (event.data.has_value()) {
     message.payload = *event.data;
   }
-  if (const std::size_t size = MessageSize(message); size > limits.max_event_bytes) {
+  if (const std::size_t size = MqttMessageSize(message); size > limits.max_event_bytes) {
     return internal::SizeLimitError("encoded MQTT message", size, limits);
   }
   return message;
 }
 
 absl::StatusOr<Event> DecodeMqtt(const MqttMessage& message, const CodecLimits& limits) {
-  if (const std::size_t size = MessageSize(message); size > limits.max_event_bytes) {
+  if (const std::size_t size = MqttMessageSize(message); size > limits.max_event_bytes) {
     return internal::SizeLimitError("MQTT message", size, limits);
   }
   if (message.content_type.has_value() && IsStructuredContentType(*message.content_type)) {

@@ -33,6 +33,10 @@ struct MqttMessage {
 
 enum class MqttContentMode { kBinary, kStructured };
 
+// What `message` weighs against CodecLimits::max_event_bytes: payload, content type and user
+// properties (names and values).
+std::size_t MqttMessageSize(const MqttMessage& message);
+
 absl::StatusOr<MqttMessage> EncodeMqtt(const Event& event,
                                        MqttContentMode mode = MqttContentMode::kBinary,
                                        const CodecLimits& limits = {});

@@ -18,17 +18,6 @@ void AddCommonFlags(CLI::App& cli, CommonFlags& flags) {
   cli.add_option("--identity", flags.identity, "leader election identity");
 }
 
-absl::Status ParseFlags(CLI::App& cli, int argc, const char* const* argv) {
-  try {
-    cli.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    return absl::CancelledError(cli.help());
-  } catch (const CLI::ParseError& e) {
-    return absl::InvalidArgumentError(absl::StrCat("flags: ", e.what()));
-  }
-  return absl::OkStatus();
-}
-
 void ApplyCommonFlags(const CommonFlags& flags, HubSettings& hub, StoreSettings& store,
                       LeaderSettings& leader, std::string& admin_listen, std::string& log_level) {
   const auto set = [](const auto& flag, auto& field) {

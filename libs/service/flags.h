@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "libs/common/config.h"
+#include "libs/service/cli_parse.h"  // ParseFlags
 #include "libs/service/settings.h"
 
 namespace mmi::service {
@@ -30,10 +31,6 @@ struct CommonFlags {
 
 // Adds the flags above to `cli`; `flags` must outlive the parse.
 void AddCommonFlags(CLI::App& cli, CommonFlags& flags);
-
-// Parses the command line: kCancelled with the help text for --help, kInvalidArgument
-// ("flags: ...") for a bad command line.
-absl::Status ParseFlags(CLI::App& cli, int argc, const char* const* argv);
 
 // Applies the flags that were given.
 void ApplyCommonFlags(const CommonFlags& flags, HubSettings& hub, StoreSettings& store,

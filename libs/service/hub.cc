@@ -48,6 +48,26 @@ absl::StatusOr<HubConnection> ConnectHub(const HubSettings& settings, std::strin
   return hub;
 }
 
+absl::StatusOr<HubConnection> AnnounceAndConnectHub(const log::Logger& log,
+                                                    std::string_view service,
+                                                    const std::string& config_summary,
+                                                    const HubSettings& settings, const Clock& clock,
+                                                    prometheus::Registry& registry) {
+  metrics::RegisterBuildInfo(registry, std::string(service));
+  log.Info("starting", {{"version", metrics::Version()}, {"config", config_summary}});
+  return ConnectHub(settings, service, clock, &registry);
+}
+
+absl::StatusOr<std::unique_ptr<LeaderCampaign>> LeaderCampaign::Create(
+    const kube::HttpKubeClientSettings& hub, const LeaderSettings& settings, const Clock& clock,
+    prometheus::Registry& registry, std::function<void()> on_started_leading,
+    std::function<void()> on_stopped_leading) {
+  return Create(hub, settings, clock, registry,
+                kube::LeaderCallbacks{.on_started_leading = std::move(on_started_leading),
+                                      .on_stopped_leading = std::move(on_stopped_leading),
+                                      .on_new_leader = {}});
+}
+
 LeaderCampaign::LeaderCampaign(const LeaderSettings& settings, prometheus::Gauge& gauge,
                                kube::LeaderCallbacks callbacks)
     : settings_(settings), gauge_(gauge), callbacks_(std::move(callbacks)) {}

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -9,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "libs/common/clock.h"
+#include "libs/common/log.h"
 #include "libs/kube/http_kube_client.h"
 #include "libs/kube/leader_elector.h"
 #include "libs/service/settings.h"
@@ -32,6 +34,14 @@ struct HubConnection {
 absl::StatusOr<HubConnection> ConnectHub(const HubSettings& settings, std::string_view service,
                                          const Clock& clock, prometheus::Registry* registry);
 
+// The first steps of a service's Start(): exports `mmi_build_info` for `service`, logs "starting"
+// with the version and `config_summary`, then ConnectHub().
+absl::StatusOr<HubConnection> AnnounceAndConnectHub(const log::Logger& log,
+                                                    std::string_view service,
+                                                    const std::string& config_summary,
+                                                    const HubSettings& settings, const Clock& clock,
+                                                    prometheus::Registry& registry);
+
 // Campaigns for the service's Lease with its own client (request timeout = retry period, no
 // retries: a renew stuck in retries would miss its deadline), logs the holders it observes and
 // exports `mmi_leader_election_is_leader` (1 while this replica leads). With
@@ -44,6 +54,11 @@ class LeaderCampaign {
   static absl::StatusOr<std::unique_ptr<LeaderCampaign>> Create(
       const kube::HttpKubeClientSettings& hub, const LeaderSettings& settings, const Clock& clock,
       prometheus::Registry& registry, kube::LeaderCallbacks callbacks);
+  // The same, for a service that only needs to hear that it leads and that it lost the Lease.
+  static absl::StatusOr<std::unique_ptr<LeaderCampaign>> Create(
+      const kube::HttpKubeClientSettings& hub, const LeaderSettings& settings, const Clock& clock,
+      prometheus::Registry& registry, std::function<void()> on_started_leading,
+      std::function<void()> on_stopped_leading);
   ~LeaderCampaign();  // Stop()
   LeaderCampaign(const LeaderCampaign&) = delete;
   LeaderCampaign& operator=(const LeaderCampaign&) = delete;

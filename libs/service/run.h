@@ -1,21 +1,20 @@
 // main() of a service, the same for both: signals, settings outcome, start, wait, graceful stop.
 //
 //   int DispatcherMain(int argc, char** argv) {
-//     service::BlockShutdownSignals();  // first, before any thread starts
-//     log::SetServiceName("dispatcher");
-//     return service::RunService<DispatcherApp>(
-//         Log(), LoadSettings(argc, argv, service::ProcessEnvironment()));
+//     return service::ServiceMain<DispatcherApp>("dispatcher", Log(), argc, argv, LoadSettings);
 //   }
 #pragma once
 
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "libs/common/log.h"
+#include "libs/service/settings.h"
 
 namespace mmi::service {
 
@@ -57,6 +56,16 @@ int RunService(const log::Logger& log, absl::StatusOr<Settings> settings) {
                                .request_stop = [&app] { app.RequestStop(); },
                                .wait = [&app] { return app.Wait(); },
                                .stop = [&app] { app.Stop(); }});
+}
+
+// The whole of a service's main(): shutdown signals blocked before any thread starts, `service`
+// on every log line, then RunService() with what `load(argc, argv, environment)` read.
+template <typename App, typename Load>
+int ServiceMain(std::string_view service, const log::Logger& log, int argc, char** argv,
+                Load load) {
+  BlockShutdownSignals();
+  log::SetServiceName(service);
+  return RunService<App>(log, load(argc, argv, ProcessEnvironment()));
 }
 
 }  // namespace mmi::service

@@ -29,4 +29,13 @@ absl::Status ApplySchema(const StoreSettings& settings) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::unique_ptr<store::postgres::ConnectionPool>> OpenStore(
+    const StoreSettings& settings) {
+  if (absl::Status s = ApplySchema(settings); !s.ok()) {
+    return s;
+  }
+  return std::make_unique<store::postgres::ConnectionPool>(
+      store::postgres::ConnectionPoolSettings{settings.dsn, settings.pool_size});
+}
+
 }  // namespace mmi::service

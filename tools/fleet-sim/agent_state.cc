@@ -1,12 +1,9 @@
 #include "tools/fleet-sim/agent_state.h"
 
 #include <algorithm>
-#include <cctype>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "libs/cloudevents/maestro_events.h"
 #include "libs/cloudevents/object_meta.h"
 #include "libs/cloudevents/resource_id.h"
@@ -15,15 +12,13 @@
 #include "libs/common/log.h"
 #include "libs/common/status_macros.h"
 #include "libs/kube/object.h"
+#include "tools/fleet-sim/work_status.h"
 
 namespace mmi::fleet_sim {
 namespace {
 
-using cloudevents::Condition;
 using cloudevents::Event;
-using cloudevents::ManifestBundle;
 using cloudevents::ManifestBundleStatus;
-using cloudevents::ManifestCondition;
 using cloudevents::Timestamp;
 using nlohmann::json;
 using SteadyTime = std::chrono::steady_clock::time_point;
@@ -40,129 +35,25 @@ absl::Status Malformed(const absl::Status& status, std::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": ", status.message()));
 }
 
-const json* Child(const json& value, std::string_view key) {
-  if (!value.is_object()) {
-    return nullptr;
-  }
-  auto it = value.find(key);
-  return it == value.end() ? nullptr : &*it;
-}
+// The `resourceid` and `resourceversion` every spec event carries.
+struct ResourceKey {
+  std::string id;
+  std::int32_t version = 0;
+};
 
-const json& MetadataOf(const json& manifest) {
-  static const json kEmpty = json::object();
-  const json* meta = Child(manifest, "metadata");
-  return meta != nullptr ? *meta : kEmpty;
-}
-
-// `argoproj.io/v1alpha1` -> {"argoproj.io", "v1alpha1"}; `v1` -> {"", "v1"}.
-std::pair<std::string, std::string> SplitApiVersion(const std::string& api_version) {
-  const auto slash = api_version.find('/');
-  if (slash == std::string::npos) {
-    return {"", api_version};
+absl::StatusOr<ResourceKey> ResourceKeyOf(const Event& event) {
+  auto id = event.ResourceId();
+  if (!id.ok()) {
+    return Malformed(id.status(), "resourceid");
   }
-  return {api_version.substr(0, slash), api_version.substr(slash + 1)};
-}
-
-bool IsApplication(const json& manifest) {
-  return StringAt(manifest, "kind") == "Application" &&
-         SplitApiVersion(StringAt(manifest, "apiVersion")).first == "argoproj.io";
-}
-
-// The agent's own validation (§6.3 step 4): non-empty, bounded, every manifest named, no
-// generateName.
-absl::Status ValidateBundle(const ManifestBundle& bundle, std::size_t max_bytes) {
-  if (bundle.manifests.empty()) {
-    return absl::InvalidArgumentError("data.manifests: must not be empty");
+  auto version = event.ResourceVersion();
+  if (!version.ok()) {
+    return Malformed(version.status(), "resourceversion");
   }
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < bundle.manifests.size(); ++i) {
-    const json& manifest = bundle.manifests[i];
-    total += manifest.dump().size();
-    const json& meta = MetadataOf(manifest);
-    if (StringAt(meta, "name").empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("data.manifests[", i, "].metadata.name: must be set"));
-    }
-    if (Child(meta, "generateName") != nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("data.manifests[", i, "].metadata.generateName: must not be set"));
-    }
-  }
-  if (total > max_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("data.manifests: ", total, " bytes exceed the agent limit of ", max_bytes));
-  }
-  return absl::OkStatus();
-}
-
-// The manifestConfig that applies to a manifest, or nullptr.
-const cloudevents::ManifestConfigOption* ConfigFor(const ManifestBundle& bundle,
-                                                   const std::string& group,
-                                                   const std::string& name, const std::string& ns) {
-  for (const auto& config : bundle.manifest_configs) {
-    const auto& id = config.resource_identifier;
-    if (id.group == group && id.name == name && id.namespace_ == ns) {
-      return &config;
-    }
-  }
-  return nullptr;
-}
-
-// Evaluates a simple JSONPath (`.status`, `.status.sync.status`) on `object`. nullopt when the
-// path does not resolve or uses syntax the simulator does not support (filters, indices).
-std::optional<json> Evaluate(const json& object, std::string_view path) {
-  if (path.empty() || path.front() != '.' || path.find_first_of("[]*?@") != std::string::npos) {
-    return std::nullopt;
-  }
-  const json* current = &object;
-  for (absl::string_view part :
-       absl::StrSplit(absl::string_view(path.data() + 1, path.size() - 1), '.')) {
-    if (part.empty()) {
-      return std::nullopt;
-    }
-    current = Child(*current, std::string_view(part.data(), part.size()));
-    if (current == nullptr) {
-      return std::nullopt;
-    }
-  }
-  return *current;
-}
-
-cloudevents::FieldValue ToFieldValue(const json& value) {
-  cloudevents::FieldValue field;
-  if (value.is_string()) {
-    field.type = cloudevents::FieldValueType::kString;
-    field.string = value.get<std::string>();
-  } else if (value.is_number_integer()) {
-    field.type = cloudevents::FieldValueType::kInteger;
-    field.integer = value.get<std::int64_t>();
-  } else if (value.is_boolean()) {
-    field.type = cloudevents::FieldValueType::kBoolean;
-    field.boolean = value.get<bool>();
-  } else {
-    // Objects, arrays and floats: compact JSON text (RawFeedbackJsonString, §2.3).
-    field.type = cloudevents::FieldValueType::kJsonRaw;
-    field.json_raw = value.dump();
-    field.json_raw_value = value;
-  }
-  return field;
-}
-
-Condition MakeCondition(std::string type, std::int64_t generation, Timestamp when,
-                        std::string reason, std::string message) {
-  Condition condition;
-  condition.type = std::move(type);
-  condition.status = std::string(cloudevents::kConditionTrue);
-  condition.observed_generation = generation;
-  condition.last_transition_time = std::chrono::floor<std::chrono::seconds>(when);
-  condition.reason = std::move(reason);
-  condition.message = std::move(message);
-  return condition;
+  return ResourceKey{*std::move(id), *version};
 }
 
 }  // namespace
-
-// --- ClusterAgent --------------------------------------------------------------------------------
 
 ClusterAgent::ClusterAgent(std::string cluster, AgentSettings settings, const Clock& clock,
                            cloudevents::SequenceIdGenerator& sequence_ids, std::uint64_t seed)
@@ -268,14 +159,7 @@ absl::StatusOr<HandleResult> ClusterAgent::Handle(const Event& event) {
 }
 
 absl::StatusOr<HandleResult> ClusterAgent::Apply(const Event& event) {
-  auto id = event.ResourceId();
-  if (!id.ok()) {
-    return Malformed(id.status(), "resourceid");
-  }
-  auto version = event.ResourceVersion();
-  if (!version.ok()) {
-    return Malformed(version.status(), "resourceversion");
-  }
+  ASSIGN_OR_RETURN(const ResourceKey key, ResourceKeyOf(event));
   auto bundle = cloudevents::ManifestBundleOf(event, settings_.limits);
   if (!bundle.ok()) {
     return bundle.status();
@@ -290,13 +174,13 @@ absl::StatusOr<HandleResult> ClusterAgent::Apply(const Event& event) {
     meta = *std::move(parsed);
   }
 
-  auto existing = works_.find(*id);
+  auto existing = works_.find(key.id);
   if (existing != works_.end()) {
     ++existing->second.specs_received;
-    if (*version != 0 && *version <= existing->second.version) {
+    if (key.version != 0 && key.version <= existing->second.version) {
       ++existing->second.duplicate_specs;
     }
-    if (*version != 0 && *version < existing->second.version) {
+    if (key.version != 0 && key.version < existing->second.version) {
       return HandleResult{Outcome::kStale, {}};
     }
   }
@@ -306,11 +190,11 @@ absl::StatusOr<HandleResult> ClusterAgent::Apply(const Event& event) {
   Work fresh;
   Work& work = existing != works_.end() ? existing->second : fresh;
   if (existing == works_.end()) {
-    work.id = *id;
+    work.id = key.id;
     work.applied_at = now;
     work.specs_received = 1;
   }
-  work.version = *version;
+  work.version = key.version;
   work.original_source = event.source;
   work.bundle = *std::move(bundle);
   ApplyRuntimes(work, now, mono_now);
@@ -377,20 +261,13 @@ void ClusterAgent::ArmSyncTimer(Work& work, std::size_t index, std::chrono::mill
 }
 
 absl::StatusOr<HandleResult> ClusterAgent::Delete(const Event& event, bool from_resync) {
-  auto id = event.ResourceId();
-  if (!id.ok()) {
-    return Malformed(id.status(), "resourceid");
-  }
-  auto version = event.ResourceVersion();
-  if (!version.ok()) {
-    return Malformed(version.status(), "resourceversion");
-  }
+  ASSIGN_OR_RETURN(const ResourceKey key, ResourceKeyOf(event));
   auto deletion = event.DeletionTimestamp();
   if (!deletion.ok() && !absl::IsNotFound(deletion.status())) {
     return Malformed(deletion.status(), "deletiontimestamp");
   }
   Work gone;
-  auto it = works_.find(*id);
+  auto it = works_.find(key.id);
   if (it != works_.end()) {
     gone = std::move(it->second);
     works_.erase(it);
@@ -400,8 +277,8 @@ absl::StatusOr<HandleResult> ClusterAgent::Delete(const Event& event, bool from_
   } else {
     // Deliberate: a delete for a work this agent never received (e.g. the create was lost
     // while disconnected) is still confirmed, so the source's deletion completes.
-    gone.id = *id;
-    gone.version = *version;
+    gone.id = key.id;
+    gone.version = key.version;
     gone.original_source = event.source;
     auto metadata = event.MetadataJson();
     gone.metadata_json = metadata.ok() ? *metadata : "{}";
@@ -455,59 +332,7 @@ absl::StatusOr<HandleResult> ClusterAgent::AnswerStatusResync(const Event& event
 }
 
 ManifestBundleStatus ClusterAgent::BuildStatus(const Work& work) const {
-  ManifestBundleStatus status;
-  status.conditions.push_back(MakeCondition("Applied", work.version, work.applied_at,
-                                            "AppliedManifestWorkComplete",
-                                            "Apply manifest work complete"));
-  status.conditions.push_back(MakeCondition("Available", work.version, work.applied_at,
-                                            "ResourcesAvailable", "All resources are available"));
-  for (std::size_t i = 0; i < work.bundle.manifests.size(); ++i) {
-    const json& manifest = work.bundle.manifests[i];
-    const json& meta = MetadataOf(manifest);
-    ManifestCondition entry;
-    auto [group, version] = SplitApiVersion(StringAt(manifest, "apiVersion"));
-    entry.resource_meta.ordinal = static_cast<std::int32_t>(i);
-    entry.resource_meta.group = group;
-    entry.resource_meta.version = version;
-    entry.resource_meta.kind = StringAt(manifest, "kind");
-    entry.resource_meta.name = StringAt(meta, "name");
-    entry.resource_meta.namespace_ = StringAt(meta, "namespace");
-    const auto* config =
-        ConfigFor(work.bundle, group, entry.resource_meta.name, entry.resource_meta.namespace_);
-    entry.resource_meta.resource =
-        config != nullptr ? config->resource_identifier.resource
-                          : absl::StrCat(absl::AsciiStrToLower(entry.resource_meta.kind), "s");
-
-    // The live object as the spoke would show it: the Application gets its simulated status.
-    json live = manifest;
-    if (IsApplication(manifest) && i < work.runtimes.size()) {
-      live["status"] = ApplicationStatus(manifest, work.runtimes[i]);
-    }
-    bool has_rules = false;
-    if (config != nullptr) {
-      for (const auto& rule : config->feedback_rules) {
-        if (rule.type != cloudevents::kFeedbackJsonPaths) {
-          continue;  // WellKnownStatus covers Deployments/Jobs/Pods, not Applications
-        }
-        has_rules = true;
-        for (const auto& path : rule.json_paths) {
-          if (auto value = Evaluate(live, path.path); value.has_value() && !value->is_null()) {
-            entry.status_feedback.push_back({path.name, ToFieldValue(*value)});
-          }
-        }
-      }
-    }
-    entry.conditions.push_back(MakeCondition("Applied", 0, work.applied_at,
-                                             "AppliedManifestComplete", "Apply manifest complete"));
-    entry.conditions.push_back(MakeCondition("Available", 0, work.applied_at, "ResourceAvailable",
-                                             "Resource is available"));
-    if (has_rules) {
-      entry.conditions.push_back(
-          MakeCondition("StatusFeedbackSynced", 0, work.applied_at, "StatusFeedbackSynced", ""));
-    }
-    status.resource_status.push_back(std::move(entry));
-  }
-  return status;
+  return BuildWorkStatus(work.bundle, work.version, work.applied_at, work.runtimes);
 }
 
 absl::StatusOr<Event> ClusterAgent::StatusEvent(Work& work, const ManifestBundleStatus& status,
@@ -742,173 +567,6 @@ void ClusterAgent::RunTransitions(SteadyTime mono_now, Timestamp now, std::vecto
     AppendStatus(*work, out);
     ++count.transitions;
   }
-}
-
-// --- Fleet ---------------------------------------------------------------------------------------
-
-std::string ClusterName(std::string_view prefix, int index, int digits) {
-  std::string number = absl::StrCat(index);
-  if (static_cast<int>(number.size()) < digits) {
-    number.insert(0, static_cast<std::size_t>(digits) - number.size(), '0');
-  }
-  return absl::StrCat(std::string(prefix), number);
-}
-
-Fleet::Fleet(const FleetSettings& settings, const Clock& clock, FleetMetrics& metrics)
-    : clock_(clock), metrics_(metrics), sequence_ids_(clock) {
-  AgentSettings agent = settings.agent;
-  agent.transitions_per_minute =
-      settings.clusters > 0 ? settings.changes_per_minute / settings.clusters : 0.0;
-  std::mt19937_64 seeds(settings.seed);
-  for (int i = 1; i <= settings.clusters; ++i) {
-    std::string name = ClusterName(settings.cluster_prefix, i, settings.cluster_digits);
-    auto agent_state = std::make_unique<ClusterAgent>(name, agent, clock_, sequence_ids_, seeds());
-    agents_.emplace(std::move(name), std::move(agent_state));
-  }
-  UpdateGauges();
-}
-
-std::size_t Fleet::application_count() const { return work_total_; }
-
-json Fleet::Snapshot() const {
-  json clusters = json::object();
-  for (const auto& [name, agent] : agents_) {
-    clusters[name] = agent->Snapshot();
-  }
-  return {{"clusters", std::move(clusters)},
-          {"applications", static_cast<std::int64_t>(application_count())}};
-}
-
-ClusterAgent* Fleet::FindForTest(std::string_view cluster) {
-  auto it = agents_.find(cluster);
-  return it == agents_.end() ? nullptr : it->second.get();
-}
-
-void Fleet::UpdateGauges() {
-  metrics_.clusters.Set(static_cast<double>(agents_.size()));
-  metrics_.applications.Set(static_cast<double>(work_total_));
-}
-
-void Fleet::Count(Outcome outcome, const Event& event, std::size_t replies) {
-  std::string action = "unknown";
-  if (auto type = event.ParsedType(); type.ok()) {
-    action = std::string(cloudevents::ActionName(type->action));
-  }
-  switch (outcome) {
-    case Outcome::kApplied:
-      metrics_.SpecsReceived(action).Increment();
-      metrics_.StatusesSent("apply").Increment(static_cast<double>(replies));
-      break;
-    case Outcome::kDeleted:
-      metrics_.SpecsReceived(action).Increment();
-      metrics_.StatusesSent("delete").Increment(static_cast<double>(replies));
-      break;
-    case Outcome::kStale:
-      metrics_.SpecsReceived(action).Increment();
-      metrics_.Rejected("stale").Increment();
-      break;
-    case Outcome::kStatusResync:
-      metrics_.status_resyncs_answered.Increment();
-      metrics_.StatusesSent("resync").Increment(static_cast<double>(replies));
-      break;
-    case Outcome::kOtherCluster:
-      metrics_.Rejected("other_cluster").Increment();
-      break;
-    case Outcome::kIgnored:
-      metrics_.Rejected("unsupported").Increment();
-      break;
-  }
-}
-
-std::vector<Event> Fleet::Handle(std::string_view topic_cluster,
-                                 const absl::StatusOr<Event>& event) {
-  std::vector<Event> out;
-  if (!event.ok()) {
-    metrics_.Rejected("malformed").Increment();
-    Log().Debug("dropped an undecodable event", {{"error", std::string(event.status().message())}});
-    return out;
-  }
-  std::string target(topic_cluster);
-  if (target.empty()) {
-    auto cluster = event->ClusterName();
-    if (!cluster.ok()) {
-      metrics_.Rejected("malformed").Increment();
-      return out;
-    }
-    target = *cluster;
-  }
-  std::vector<ClusterAgent*> recipients;
-  if (target.empty()) {
-    // `clustername` "" on a status resync request: every cluster answers (§1.4).
-    for (auto& [name, agent] : agents_) {
-      recipients.push_back(agent.get());
-    }
-  } else if (auto it = agents_.find(target); it != agents_.end()) {
-    recipients.push_back(it->second.get());
-  } else {
-    metrics_.Rejected("unknown_cluster").Increment();
-    return out;
-  }
-  for (ClusterAgent* agent : recipients) {
-    const std::size_t before = agent->work_count();
-    auto result = agent->Handle(*event);
-    work_total_ = work_total_ + agent->work_count() - before;
-    if (!result.ok()) {
-      metrics_.Rejected("malformed").Increment();
-      Log().Debug("dropped a malformed event", {{"cluster", agent->cluster()},
-                                                {"event_id", event->id},
-                                                {"error", std::string(result.status().message())}});
-      continue;
-    }
-    Count(result->outcome, *event, result->replies.size());
-    for (Event& reply : result->replies) {
-      out.push_back(std::move(reply));
-    }
-  }
-  UpdateGauges();
-  return out;
-}
-
-std::vector<Event> Fleet::SpecResyncRequests(const std::vector<std::string>& clusters) {
-  std::vector<Event> out;
-  if (clusters.empty()) {
-    out.reserve(agents_.size());
-    for (auto& [name, agent] : agents_) {
-      out.push_back(agent->SpecResyncRequest());
-    }
-  } else {
-    out.reserve(clusters.size());
-    for (const std::string& cluster : clusters) {
-      if (auto it = agents_.find(cluster); it != agents_.end()) {
-        out.push_back(it->second->SpecResyncRequest());
-      }
-    }
-  }
-  metrics_.spec_resyncs_sent.Increment(static_cast<double>(out.size()));
-  return out;
-}
-
-std::vector<Event> Fleet::Tick(bool postpone_refreshes) {
-  std::vector<Event> out;
-  ClusterAgent::TickCounts counts;
-  for (auto& [name, agent] : agents_) {
-    for (Event& event : agent->Tick(&counts, postpone_refreshes)) {
-      out.push_back(std::move(event));
-    }
-  }
-  if (counts.refreshes > 0) {
-    metrics_.StatusesSent("refresh").Increment(counts.refreshes);
-  }
-  if (counts.transitions > 0) {
-    metrics_.StatusesSent("transition").Increment(counts.transitions);
-  }
-  if (counts.postponed > 0) {
-    metrics_.refreshes_postponed.Increment(counts.postponed);
-  }
-  if (counts.sync_steps > 0) {
-    metrics_.StatusesSent("sync").Increment(counts.sync_steps);
-  }
-  return out;
 }
 
 }  // namespace mmi::fleet_sim

@@ -12,6 +12,7 @@
 #include "libs/cloudevents/status_hash.h"
 #include "libs/common/testing/fake_clock.h"
 #include "prometheus/registry.h"
+#include "tools/fleet-sim/fleet.h"
 
 namespace mmi::fleet_sim {
 namespace {

@@ -45,10 +45,9 @@ void FleetSimulator::Stop() {
   transport_.Stop();  // no more intake
   {
     absl::MutexLock lock(&mu_);
-    if (stopping_) {
-      return;
+    if (std::exchange(stopping_, true)) {
+      return;  // stopped already
     }
-    stopping_ = true;
   }
   if (thread_.joinable()) {
     thread_.join();

@@ -1,4 +1,4 @@
-// The fleet simulator: one loop thread ("fleet-loop") that owns the Fleet (agent_state.h), fed by
+// The fleet simulator: one loop thread ("fleet-loop") that owns the Fleet (fleet.h), fed by
 // an AgentTransport. Received events and (re)subscription cues go through a bounded intake queue
 // to the loop, which hands them to the simulated agents and publishes their answers; every
 // `tick` the loop also collects the churn that is due (reconciledAt refreshes, sync/health
@@ -24,8 +24,8 @@
 #include "absl/synchronization/mutex.h"
 #include "libs/common/clock.h"
 #include "nlohmann/json.hpp"
-#include "tools/fleet-sim/agent_state.h"
 #include "tools/fleet-sim/agent_transport.h"
+#include "tools/fleet-sim/fleet.h"
 #include "tools/fleet-sim/fleet_metrics.h"
 
 namespace mmi::fleet_sim {

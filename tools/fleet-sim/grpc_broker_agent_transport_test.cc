@@ -27,6 +27,7 @@
 #include "prometheus/registry.h"
 #include "tests/support/wait.h"
 #include "tools/fleet-sim/agent_state.h"
+#include "tools/fleet-sim/fleet.h"
 #include "tools/fleet-sim/fleet_metrics.h"
 #include "tools/fleet-sim/fleet_simulator.h"
 

@@ -11,6 +11,7 @@
 #include "libs/common/testing/fake_clock.h"
 #include "prometheus/registry.h"
 #include "tools/fleet-sim/agent_state.h"
+#include "tools/fleet-sim/fleet.h"
 #include "tools/fleet-sim/fleet_sim_app.h"
 
 namespace mmi::fleet_sim {

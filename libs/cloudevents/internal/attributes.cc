@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/internal/json.h"
+#include "libs/common/status_macros.h"
 
 namespace mmi::cloudevents::internal {
 namespace {
@@ -117,6 +118,88 @@ StringPairs BinaryAttributes(const Event& event) {
   return out;
 }
 
+namespace {
+
+// One `ce-<attribute>` header (`name` lower-cased) stored in `event`.
+absl::Status ApplyBinaryAttribute(const std::string& attribute, const std::string& name,
+                                  const std::string& value, const std::string& kind_text,
+                                  Event& event) {
+  if (attribute == "specversion") {
+    if (value != kSpecVersion) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kind_text, " ce-specversion must be \"1.0\", got ", Quote(value)));
+    }
+    event.spec_version = value;
+  } else if (attribute == "id") {
+    event.id = value;
+  } else if (attribute == "source") {
+    event.source = value;
+  } else if (attribute == "type") {
+    event.type = value;
+  } else if (attribute == "time") {
+    auto time = ParseTimestamp(value);
+    if (!time.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kind_text, " ce-time: ", std::string(time.status().message())));
+    }
+    event.time = *time;
+  } else if (attribute == "datacontenttype") {
+    event.data_content_type = value;
+  } else if (IsValidExtensionName(attribute)) {
+    event.extensions.emplace(attribute, AttributeValue(value));
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kind_text, " ", Quote(name), " is not a valid CloudEvent attribute name (a-z, 0-9)"));
+  }
+  return absl::OkStatus();
+}
+
+// The attributes every binary-mode event must carry, non-empty (each header appears at most once,
+// so an empty field means an absent or empty header).
+absl::Status CheckRequiredBinaryAttributes(const Event& event, const std::string& kind_text) {
+  if (event.spec_version.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a binary-mode CloudEvent: no ", kind_text, " ce-specversion"));
+  }
+  if (event.id.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CloudEvent is missing ", kind_text, " ce-id (or it is empty)"));
+  }
+  if (event.source.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CloudEvent is missing ", kind_text, " ce-source (or it is empty)"));
+  }
+  if (event.type.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CloudEvent is missing ", kind_text, " ce-type (or it is empty)"));
+  }
+  return absl::OkStatus();
+}
+
+// The transport's own content type (MQTT property, Kafka header), which must agree with
+// `ce-datacontenttype` when both are present.
+absl::Status MergeTransportContentType(const std::optional<std::string>& content_type,
+                                       const std::string& kind_text, Event& event) {
+  if (!content_type.has_value()) {
+    return absl::OkStatus();
+  }
+  if (!IsValidUtf8(*content_type)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("content type is not valid UTF-8: ", Quote(*content_type)));
+  }
+  if (event.data_content_type.has_value() && *event.data_content_type != *content_type) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("content type ", Quote(*content_type), " contradicts ", kind_text,
+                     " ce-datacontenttype ", Quote(*event.data_content_type)));
+  }
+  if (!content_type->empty()) {
+    event.data_content_type = *content_type;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Event> DecodeBinaryAttributes(const StringPairs& attributes,
                                              const std::optional<std::string>& content_type,
                                              std::string_view payload, std::string_view kind) {
@@ -124,15 +207,11 @@ absl::StatusOr<Event> DecodeBinaryAttributes(const StringPairs& attributes,
   Event event;
   event.spec_version.clear();
   std::set<std::string, std::less<>> seen;
-  bool have_id = false;
-  bool have_source = false;
-  bool have_type = false;
   for (const auto& [raw_name, value] : attributes) {
     if (!StartsWithIgnoreCase(raw_name, kBinaryPrefix)) {
       continue;
     }
     const std::string name = AsciiLower(raw_name);
-    const std::string attribute = name.substr(kBinaryPrefix.size());
     if (!seen.insert(name).second) {
       return absl::InvalidArgumentError(
           absl::StrCat(kind_text, " ", Quote(name), " appears more than once"));
@@ -141,70 +220,12 @@ absl::StatusOr<Event> DecodeBinaryAttributes(const StringPairs& attributes,
       return absl::InvalidArgumentError(
           absl::StrCat(kind_text, " ", Quote(name), " is not valid UTF-8: ", Quote(value)));
     }
-    if (attribute == "specversion") {
-      if (value != kSpecVersion) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(kind_text, " ce-specversion must be \"1.0\", got ", Quote(value)));
-      }
-      event.spec_version = value;
-    } else if (attribute == "id") {
-      event.id = value;
-      have_id = !value.empty();
-    } else if (attribute == "source") {
-      event.source = value;
-      have_source = !value.empty();
-    } else if (attribute == "type") {
-      event.type = value;
-      have_type = !value.empty();
-    } else if (attribute == "time") {
-      auto time = ParseTimestamp(value);
-      if (!time.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(kind_text, " ce-time: ", std::string(time.status().message())));
-      }
-      event.time = *time;
-    } else if (attribute == "datacontenttype") {
-      event.data_content_type = value;
-    } else if (IsValidExtensionName(attribute)) {
-      event.extensions.emplace(attribute, AttributeValue(value));
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          kind_text, " ", Quote(name), " is not a valid CloudEvent attribute name (a-z, 0-9)"));
-    }
+    RETURN_IF_ERROR(
+        ApplyBinaryAttribute(name.substr(kBinaryPrefix.size()), name, value, kind_text, event));
   }
-  if (event.spec_version.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("not a binary-mode CloudEvent: no ", kind_text, " ce-specversion"));
-  }
-  if (!have_id) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("CloudEvent is missing ", kind_text, " ce-id (or it is empty)"));
-  }
-  if (!have_source) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("CloudEvent is missing ", kind_text, " ce-source (or it is empty)"));
-  }
-  if (!have_type) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("CloudEvent is missing ", kind_text, " ce-type (or it is empty)"));
-  }
-  if (content_type.has_value()) {
-    if (!IsValidUtf8(*content_type)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("content type is not valid UTF-8: ", Quote(*content_type)));
-    }
-    if (event.data_content_type.has_value() && *event.data_content_type != *content_type) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("content type ", Quote(*content_type), " contradicts ", kind_text,
-                       " ce-datacontenttype ", Quote(*event.data_content_type)));
-    }
-    if (!content_type->empty()) {
-      event.data_content_type = *content_type;
-    }
-  }
-  if (auto status = CheckBinaryModeContentType(event.data_content_type); !status.ok()) {
-    return status;
-  }
+  RETURN_IF_ERROR(CheckRequiredBinaryAttributes(event, kind_text));
+  RETURN_IF_ERROR(MergeTransportContentType(content_type, kind_text, event));
+  RETURN_IF_ERROR(CheckBinaryModeContentType(event.data_content_type));
   if (!payload.empty()) {
     event.data = std::string(payload);
   }

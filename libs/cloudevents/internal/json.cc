@@ -9,6 +9,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "libs/common/status_macros.h"
 
 namespace mmi::cloudevents::internal {
 
@@ -215,7 +216,10 @@ bool IsValidUtf8(std::string_view text) {
   return true;
 }
 
-absl::StatusOr<Json> ParseJson(std::string_view text, const CodecLimits& limits,
+namespace {
+
+// The limits checked before any parse or validation: the size, then the nesting depth.
+absl::Status CheckSizeAndDepth(std::string_view text, const CodecLimits& limits,
                                std::string_view what) {
   if (text.size() > limits.max_event_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(std::string(what), " of ", text.size(),
@@ -226,6 +230,14 @@ absl::StatusOr<Json> ParseJson(std::string_view text, const CodecLimits& limits,
     return absl::InvalidArgumentError(absl::StrCat(std::string(what), " nests JSON deeper than ",
                                                    limits.max_json_depth, " levels"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Json> ParseJson(std::string_view text, const CodecLimits& limits,
+                               std::string_view what) {
+  RETURN_IF_ERROR(CheckSizeAndDepth(text, limits, what));
   try {
     return Json::parse(text.begin(), text.end());
   } catch (const Json::exception& e) {
@@ -238,15 +250,7 @@ absl::StatusOr<Json> ParseJson(std::string_view text, const CodecLimits& limits,
 }
 
 absl::Status ValidateJson(std::string_view text, const CodecLimits& limits, std::string_view what) {
-  if (text.size() > limits.max_event_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(what), " of ", text.size(),
-                                                   " bytes exceeds the limit of ",
-                                                   limits.max_event_bytes, " bytes"));
-  }
-  if (const int depth = NestingDepth(text, limits.max_json_depth); depth > limits.max_json_depth) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(what), " nests JSON deeper than ",
-                                                   limits.max_json_depth, " levels"));
-  }
+  RETURN_IF_ERROR(CheckSizeAndDepth(text, limits, what));
   if (text.starts_with("\xEF\xBB\xBF")) {
     return absl::InvalidArgumentError(
         absl::StrCat(std::string(what), " starts with a byte order mark"));
@@ -429,43 +433,26 @@ absl::Status ObjectReader::Require(std::string_view member) const {
 }
 
 absl::Status ObjectReader::String(std::string_view member, std::string* out) const {
-  const Json* value = Find(member);
-  if (value == nullptr) {
-    out->clear();
-    return absl::OkStatus();
-  }
-  if (!value->is_string()) {
-    return TypeError(PathOf(member), "a string", *value);
-  }
-  *out = value->get<std::string>();
+  std::optional<std::string> value;
+  RETURN_IF_ERROR(OptionalString(member, &value));
+  *out = std::move(value).value_or("");
   return absl::OkStatus();
 }
 
 absl::Status ObjectReader::OptionalString(std::string_view member,
                                           std::optional<std::string>* out) const {
   const Json* value = Find(member);
-  if (value == nullptr) {
-    out->reset();
-    return absl::OkStatus();
-  }
-  if (!value->is_string()) {
+  if (value != nullptr && !value->is_string()) {
     return TypeError(PathOf(member), "a string", *value);
   }
-  *out = value->get<std::string>();
+  *out = value != nullptr ? std::optional<std::string>(value->get<std::string>()) : std::nullopt;
   return absl::OkStatus();
 }
 
 absl::Status ObjectReader::Int64(std::string_view member, std::int64_t* out) const {
-  const Json* value = Find(member);
-  if (value == nullptr) {
-    *out = 0;
-    return absl::OkStatus();
-  }
-  auto number = JsonInt64(*value, PathOf(member));
-  if (!number.ok()) {
-    return number.status();
-  }
-  *out = *number;
+  std::optional<std::int64_t> value;
+  RETURN_IF_ERROR(OptionalInt64(member, &value));
+  *out = value.value_or(0);
   return absl::OkStatus();
 }
 
@@ -476,11 +463,7 @@ absl::Status ObjectReader::OptionalInt64(std::string_view member,
     out->reset();
     return absl::OkStatus();
   }
-  auto number = JsonInt64(*value, PathOf(member));
-  if (!number.ok()) {
-    return number.status();
-  }
-  *out = *number;
+  ASSIGN_OR_RETURN(*out, JsonInt64(*value, PathOf(member)));
   return absl::OkStatus();
 }
 
@@ -541,10 +524,10 @@ absl::Status ObjectReader::StringMap(std::string_view member,
   if (value == nullptr) {
     return absl::OkStatus();
   }
-  const std::string path = PathOf(member);
   if (!value->is_object()) {
-    return TypeError(path, "an object", *value);
+    return TypeError(PathOf(member), "an object", *value);
   }
+  const std::string path = PathOf(member);
   for (const auto& [key, element] : value->get_ref<const Json::object_t&>()) {
     if (!element.is_string()) {
       return TypeError(MemberPath(path, key), "a string", element);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "libs/store/postgres/internal/shared_statements.h"
 
 namespace mmi::store::postgres {
 namespace {
@@ -67,22 +68,13 @@ absl::Status PostgresDispatchStore::ForEachResource(
     const std::function<void(const DispatchedResource&)>& fn) {
   return pool_.Run("load dispatched resources", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
-    // Keyset pagination keeps memory bounded at 300K rows.
-    std::string after = "00000000-0000-0000-0000-000000000000";
-    while (true) {
-      const auto rows =
-          tx.exec_params(absl::StrCat("SELECT ", kResourceColumns,
-                                      " FROM dispatched_resources WHERE resource_id > $1::uuid"
-                                      " ORDER BY resource_id LIMIT 5000"),
-                         after);
-      for (const auto& r : rows) {
-        fn(ResourceFromRow(r));
-      }
-      if (rows.size() < 5000) {
-        break;
-      }
-      after = rows[rows.size() - 1][0].as<std::string>();
-    }
+    internal::ForEachByResourceId(
+        tx,
+        absl::StrCat("SELECT ", kResourceColumns,
+                     " FROM dispatched_resources WHERE resource_id > $1::uuid"
+                     " ORDER BY resource_id LIMIT ",
+                     internal::kResourcePageSize),
+        [&](const pqxx::row& r) { fn(ResourceFromRow(r)); });
     tx.commit();
   });
 }
@@ -259,19 +251,13 @@ absl::StatusOr<bool> PostgresDispatchStore::MarkDeletionConfirmed(const std::str
   bool confirmed = false;
   absl::Status status = pool_.Run("confirm a deletion", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
-    // Only a resource being deleted: a late or redelivered Deleted report for a live (re-created)
-    // resource must not end it.
-    const pqxx::result updated = tx.exec_params(
-        "UPDATE dispatched_resources SET deletion_state = 2, updated_at = now() "
-        "WHERE resource_id = $1::uuid AND deletion_state <> 0 RETURNING 1",
-        resource_id);
-    if (!updated.empty()) {
+    const bool deleting = internal::ConfirmDeletionOfDeleting(tx, resource_id);
+    if (deleting) {
       // Delivered to listeners only when the transaction commits (same as the StatusStore's).
-      tx.exec_params("SELECT pg_notify($1, $2)", std::string(kDeletionConfirmedChannel),
-                     resource_id);
+      internal::NotifyDeletionConfirmed(tx, resource_id);
     }
     tx.commit();
-    confirmed = !updated.empty();
+    confirmed = deleting;
   });
   if (!status.ok()) {
     return status;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/common/log.h"
+#include "libs/common/status_macros.h"
 #include "libs/store/postgres/errors.h"
 
 namespace mmi::store::postgres {
@@ -19,10 +20,10 @@ const log::Logger& Log() {
   return logger;
 }
 
-}  // namespace
+// version -> (name, checksum) of the migrations recorded in mmi_schema_migrations.
+using AppliedMigrations = std::map<int, std::pair<std::string, std::string>>;
 
-absl::StatusOr<MigrateResult> ApplyMigrations(
-    const MigratorSettings& settings, const std::vector<migrations::Migration>& migrations) {
+absl::Status CheckAscending(const std::vector<migrations::Migration>& migrations) {
   for (size_t i = 1; i < migrations.size(); ++i) {
     if (migrations[i].version <= migrations[i - 1].version) {
       return absl::InternalError(
@@ -30,29 +31,72 @@ absl::StatusOr<MigrateResult> ApplyMigrations(
                        std::string(migrations[i - 1].name)));
     }
   }
+  return absl::OkStatus();
+}
+
+// Takes the session-level migration lock (waiting at most `lock_timeout`), then creates the
+// history table if this is the first run.
+void LockAndCreateHistory(pqxx::connection& conn, std::chrono::seconds lock_timeout) {
+  pqxx::nontransaction tx(conn);
+  tx.exec0(absl::StrCat("SET lock_timeout = '", lock_timeout.count(), "s'"));
+  tx.exec1(absl::StrCat("SELECT pg_advisory_lock(", kMigrationLockKey, ")"));
+  tx.exec0("SET lock_timeout = 0");
+  tx.exec0(
+      "CREATE TABLE IF NOT EXISTS mmi_schema_migrations ("
+      " version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
+      " applied_at timestamptz NOT NULL DEFAULT now())");
+}
+
+AppliedMigrations ReadApplied(pqxx::connection& conn) {
+  AppliedMigrations applied;
+  pqxx::nontransaction tx(conn);
+  for (const auto& row : tx.exec("SELECT version, name, checksum FROM mmi_schema_migrations")) {
+    applied[row[0].as<int>()] = {row[1].as<std::string>(), row[2].as<std::string>()};
+  }
+  return applied;
+}
+
+// kFailedPrecondition when the text of a migration applied earlier (with `applied_checksum`) has
+// changed since.
+absl::Status VerifyUnchanged(pqxx::connection& conn, const migrations::Migration& migration,
+                             const std::string& applied_checksum) {
+  pqxx::nontransaction tx(conn);
+  const auto checksum =
+      tx.exec_params1("SELECT md5($1)", std::string(migration.sql))[0].as<std::string>();
+  if (checksum != applied_checksum) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("migration ", std::string(migration.name),
+                     " was applied with different contents (checksum ", applied_checksum, ", now ",
+                     checksum, "): released migrations must never change; add a new one instead"));
+  }
+  return absl::OkStatus();
+}
+
+// Runs `migration` and records it in one transaction.
+void ApplyAndRecord(pqxx::connection& conn, const migrations::Migration& migration) {
+  const std::string sql(migration.sql);
+  pqxx::work tx(conn);
+  tx.exec(sql);
+  tx.exec_params0(
+      "INSERT INTO mmi_schema_migrations (version, name, checksum) "
+      "VALUES ($1, $2, md5($3))",
+      migration.version, std::string(migration.name), sql);
+  tx.commit();
+}
+
+}  // namespace
+
+absl::StatusOr<MigrateResult> ApplyMigrations(
+    const MigratorSettings& settings, const std::vector<migrations::Migration>& migrations) {
+  RETURN_IF_ERROR(CheckAscending(migrations));
   MigrateResult result;
   std::string step = "connect to PostgreSQL";
   try {
     pqxx::connection conn(settings.dsn);
     step = "take the migration lock";
-    {
-      pqxx::nontransaction tx(conn);
-      tx.exec0(absl::StrCat("SET lock_timeout = '", settings.lock_timeout.count(), "s'"));
-      tx.exec1(absl::StrCat("SELECT pg_advisory_lock(", kMigrationLockKey, ")"));
-      tx.exec0("SET lock_timeout = 0");
-      tx.exec0(
-          "CREATE TABLE IF NOT EXISTS mmi_schema_migrations ("
-          " version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
-          " applied_at timestamptz NOT NULL DEFAULT now())");
-    }
+    LockAndCreateHistory(conn, settings.lock_timeout);
     step = "read applied migrations";
-    std::map<int, std::pair<std::string, std::string>> applied;  // version -> (name, checksum)
-    {
-      pqxx::nontransaction tx(conn);
-      for (const auto& row : tx.exec("SELECT version, name, checksum FROM mmi_schema_migrations")) {
-        applied[row[0].as<int>()] = {row[1].as<std::string>(), row[2].as<std::string>()};
-      }
-    }
+    const AppliedMigrations applied = ReadApplied(conn);
     const int newest_known = migrations.empty() ? 0 : migrations.back().version;
     if (!applied.empty() && applied.rbegin()->first > newest_known) {
       return absl::FailedPreconditionError(
@@ -61,29 +105,14 @@ absl::StatusOr<MigrateResult> ApplyMigrations(
                        ": run a newer build (migrations are forward-only)"));
     }
     for (const auto& m : migrations) {
-      const std::string sql(m.sql);
       const std::string name(m.name);
-      auto it = applied.find(m.version);
-      if (it != applied.end()) {
+      if (auto it = applied.find(m.version); it != applied.end()) {
         step = absl::StrCat("verify migration ", name);
-        pqxx::nontransaction tx(conn);
-        const auto checksum = tx.exec_params1("SELECT md5($1)", sql)[0].as<std::string>();
-        if (checksum != it->second.second) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("migration ", name, " was applied with different contents (checksum ",
-                           it->second.second, ", now ", checksum,
-                           "): released migrations must never change; add a new one instead"));
-        }
+        RETURN_IF_ERROR(VerifyUnchanged(conn, m, it->second.second));
         continue;
       }
       step = absl::StrCat("apply migration ", name);
-      pqxx::work tx(conn);
-      tx.exec(sql);
-      tx.exec_params0(
-          "INSERT INTO mmi_schema_migrations (version, name, checksum) "
-          "VALUES ($1, $2, md5($3))",
-          m.version, name, sql);
-      tx.commit();
+      ApplyAndRecord(conn, m);
       result.applied.push_back(m.version);
       Log().Info("applied migration", {{"version", m.version}, {"name", name}});
     }

@@ -8,12 +8,12 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "libs/store/postgres/internal/shared_statements.h"
 
 namespace mmi::store::postgres {
 namespace {
 
 constexpr size_t kRowsPerStatement = 500;
-constexpr int kPageSize = 5000;
 
 // The 8-4-4-4-12 hex form: anything else would make the uuid cast fail the whole statement.
 bool IsUuid(const std::string& text) {
@@ -119,23 +119,13 @@ absl::Status PostgresStatusStore::ForEachAppliedStatus(
     const std::function<void(const AppliedStatus&)>& fn) {
   return pool_.Run("load applied statuses", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
-    // Keyset pagination keeps memory bounded at 300K rows.
-    std::string after = "00000000-0000-0000-0000-000000000000";
-    while (true) {
-      const auto rows = tx.exec_params(
-          absl::StrCat("SELECT ", kAppliedColumns,
-                       " FROM resource_status WHERE resource_id > $1::uuid ORDER BY resource_id"
-                       " LIMIT ",
-                       kPageSize),
-          after);
-      for (const auto& r : rows) {
-        fn(AppliedFromRow(r));
-      }
-      if (rows.size() < static_cast<size_t>(kPageSize)) {
-        break;
-      }
-      after = rows[rows.size() - 1][0].as<std::string>();
-    }
+    internal::ForEachByResourceId(
+        tx,
+        absl::StrCat("SELECT ", kAppliedColumns,
+                     " FROM resource_status WHERE resource_id > $1::uuid ORDER BY resource_id"
+                     " LIMIT ",
+                     internal::kResourcePageSize),
+        [&](const pqxx::row& r) { fn(AppliedFromRow(r)); });
     tx.commit();
   });
 }
@@ -192,23 +182,16 @@ absl::Status PostgresStatusStore::ForEachResyncEntry(
     const std::function<void(const ResyncEntry&)>& fn) {
   return pool_.Run("list resync entries", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
-    std::string after = "00000000-0000-0000-0000-000000000000";
-    while (true) {
-      const auto rows = tx.exec_params(
-          absl::StrCat("SELECT d.resource_id::text, d.cluster, coalesce(s.status_hash, '')"
-                       " FROM dispatched_resources d LEFT JOIN resource_status s"
-                       " ON s.resource_id = d.resource_id WHERE d.resource_id > $1::uuid"
-                       " ORDER BY d.resource_id LIMIT ",
-                       kPageSize),
-          after);
-      for (const auto& r : rows) {
-        fn(ResyncEntry{r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>()});
-      }
-      if (rows.size() < static_cast<size_t>(kPageSize)) {
-        break;
-      }
-      after = rows[rows.size() - 1][0].as<std::string>();
-    }
+    internal::ForEachByResourceId(
+        tx,
+        absl::StrCat("SELECT d.resource_id::text, d.cluster, coalesce(s.status_hash, '')"
+                     " FROM dispatched_resources d LEFT JOIN resource_status s"
+                     " ON s.resource_id = d.resource_id WHERE d.resource_id > $1::uuid"
+                     " ORDER BY d.resource_id LIMIT ",
+                     internal::kResourcePageSize),
+        [&](const pqxx::row& r) {
+          fn(ResyncEntry{r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>()});
+        });
     tx.commit();
   });
 }
@@ -222,19 +205,14 @@ absl::StatusOr<bool> PostgresStatusStore::MarkDeletionConfirmed(const std::strin
   bool confirmed = false;
   absl::Status status = pool_.Run("confirm a deletion", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
-    // Only a resource being deleted: a late or redelivered Deleted report for a live (re-created)
-    // resource must not end it.
-    const pqxx::result updated = tx.exec_params(
-        "UPDATE dispatched_resources SET deletion_state = 2, updated_at = now() "
-        "WHERE resource_id = $1::uuid AND deletion_state <> 0 RETURNING 1",
-        id);
-    if (!updated.empty()) {
+    const bool deleting = internal::ConfirmDeletionOfDeleting(tx, id);
+    if (deleting) {
       tx.exec_params0("DELETE FROM resource_status WHERE resource_id = $1::uuid", id);
       // Delivered to listeners only when the transaction commits.
-      tx.exec_params("SELECT pg_notify($1, $2)", std::string(kDeletionConfirmedChannel), id);
+      internal::NotifyDeletionConfirmed(tx, id);
     }
     tx.commit();
-    confirmed = !updated.empty();
+    confirmed = deleting;
   });
   if (!status.ok()) {
     return status;

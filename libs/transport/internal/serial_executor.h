@@ -31,4 +31,20 @@ class SerialExecutor {
   Loop loop_;
 };
 
+// The first step of a publisher's idempotent Stop(), called under its lifecycle lock with its
+// `started` / `stopped` flags. Returns true when Stop() must go on to settle in-flight events;
+// false when it was stopped already, or never started (then nothing can be in flight, and
+// `callbacks` is stopped here).
+inline bool BeginPublisherStop(bool& started, bool& stopped, SerialExecutor& callbacks) {
+  if (stopped) {
+    return false;
+  }
+  stopped = true;
+  if (!started) {
+    callbacks.Stop();
+    return false;
+  }
+  return true;
+}
+
 }  // namespace mmi::transport::internal

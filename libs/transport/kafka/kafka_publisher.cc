@@ -112,12 +112,7 @@ void KafkaPublisher::Publish(cloudevents::Event event, PublishCallback done) {
 void KafkaPublisher::Stop() {
   {
     absl::WriterMutexLock lock(&lifecycle_mu_);
-    if (stopped_) {
-      return;
-    }
-    stopped_ = true;
-    if (!started_) {
-      callbacks_.Stop();
+    if (!internal::BeginPublisherStop(started_, stopped_, callbacks_)) {
       return;
     }
   }

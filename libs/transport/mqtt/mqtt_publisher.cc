@@ -151,12 +151,7 @@ void MqttPublisher::Publish(cloudevents::Event event, PublishCallback done) {
 void MqttPublisher::Stop() {
   {
     absl::WriterMutexLock lock(&lifecycle_mu_);
-    if (stopped_) {
-      return;
-    }
-    stopped_ = true;
-    if (!started_) {
-      callbacks_.Stop();
+    if (!internal::BeginPublisherStop(started_, stopped_, callbacks_)) {
       return;
     }
   }

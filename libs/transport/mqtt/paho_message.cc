@@ -45,14 +45,7 @@ cloudevents::MqttMessage FromPahoMessage(const mqtt::message& message) {
 }
 
 std::size_t WireSize(const cloudevents::MqttMessage& message) {
-  std::size_t size = message.payload.size();
-  if (message.content_type.has_value()) {
-    size += message.content_type->size();
-  }
-  for (const auto& [name, value] : message.user_properties) {
-    size += name.size() + value.size();
-  }
-  return size;
+  return cloudevents::MqttMessageSize(message);
 }
 
 }  // namespace mmi::transport
