@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "libs/common/log.h"
 #include "libs/common/loop.h"
+#include "libs/common/status_macros.h"
 #include "libs/kube/informer.h"
 #include "libs/metrics/admin_server.h"
 #include "libs/metrics/build_info.h"
@@ -21,13 +22,13 @@
 #include "libs/store/postgres/dispatch_store.h"
 #include "libs/transport/factory.h"
 #include "prometheus/registry.h"
-#include "services/dispatcher/gitops_cluster_controller.h"
-#include "services/dispatcher/managed_clusters.h"
-#include "services/dispatcher/metrics.h"
-#include "services/dispatcher/outbox.h"
-#include "services/dispatcher/reconciler.h"
-#include "services/dispatcher/spec_resync.h"
-#include "services/dispatcher/timed_dispatch_store.h"
+#include "services/dispatcher/apps/managed_clusters.h"
+#include "services/dispatcher/apps/metrics.h"
+#include "services/dispatcher/apps/outbox.h"
+#include "services/dispatcher/apps/reconciler.h"
+#include "services/dispatcher/apps/spec_resync.h"
+#include "services/dispatcher/apps/timed_dispatch_store.h"
+#include "services/dispatcher/gitops/gitops_cluster_controller.h"
 
 namespace mmi::dispatcher {
 namespace {
@@ -80,28 +81,59 @@ absl::Status DispatcherApp::Start() {
   c_ = std::make_unique<Components>();
   Components& c = *c_;
   Clock& clock = RealClock::Instance();
-  metrics::RegisterBuildInfo(*c.registry, "dispatcher");
-  Log().Info("starting", {{"version", metrics::Version()}, {"config", SettingsSummary(settings_)}});
-
   // Hub API: one client for everything (the Lease has its own, see below).
-  auto hub = service::ConnectHub(settings_.kube, "dispatcher", clock, c.registry.get());
-  if (!hub.ok()) {
-    return hub.status();
+  ASSIGN_OR_RETURN(c.hub,
+                   service::AnnounceAndConnectHub(Log(), "dispatcher", SettingsSummary(settings_),
+                                                  settings_.kube, clock, *c.registry));
+  RETURN_IF_ERROR(OpenStore(clock));
+  RETURN_IF_ERROR(OpenTransport(clock));
+  BuildApplications(clock);
+  if (settings_.gitops_cluster_enabled) {
+    c.gitops = std::make_unique<GitOpsClusterController>(*c.hub.client, clock,
+                                                         settings_.gitops_cluster, *c.registry);
   }
-  c.hub = *std::move(hub);
-  kube::HttpKubeClient& hub_client = *c.hub.client;
+  // Leadership (a Lease unless disabled): only the leader loads state and dispatches.
+  ASSIGN_OR_RETURN(c.leader, service::LeaderCampaign::Create(
+                                 c.hub.settings, settings_.leader, clock, *c.registry,
+                                 [this] { StartLeading(); }, [this] { OnLostLeadership(); }));
+  AddHealthChecks(clock);
 
-  // PostgreSQL: schema first, then the pool.
-  if (absl::Status s = service::ApplySchema(settings_.store); !s.ok()) {
+  // Start in dependency order.
+  if (absl::Status s = c.admin->Start(); !s.ok()) {
     return s;
   }
-  c.pool = std::make_unique<store::postgres::ConnectionPool>(
-      store::postgres::ConnectionPoolSettings{settings_.store.dsn, settings_.store.pool_size});
+  if (absl::Status s = c.publisher->Start(); !s.ok()) {
+    return s;
+  }
+  c.loop->Start();
+  c.workers->Start();
+  // Heartbeat for the liveness check.
+  struct Beat {
+    static void Schedule(Components& comp, const Clock& clk) {
+      comp.loop_heartbeat_ns.store(clk.MonotonicNow().time_since_epoch().count());
+      comp.loop->PostAfter(std::chrono::seconds(5), [&comp, &clk] { Schedule(comp, clk); });
+    }
+  };
+  c.loop->Post([&c, &clock] { Beat::Schedule(c, clock); });
+  c.cluster_informer->Start();
+  c.app_informer->Start();
+  return c.leader->Start();
+}
+
+absl::Status DispatcherApp::OpenStore(Clock& clock) {
+  Components& c = *c_;
+  // PostgreSQL: schema first, then the pool.
+  ASSIGN_OR_RETURN(c.pool, service::OpenStore(settings_.store));
   c.pg_store = std::make_unique<store::postgres::PostgresDispatchStore>(*c.pool);
   const std::string transport_name(transport::TransportName(settings_.transport));
   c.metrics = std::make_unique<DispatcherMetrics>(*c.registry, transport_name);
   c.store = std::make_unique<TimedDispatchStore>(*c.pg_store, clock, *c.metrics);
 
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherApp::OpenTransport(Clock& clock) {
+  Components& c = *c_;
   // Transport.
   const transport::TransportDeps deps{clock, *c.registry};
   if (settings_.spec_resync) {
@@ -119,6 +151,14 @@ absl::Status DispatcherApp::Start() {
     c.publisher = *std::move(publisher);
   }
 
+  return absl::OkStatus();
+}
+
+// The Applications room (apps/): reconcile loop, worker pool, informers, reconciler, outbox,
+// deletion confirmations and spec resync answers.
+void DispatcherApp::BuildApplications(Clock& clock) {
+  Components& c = *c_;
+  kube::HttpKubeClient& hub_client = *c.hub.client;
   // Reconcile loop, worker pool and the pipeline.
   c.loop = std::make_unique<Loop>(clock, "dispatch-loop");
   c.workers = std::make_unique<WorkerPool>(clock, "dispatch-worker", settings_.workers);
@@ -154,23 +194,12 @@ absl::Status DispatcherApp::Start() {
         settings_.reconciler.payload.source_id, *c.workers, *c.store, *c.publisher, clock,
         *c.metrics, [r = c.reconciler.get()](const std::string& id) { return r->IsDeleting(id); });
   }
-  if (settings_.gitops_cluster_enabled) {
-    c.gitops = std::make_unique<GitOpsClusterController>(hub_client, clock,
-                                                         settings_.gitops_cluster, *c.registry);
-  }
-  // Leadership (a Lease unless disabled): only the leader loads state and dispatches.
-  auto leader = service::LeaderCampaign::Create(
-      c.hub.settings, settings_.leader, clock, *c.registry,
-      kube::LeaderCallbacks{.on_started_leading = [this] { StartLeading(); },
-                            .on_stopped_leading = [this] { OnLostLeadership(); },
-                            .on_new_leader = {}});
-  if (!leader.ok()) {
-    return leader.status();
-  }
-  c.leader = *std::move(leader);
+}
 
-  // Admin endpoint: checks only read atomics or cached state. Readiness is about dependencies,
-  // so a standby replica is ready; leadership is the mmi_leader_election_is_leader gauge.
+// Admin endpoint: checks only read atomics or cached state. Readiness is about dependencies,
+// so a standby replica is ready; leadership is the mmi_leader_election_is_leader gauge.
+void DispatcherApp::AddHealthChecks(Clock& clock) {
+  Components& c = *c_;
   c.admin = service::MakeAdminServer(settings_.admin_listen, c.registry, *c.publisher);
   c.admin->AddLivenessCheck("reconcile-loop", [&c, &clock] {
     const int64_t beat = c.loop_heartbeat_ns.load();
@@ -206,27 +235,6 @@ absl::Status DispatcherApp::Start() {
       return absl::OkStatus();
     });
   }
-
-  // Start in dependency order.
-  if (absl::Status s = c.admin->Start(); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = c.publisher->Start(); !s.ok()) {
-    return s;
-  }
-  c.loop->Start();
-  c.workers->Start();
-  // Heartbeat for the liveness check.
-  struct Beat {
-    static void Schedule(Components& comp, const Clock& clk) {
-      comp.loop_heartbeat_ns.store(clk.MonotonicNow().time_since_epoch().count());
-      comp.loop->PostAfter(std::chrono::seconds(5), [&comp, &clk] { Schedule(comp, clk); });
-    }
-  };
-  c.loop->Post([&c, &clock] { Beat::Schedule(c, clock); });
-  c.cluster_informer->Start();
-  c.app_informer->Start();
-  return c.leader->Start();
 }
 
 void DispatcherApp::StartLeading() {
@@ -250,7 +258,13 @@ void DispatcherApp::StartLeading() {
           auto shared_ack = std::make_shared<transport::AckFn>(std::move(ack));
           c.resync->Handle(std::move(event), [shared_ack] { std::move (*shared_ack)(); });
         },
-        {});
+        [&c](bool resubscribed) {
+          // What the broker accepted just before the connection was lost may be gone with it,
+          // and agents that reconnected first asked for their specs while no one listened.
+          if (resubscribed) {
+            c.loop->Post([&c] { c.resync->Replay(c.outbox->TakeRecentlyAccepted()); });
+          }
+        });
     if (!s.ok()) {
       Log().Error("cannot start the spec resync subscription",
                   {{"error", std::string(s.message())}});
@@ -377,10 +391,7 @@ size_t DispatcherApp::outbox_pending() const {
 bool DispatcherApp::dispatching() const { return c_ && c_->reconciler && c_->reconciler->active(); }
 
 int DispatcherMain(int argc, char** argv) {
-  service::BlockShutdownSignals();  // before any thread starts
-  log::SetServiceName("dispatcher");
-  return service::RunService<DispatcherApp>(
-      Log(), LoadSettings(argc, argv, service::ProcessEnvironment()));
+  return service::ServiceMain<DispatcherApp>("dispatcher", Log(), argc, argv, LoadSettings);
 }
 
 }  // namespace mmi::dispatcher

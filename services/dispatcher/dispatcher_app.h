@@ -47,6 +47,11 @@ class DispatcherApp {
 
  private:
   struct Components;
+  // Start() in steps, each filling its part of Components.
+  absl::Status OpenStore(Clock& clock);
+  absl::Status OpenTransport(Clock& clock);
+  void BuildApplications(Clock& clock);
+  void AddHealthChecks(Clock& clock);
   void StartLeading();
   void OnLostLeadership();
   // Waits for the outbox until it drains, `deadline`, or the transport stays disconnected.

@@ -16,9 +16,9 @@
 #include "absl/status/statusor.h"
 #include "libs/service/settings.h"
 #include "libs/transport/settings.h"
-#include "services/dispatcher/gitops_cluster_controller.h"
-#include "services/dispatcher/outbox.h"
-#include "services/dispatcher/reconciler.h"
+#include "services/dispatcher/apps/outbox.h"
+#include "services/dispatcher/apps/reconciler.h"
+#include "services/dispatcher/gitops/gitops_cluster_controller.h"
 
 namespace mmi::dispatcher {
 

@@ -14,8 +14,8 @@
 #include "libs/kube/http_kube_client.h"
 #include "libs/kube/rest_config.h"
 #include "prometheus/registry.h"
-#include "services/dispatcher/gitops_cluster.h"
-#include "services/dispatcher/gitops_cluster_controller.h"
+#include "services/dispatcher/gitops/gitops_cluster.h"
+#include "services/dispatcher/gitops/gitops_cluster_controller.h"
 #include "tests/support/peer.h"
 #include "tests/support/wait.h"
 

@@ -1,0 +1,47 @@
+#include "services/dispatcher/apps/app_events.h"
+
+#include "libs/kube/object.h"
+#include "services/dispatcher/apps/reconciler.h"
+
+namespace mmi::dispatcher {
+namespace {
+
+using nlohmann::json;
+
+json WithoutBookkeeping(const json& app) {
+  json copy = app;
+  copy.erase("status");
+  if (auto meta = copy.find("metadata"); meta != copy.end() && meta->is_object()) {
+    meta->erase("resourceVersion");
+    meta->erase("generation");
+    meta->erase("managedFields");
+  }
+  return copy;
+}
+
+}  // namespace
+
+bool DispatchRelevantChange(const json& old_app, const json& new_app) {
+  return WithoutBookkeeping(old_app) != WithoutBookkeeping(new_app);
+}
+
+kube::Transform ApplicationTransform() {
+  return kube::DropFields({"/status", "/metadata/managedFields"});
+}
+
+void AppEventHandler::OnAdd(const kube::ObjectPtr& object, bool /*in_initial_list*/) {
+  reconciler_.Enqueue(kube::ObjectKey(*object));
+}
+
+void AppEventHandler::OnUpdate(const kube::ObjectPtr& old_object,
+                               const kube::ObjectPtr& new_object) {
+  if (DispatchRelevantChange(*old_object, *new_object)) {
+    reconciler_.Enqueue(kube::ObjectKey(*new_object));
+  }
+}
+
+void AppEventHandler::OnDelete(const kube::ObjectPtr& last_state) {
+  reconciler_.Enqueue(kube::ObjectKey(*last_state));
+}
+
+}  // namespace mmi::dispatcher

@@ -1,0 +1,61 @@
+// What the reconciler reads of the hub Applications: the cache (ObjectLister, an Informer in
+// production) and its events (AppEventHandler, which only enqueues keys).
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "libs/kube/informer.h"
+#include "nlohmann/json.hpp"
+
+namespace mmi::dispatcher {
+
+class Reconciler;
+
+// Read access to cached hub objects (an Informer in production, a map in tests). Thread-safe.
+class ObjectLister {
+ public:
+  virtual ~ObjectLister() = default;
+  // nullptr when absent.
+  virtual kube::ObjectPtr Get(std::string_view ns, std::string_view name) const = 0;
+  virtual std::vector<kube::ObjectPtr> List() const = 0;
+  // True once the cache holds the complete initial list. Before that an absent object proves
+  // nothing (it may simply not be listed yet), so nothing may be decided from Get() == nullptr.
+  virtual bool synced() const = 0;
+};
+
+class InformerLister final : public ObjectLister {
+ public:
+  explicit InformerLister(const kube::Informer& informer) : informer_(informer) {}
+  kube::ObjectPtr Get(std::string_view ns, std::string_view name) const override {
+    return informer_.Get(ns, name);
+  }
+  std::vector<kube::ObjectPtr> List() const override { return informer_.List(); }
+  bool synced() const override { return informer_.HasSynced(); }
+
+ private:
+  const kube::Informer& informer_;
+};
+
+// Feeds an Application informer into a Reconciler: adds, deletes and updates that change what is
+// dispatched (not status-only updates, hub-apis §5.2) enqueue the key. Runs on the informer
+// thread; only enqueues.
+class AppEventHandler final : public kube::InformerHandler {
+ public:
+  explicit AppEventHandler(Reconciler& reconciler) : reconciler_(reconciler) {}
+  void OnAdd(const kube::ObjectPtr& object, bool in_initial_list) override;
+  void OnUpdate(const kube::ObjectPtr& old_object, const kube::ObjectPtr& new_object) override;
+  void OnDelete(const kube::ObjectPtr& last_state) override;
+
+ private:
+  Reconciler& reconciler_;
+};
+
+// True when the two versions of an Application differ in more than status and server
+// bookkeeping (resourceVersion, generation, managedFields).
+bool DispatchRelevantChange(const nlohmann::json& old_app, const nlohmann::json& new_app);
+
+// The informer transform for Applications: drops status and managedFields.
+kube::Transform ApplicationTransform();
+
+}  // namespace mmi::dispatcher

@@ -1,0 +1,111 @@
+#include "services/dispatcher/apps/dispatch_state.h"
+
+#include <utility>
+
+namespace mmi::dispatcher {
+
+std::string TrackedResource::Key() const {
+  return identity.hub_namespace + "/" + identity.hub_name;
+}
+
+store::DispatchedResource TrackedResource::Row(store::DeletionState row_state) const {
+  store::DispatchedResource row;
+  row.resource_id = identity.resource_id;
+  row.cluster = identity.cluster;
+  row.hub_namespace = identity.hub_namespace;
+  row.hub_name = identity.hub_name;
+  row.hub_uid = hub_uid;
+  row.work_name = identity.work_name;
+  row.appset_namespace = appset_namespace;
+  row.appset_name = appset_name;
+  row.version = version;
+  row.payload_hash = payload_hash;
+  row.deletion_state = row_state;
+  return row;
+}
+
+TrackedResource TrackedResource::FromRow(store::DispatchedResource row) {
+  TrackedResource t;
+  t.identity = ResourceIdentity{.resource_id = std::move(row.resource_id),
+                                .cluster = std::move(row.cluster),
+                                .work_name = std::move(row.work_name),
+                                .hub_namespace = std::move(row.hub_namespace),
+                                .hub_name = std::move(row.hub_name)};
+  t.hub_uid = std::move(row.hub_uid);
+  t.appset_namespace = std::move(row.appset_namespace);
+  t.appset_name = std::move(row.appset_name);
+  t.payload_hash = std::move(row.payload_hash);
+  t.version = row.version;
+  t.state = row.deletion_state;
+  return t;
+}
+
+TrackedResource* DispatchState::Find(const std::string& resource_id) {
+  auto it = resources_.find(resource_id);
+  return it == resources_.end() ? nullptr : &it->second;
+}
+
+const TrackedResource* DispatchState::Find(const std::string& resource_id) const {
+  auto it = resources_.find(resource_id);
+  return it == resources_.end() ? nullptr : &it->second;
+}
+
+TrackedResource* DispatchState::FindByKey(const std::string& key) {
+  auto it = by_key_.find(key);
+  return it == by_key_.end() ? nullptr : Find(it->second);
+}
+
+TrackedResource& DispatchState::Track(TrackedResource resource) {
+  const std::string id = resource.id();
+  by_key_[resource.Key()] = id;
+  TrackedResource& tracked = resources_[id] = std::move(resource);
+  tracked_gauge_.Set(static_cast<double>(resources_.size()));
+  return tracked;
+}
+
+void DispatchState::Untrack(const std::string& resource_id) {
+  UnmarkDeleting(resource_id);
+  auto it = resources_.find(resource_id);
+  if (it == resources_.end()) {
+    return;
+  }
+  if (auto kit = by_key_.find(it->second.Key());
+      kit != by_key_.end() && kit->second == resource_id) {
+    by_key_.erase(kit);
+  }
+  resources_.erase(it);
+  tracked_gauge_.Set(static_cast<double>(resources_.size()));
+}
+
+void DispatchState::MarkDeleting(const std::string& resource_id) {
+  absl::MutexLock lock(&mu_);
+  deleting_.insert(resource_id);
+}
+
+void DispatchState::UnmarkDeleting(const std::string& resource_id) {
+  absl::MutexLock lock(&mu_);
+  deleting_.erase(resource_id);
+}
+
+void DispatchState::RememberDeleted(const std::string& resource_id,
+                                    std::chrono::steady_clock::time_point now) {
+  absl::MutexLock lock(&mu_);
+  recently_deleted_[resource_id] = now;
+  if (recently_deleted_.size() > 1024) {
+    absl::erase_if(recently_deleted_, [now](const auto& entry) {
+      return now - entry.second > std::chrono::minutes(10);
+    });
+  }
+}
+
+void DispatchState::ForgetDeleted(const std::string& resource_id) {
+  absl::MutexLock lock(&mu_);
+  recently_deleted_.erase(resource_id);
+}
+
+bool DispatchState::IsDeleting(const std::string& resource_id) const {
+  absl::MutexLock lock(&mu_);
+  return deleting_.contains(resource_id) || recently_deleted_.contains(resource_id);
+}
+
+}  // namespace mmi::dispatcher

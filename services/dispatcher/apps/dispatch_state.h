@@ -1,0 +1,86 @@
+// The dispatch state: what the dispatcher last recorded for each resource it sent (resource id ->
+// identity, payload hash, version, deletion state) and what is under way for it. Warm-loaded
+// from the store on activation; the reconcile loop alone reads and changes it, except the
+// "deleting" marks, which the spec resync responder reads from its own threads (IsDeleting).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "libs/store/dispatch_store.h"
+#include "prometheus/gauge.h"
+#include "services/dispatcher/apps/hub_writes.h"
+#include "services/dispatcher/apps/spec_events.h"
+
+namespace mmi::dispatcher {
+
+// One resource the dispatcher sent (or is about to send), by resource id.
+struct TrackedResource {
+  ResourceIdentity identity;  // resource id, cluster, work name, hub namespace and name
+  std::string hub_uid;
+  std::optional<std::string> appset_namespace;
+  std::optional<std::string> appset_name;
+  std::string payload_hash;
+  int32_t version = 0;
+  store::DeletionState state = store::DeletionState::kLive;
+  bool busy = false;       // a store call or hub write for it is running
+  bool requeue = false;    // reconcile its key again when not busy any more
+  int unpublished = 0;     // outbox events recorded but not yet accepted by the broker
+  bool stripping = false;  // a strip of operation/refresh is running
+  std::optional<PropagatedRequest> strip;  // strip once `strip_hash` is published
+  std::string strip_hash;
+  // When the broker last accepted a delete request for it, and how often it was sent again.
+  std::optional<std::chrono::steady_clock::time_point> delete_published_at;
+  int delete_resends = 0;
+
+  const std::string& id() const { return identity.resource_id; }
+  // "<hub namespace>/<hub name>", the Application key.
+  std::string Key() const;
+  // The store row of this resource in `state` (no payload: only a create or update sends one).
+  store::DispatchedResource Row(store::DeletionState row_state) const;
+  // The identity and last recorded state of a store row.
+  static TrackedResource FromRow(store::DispatchedResource row);
+};
+
+class DispatchState {
+ public:
+  // `tracked` (mmi_dispatcher_tracked_resources) is borrowed and kept equal to size().
+  explicit DispatchState(prometheus::Gauge& tracked) : tracked_gauge_(tracked) {}
+
+  // Loop thread.
+  TrackedResource* Find(const std::string& resource_id);
+  const TrackedResource* Find(const std::string& resource_id) const;
+  TrackedResource* FindByKey(const std::string& key);
+  // Adds (or replaces) `resource` under its id and key.
+  TrackedResource& Track(TrackedResource resource);
+  void Untrack(const std::string& resource_id);
+  size_t size() const { return resources_.size(); }
+  absl::flat_hash_map<std::string, TrackedResource>& resources() { return resources_; }
+  const absl::flat_hash_map<std::string, std::string>& keys() const { return by_key_; }
+
+  // Any thread. Deleting: a deletion of the resource is decided and not finished; recently
+  // deleted: finished, until dispatched afresh (pruned after 10 min once over 1,024).
+  void MarkDeleting(const std::string& resource_id);
+  void UnmarkDeleting(const std::string& resource_id);
+  void RememberDeleted(const std::string& resource_id, std::chrono::steady_clock::time_point now);
+  void ForgetDeleted(const std::string& resource_id);
+  bool IsDeleting(const std::string& resource_id) const;
+
+ private:
+  prometheus::Gauge& tracked_gauge_;
+  absl::flat_hash_map<std::string, TrackedResource> resources_;  // by resource id
+  absl::flat_hash_map<std::string, std::string> by_key_;         // "<ns>/<name>" -> resource id
+  mutable absl::Mutex mu_;
+  absl::flat_hash_set<std::string> deleting_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::chrono::steady_clock::time_point> recently_deleted_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace mmi::dispatcher

@@ -1,0 +1,126 @@
+// Outbox: publishes events that are already recorded in PostgreSQL (DispatchStore::Record), so a
+// change taken from the hub is never lost before the broker accepted it
+// (record-then-publish). Per resource, events go out strictly in recording order, one at a time;
+// across resources up to `max_in_flight` publishes run at once. A failed publish stays in the
+// outbox and is retried with exponential backoff (its attempt is counted in the store); an event
+// that can never be sent (kInvalidArgument) is counted, logged and dropped. Accepted events are
+// removed from the store in batches (MarkPublished).
+//
+// Threading: every method except pending() and WaitDrained() runs on the reconcile loop. Store
+// calls run on the worker pool; Publisher callbacks only post back to the loop.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "libs/common/backoff.h"
+#include "libs/common/clock.h"
+#include "libs/common/loop.h"
+#include "libs/store/dispatch_store.h"
+#include "libs/transport/publisher.h"
+#include "services/dispatcher/apps/metrics.h"
+#include "services/dispatcher/apps/recent_acceptances.h"
+
+namespace mmi::dispatcher {
+
+struct OutboxSettings {
+  // Publishes awaiting their broker acknowledgement at most (across resources).
+  size_t max_in_flight = 256;
+  // Delay before re-publishing a failed event (grows per attempt of that event).
+  BackoffSettings retry{.initial = std::chrono::milliseconds(500),
+                        .max = std::chrono::milliseconds(60'000),
+                        .multiplier = 2.0,
+                        .jitter = 0.2};
+  // Published seqs removed from the store per MarkPublished call at most.
+  size_t mark_batch = 500;
+  // While the transport reports itself disconnected nothing is published; re-checked this often.
+  std::chrono::milliseconds reconnect_poll{200};
+  // Accepted events remembered for TakeRecentlyAccepted(): those within `recent_window` of the
+  // newest acceptance, at most `recent_capacity` (0: none).
+  std::chrono::milliseconds recent_window{10'000};
+  size_t recent_capacity = 50'000;
+};
+
+class Outbox {
+ public:
+  // Runs on the loop after the broker accepted an event (not for dropped events).
+  using PublishedHook = std::function<void(const store::OutboxEntry& entry)>;
+
+  // Everything borrowed; must outlive the outbox (stop the publisher and the executors first).
+  Outbox(Loop& loop, WorkerPool& workers, store::DispatchStore& store,
+         transport::Publisher& publisher, const Clock& clock, DispatcherMetrics& metrics,
+         OutboxSettings settings);
+  Outbox(const Outbox&) = delete;
+  Outbox& operator=(const Outbox&) = delete;
+
+  // Before the first Add().
+  void SetPublishedHook(PublishedHook hook);
+
+  // Loop thread. Entries already recorded in the store (seq assigned), ascending seq. Entries
+  // already known (same seq) are ignored.
+  void Add(std::vector<store::OutboxEntry> entries);
+
+  // Loop thread: the resources whose events the broker accepted lately, by cluster (see
+  // recent_acceptances.h); forgets them.
+  std::map<std::string, std::vector<std::string>> TakeRecentlyAccepted() { return recent_.Take(); }
+
+  // Any thread: events recorded but not yet accepted by the broker (and accepted ones whose
+  // removal from the store is still pending).
+  size_t pending() const;
+  // Any thread but the loop: waits until pending() == 0 or `timeout`. True when drained.
+  bool WaitDrained(std::chrono::milliseconds timeout);
+
+ private:
+  struct Item {
+    store::OutboxEntry entry;
+    std::chrono::steady_clock::time_point added_at;
+    int attempts = 0;
+  };
+
+  void Pump();
+  void PublishOne(int64_t seq);
+  void OnResult(int64_t seq, const absl::Status& status,
+                std::chrono::steady_clock::time_point started);
+  // Create refused as existing / update as unknown: queued again with the other verb. False
+  // when that does not apply (or the stored event cannot be re-encoded).
+  bool ResendWithOtherVerb(int64_t seq, Item& item, const absl::Status& status);
+  // Removes `seq` (head of its resource) and readies the resource's next event.
+  void Finish(int64_t seq);
+  void FlushMarks();
+  void UpdateOutstanding();
+  std::chrono::milliseconds RetryDelay(int attempts);
+
+  Loop& loop_;
+  WorkerPool& workers_;
+  store::DispatchStore& store_;
+  transport::Publisher& publisher_;
+  const Clock& clock_;
+  DispatcherMetrics& metrics_;
+  const OutboxSettings settings_;
+  PublishedHook hook_;
+
+  // Loop-owned.
+  std::map<int64_t, Item> items_;
+  absl::flat_hash_map<std::string, std::deque<int64_t>> by_resource_;
+  std::deque<int64_t> ready_;
+  size_t in_flight_ = 0;
+  bool pump_scheduled_ = false;
+  std::vector<int64_t> marks_;
+  size_t marks_in_flight_ = 0;
+  std::mt19937_64 rng_{0x5eed};
+  RecentAcceptances recent_;
+
+  mutable absl::Mutex drain_mu_;
+  size_t outstanding_ ABSL_GUARDED_BY(drain_mu_) = 0;
+};
+
+}  // namespace mmi::dispatcher

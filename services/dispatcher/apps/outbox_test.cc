@@ -1,0 +1,206 @@
+#include "services/dispatcher/apps/outbox.h"
+
+#include <gtest/gtest.h>
+
+#include "libs/cloudevents/json_format.h"
+#include "libs/common/testing/fake_clock.h"
+#include "libs/store/testing/fake_dispatch_store.h"
+#include "libs/transport/testing/fake_publisher.h"
+#include "libs/transport/testing/metric_value.h"
+#include "prometheus/registry.h"
+
+namespace mmi::dispatcher {
+namespace {
+
+using transport::testing::FakePublisher;
+using transport::testing::MetricValue;
+
+store::DispatchChange Change(const std::string& id, int32_t version) {
+  cloudevents::Event e;
+  e.id = id + "-" + std::to_string(version);
+  e.source = "app-work-client";
+  e.type = std::string(cloudevents::kSpecUpdateRequestType);
+  e.SetString(cloudevents::kExtClusterName, "cluster1");
+  e.SetString(cloudevents::kExtResourceId, id);
+  e.SetInteger(cloudevents::kExtResourceVersion, version);
+  store::DispatchChange c;
+  c.resource.resource_id = id;
+  c.resource.cluster = "cluster1";
+  c.resource.hub_namespace = "argocd";
+  c.resource.hub_name = id;
+  c.resource.work_name = "argocd-" + id;
+  c.resource.version = version;
+  c.resource.payload_hash = "h" + std::to_string(version);
+  c.event.resource_id = id;
+  c.event.cluster = "cluster1";
+  c.event.action = store::OutboxAction::kUpdate;
+  c.event.version = version;
+  c.event.payload_hash = c.resource.payload_hash;
+  c.event.event = cloudevents::EncodeStructuredJson(e).value();
+  return c;
+}
+
+class OutboxTest : public ::testing::Test {
+ protected:
+  std::vector<store::OutboxEntry> Record(const std::vector<store::DispatchChange>& changes) {
+    auto seqs = store_.Record(changes);
+    EXPECT_TRUE(seqs.ok());
+    std::vector<store::OutboxEntry> out;
+    for (size_t i = 0; i < changes.size(); ++i) {
+      out.push_back(changes[i].event);
+      out.back().seq = (*seqs)[i];
+    }
+    return out;
+  }
+  void RunAll() {
+    while (loop_.RunUntilIdleForTest() + workers_.RunUntilIdleForTest() > 0) {
+    }
+  }
+
+  mmi::testing::FakeClock clock_;
+  Loop loop_{clock_, "loop"};
+  WorkerPool workers_{clock_, "workers", 1};
+  store::testing::FakeDispatchStore store_;
+  prometheus::Registry registry_;
+  DispatcherMetrics metrics_{registry_, "fake"};
+};
+
+TEST_F(OutboxTest, AFailedPublishStaysInTheOutboxAndIsRetried) {
+  FakePublisher publisher;
+  ASSERT_TRUE(publisher.Start().ok());
+  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, {});
+  std::vector<std::string> hooked;
+  outbox.SetPublishedHook([&](const store::OutboxEntry& e) { hooked.push_back(e.resource_id); });
+
+  publisher.FailNext(absl::UnavailableError("broker down"));
+  loop_.Post([&, entries = Record({Change("r1", 1)})]() mutable { outbox.Add(entries); });
+  RunAll();
+  EXPECT_EQ(publisher.published().size(), 1U);
+  EXPECT_TRUE(publisher.accepted().empty());
+  EXPECT_EQ(outbox.pending(), 1U);
+  auto pending = store_.PendingOutbox(0, 10);
+  ASSERT_TRUE(pending.ok());
+  ASSERT_EQ(pending->size(), 1U);
+  EXPECT_EQ((*pending)[0].attempts, 1);
+  EXPECT_EQ(MetricValue(registry_, "mmi_dispatcher_dispatches_total",
+                        {{"action", "update"}, {"result", "retry"}}),
+            1);
+  EXPECT_TRUE(hooked.empty());
+
+  // After the backoff the same event (same CloudEvent id) goes out again and is accepted.
+  clock_.Advance(std::chrono::seconds(2));
+  RunAll();
+  ASSERT_EQ(publisher.accepted().size(), 1U);
+  EXPECT_EQ(publisher.accepted()[0].id, publisher.published()[0].id);
+  EXPECT_EQ(outbox.pending(), 0U);
+  EXPECT_TRUE(store_.PendingOutbox(0, 10)->empty());
+  EXPECT_EQ(hooked, std::vector<std::string>{"r1"});
+}
+
+TEST_F(OutboxTest, EventsOfOneResourceGoOutInOrderOneAtATime) {
+  FakePublisher publisher(FakePublisher::Mode::kManual);
+  ASSERT_TRUE(publisher.Start().ok());
+  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, {});
+  auto entries = Record({Change("r1", 1), Change("r2", 1), Change("r1", 2)});
+  loop_.Post([&] { outbox.Add(entries); });
+  RunAll();
+  // r1 v1 and r2 v1 in flight; r1 v2 waits for r1 v1.
+  ASSERT_EQ(publisher.pending(), 2);
+  ASSERT_TRUE(publisher.CompleteNext());
+  RunAll();
+  ASSERT_EQ(publisher.published().size(), 3U);
+  EXPECT_EQ(publisher.published()[2].ResourceVersion().value(), 2);
+  publisher.CompleteAll();
+  RunAll();
+  EXPECT_EQ(outbox.pending(), 0U);
+  EXPECT_TRUE(outbox.WaitDrained(std::chrono::milliseconds(0)));
+}
+
+TEST_F(OutboxTest, EventsLeftByACrashedProcessArePublishedByTheNextOne) {
+  auto entries = Record({Change("r1", 1)});
+  {
+    // First process (its own executors): the broker never acknowledges, then the process dies
+    // with the event in flight.
+    Loop loop(clock_, "loop1");
+    WorkerPool workers(clock_, "workers1", 1);
+    FakePublisher publisher(FakePublisher::Mode::kManual);
+    ASSERT_TRUE(publisher.Start().ok());
+    Outbox outbox(loop, workers, store_, publisher, clock_, metrics_, {});
+    loop.Post([&] { outbox.Add(entries); });
+    loop.RunUntilIdleForTest();
+    EXPECT_EQ(publisher.pending(), 1);
+    loop.Stop();
+    workers.Stop();
+    publisher.Stop();  // its callback is dropped: the loop is gone
+  }
+  // Next process: recovers the outbox from the store.
+  FakePublisher publisher;
+  ASSERT_TRUE(publisher.Start().ok());
+  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, {});
+  auto pending = store_.PendingOutbox(0, 100);
+  ASSERT_TRUE(pending.ok());
+  ASSERT_EQ(pending->size(), 1U);
+  loop_.Post([&] { outbox.Add(*pending); });
+  RunAll();
+  ASSERT_EQ(publisher.accepted().size(), 1U);
+  EXPECT_TRUE(store_.PendingOutbox(0, 10)->empty());
+}
+
+TEST_F(OutboxTest, NothingIsPublishedWhileTheTransportIsDisconnected) {
+  FakePublisher publisher;
+  ASSERT_TRUE(publisher.Start().ok());
+  publisher.SetConnected(false);
+  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, {});
+  auto entries = Record({Change("r1", 1)});
+  loop_.Post([&] { outbox.Add(entries); });
+  RunAll();
+  EXPECT_TRUE(publisher.published().empty());
+  EXPECT_EQ(outbox.pending(), 1U);
+  publisher.SetConnected(true);
+  clock_.Advance(std::chrono::milliseconds(200));
+  RunAll();
+  ASSERT_EQ(publisher.accepted().size(), 1U);
+  EXPECT_EQ(outbox.pending(), 0U);
+  EXPECT_EQ(MetricValue(registry_, "mmi_dispatcher_dispatches_total",
+                        {{"action", "update"}, {"result", "retry"}}),
+            0);
+}
+
+TEST_F(OutboxTest, ACreateMaestroAlreadyHasIsResentAsAnUpdate) {
+  FakePublisher publisher;
+  ASSERT_TRUE(publisher.Start().ok());
+  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, {});
+  publisher.FailNext(absl::AlreadyExistsError("This Resource already exists"));
+  store::DispatchChange change = Change("r1", 1);
+  auto event = cloudevents::DecodeStructuredJson(change.event.event).value();
+  event.type = std::string(cloudevents::kSpecCreateRequestType);
+  change.event.event = cloudevents::EncodeStructuredJson(event).value();
+  change.event.action = store::OutboxAction::kCreate;
+  auto entries = Record({change});
+  loop_.Post([&] { outbox.Add(entries); });
+  RunAll();
+  ASSERT_EQ(publisher.published().size(), 2U);
+  EXPECT_EQ(publisher.published()[0].type, cloudevents::kSpecCreateRequestType);
+  ASSERT_EQ(publisher.accepted().size(), 1U);
+  EXPECT_EQ(publisher.accepted()[0].type, cloudevents::kSpecUpdateRequestType);
+  EXPECT_EQ(outbox.pending(), 0U);
+}
+
+TEST_F(OutboxTest, AnEventThatCanNeverBeSentIsDroppedAndCounted) {
+  FakePublisher publisher;
+  ASSERT_TRUE(publisher.Start().ok());
+  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, {});
+  publisher.FailNext(absl::InvalidArgumentError("too large"));
+  auto entries = Record({Change("r1", 1), Change("r1", 2)});
+  loop_.Post([&] { outbox.Add(entries); });
+  RunAll();
+  ASSERT_EQ(publisher.accepted().size(), 1U);
+  EXPECT_EQ(publisher.accepted()[0].ResourceVersion().value(), 2);
+  EXPECT_EQ(MetricValue(registry_, "mmi_dispatcher_dispatches_total",
+                        {{"action", "update"}, {"result", "dropped"}}),
+            1);
+  EXPECT_EQ(outbox.pending(), 0U);
+}
+
+}  // namespace
+}  // namespace mmi::dispatcher

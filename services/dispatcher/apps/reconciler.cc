@@ -1,0 +1,398 @@
+// The reconcile loop around Decide()/Apply(): activation and warm load, the key queue, the
+// store round trips and the broker's acknowledgements.
+#include "services/dispatcher/apps/reconciler.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "libs/common/log.h"
+
+namespace mmi::dispatcher {
+namespace {
+
+using store::DeletionState;
+
+const log::Logger& Log() {
+  static const log::Logger logger("dispatcher.reconciler");
+  return logger;
+}
+
+}  // namespace
+
+Reconciler::Reconciler(ReconcilerDeps deps, ReconcilerSettings settings)
+    : loop_(deps.loop),
+      workers_(deps.workers),
+      store_(deps.store),
+      hub_(deps.hub),
+      apps_(deps.apps),
+      clusters_(deps.clusters),
+      outbox_(deps.outbox),
+      metrics_(deps.metrics),
+      clock_(deps.clock),
+      settings_(std::move(settings)),
+      queue_(settings_.queue_capacity),
+      state_(metrics_.tracked()),
+      unknown_({.loop = loop_,
+                .workers = workers_,
+                .hub = hub_,
+                .metrics = metrics_,
+                .clock = clock_,
+                .retry = [this](const std::string& key) { Enqueue(key); }},
+               settings_),
+      retry_backoff_(settings_.retry),
+      load_backoff_(settings_.retry) {
+  outbox_.SetPublishedHook([this](const store::OutboxEntry& entry) { OnPublished(entry); });
+}
+
+cloudevents::Timestamp Reconciler::Now() const {
+  return std::chrono::time_point_cast<std::chrono::nanoseconds>(clock_.Now());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Activation and warm load
+
+void Reconciler::Activate() {
+  if (activating_.exchange(true)) {
+    return;
+  }
+  workers_.Post([this] { LoadState(); });
+}
+
+void Reconciler::Deactivate() { active_.store(false); }
+
+void Reconciler::LoadState() {
+  Loaded loaded;
+  absl::Status status = store_.ForEachResource(
+      [&](const store::DispatchedResource& r) { loaded.resources.push_back(r); });
+  int64_t after = 0;
+  while (status.ok()) {
+    auto page = store_.PendingOutbox(after, settings_.outbox_recover_page);
+    if (!page.ok()) {
+      status = page.status();
+      break;
+    }
+    if (page->empty()) {
+      break;
+    }
+    after = page->back().seq;
+    const bool last = static_cast<int>(page->size()) < settings_.outbox_recover_page;
+    loaded.outbox.insert(loaded.outbox.end(), std::make_move_iterator(page->begin()),
+                         std::make_move_iterator(page->end()));
+    if (last) {
+      break;
+    }
+  }
+  if (!status.ok()) {
+    loop_.Post([this, status] {
+      const auto delay = load_backoff_.Next();
+      Log().Warn("could not load the dispatch state; retrying",
+                 {{"error", std::string(status.message())},
+                  {"delay_ms", static_cast<int64_t>(delay.count())}});
+      loop_.PostAfter(delay, [this] { workers_.Post([this] { LoadState(); }); });
+    });
+    return;
+  }
+  loop_.Post([this, loaded = std::move(loaded)]() mutable { InstallState(std::move(loaded)); });
+}
+
+void Reconciler::InstallState(Loaded loaded) {
+  for (auto& r : loaded.resources) {
+    TrackedResource& t = state_.Track(TrackedResource::FromRow(std::move(r)));
+    if (t.state != DeletionState::kLive) {
+      state_.MarkDeleting(t.id());
+    }
+  }
+  for (const auto& e : loaded.outbox) {
+    if (TrackedResource* t = state_.Find(e.resource_id); t != nullptr) {
+      ++t->unpublished;
+    }
+  }
+  for (const auto& id : early_confirmations_) {
+    if (TrackedResource* t = state_.Find(id);
+        t != nullptr && t->state == DeletionState::kDeleteRequested) {
+      t->state = DeletionState::kDeleteConfirmed;  // finished by the sweep
+    }
+  }
+  early_confirmations_.clear();
+  // Delete requests published before the restart and still unconfirmed: their resend clock
+  // starts now (a pending one starts when it is published).
+  const auto now = clock_.MonotonicNow();
+  for (auto& [id, t] : state_.resources()) {
+    if (t.state == DeletionState::kDeleteRequested && t.unpublished == 0) {
+      t.delete_published_at = now;
+      EnqueueAfter(t.Key(), DeleteResendDelay(settings_, 0));
+    }
+  }
+  Log().Info("dispatch state loaded", {{"resources", static_cast<int64_t>(state_.size())},
+                                       {"outbox", static_cast<int64_t>(loaded.outbox.size())}});
+  loaded_.store(true);
+  active_.store(true);
+  // Events recorded but not accepted before the restart go out first, with their original ids.
+  outbox_.Add(std::move(loaded.outbox));
+  // Deletions confirmed while we were not running are finished by the first ProcessKeys() that
+  // finds the caches synced (SweepConfirmedDeletions), like every other decision.
+  EnqueueAll();
+  ScheduleProcess();
+}
+
+bool Reconciler::CachesSynced() const { return clusters_.synced() && apps_.synced(); }
+
+void Reconciler::SweepConfirmedDeletions() {
+  swept_ = true;
+  std::vector<std::string> confirmed;
+  for (auto& [id, t] : state_.resources()) {
+    if (t.state == DeletionState::kDeleteConfirmed) {
+      confirmed.push_back(id);
+    }
+  }
+  for (const auto& id : confirmed) {
+    if (TrackedResource* t = state_.Find(id); t != nullptr && !t->busy) {
+      FinishDeletion(*t);
+    }
+  }
+}
+
+void Reconciler::EnqueueAll() {
+  // Every cached Application, and every known resource (its Application may have vanished).
+  for (const auto& app : apps_.List()) {
+    Enqueue(kube::ObjectKey(*app));
+  }
+  for (const auto& [key, id] : state_.keys()) {
+    Enqueue(key);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Key queue
+
+void Reconciler::Enqueue(const std::string& key) {
+  const kube::WorkQueue::AddResult added = queue_.Add(key);
+  // Dropped on a full queue: a full resync follows once it drained (ProcessKeys).
+  metrics_.queue_depth().Set(static_cast<double>(queue_.Len()));
+  if (added == kube::WorkQueue::AddResult::kAdded && active_.load() &&
+      !process_posted_.exchange(true)) {
+    loop_.Post([this] { ProcessKeys(); });
+  }
+}
+
+void Reconciler::EnqueueAfter(const std::string& key, std::chrono::milliseconds delay) {
+  loop_.PostAfter(delay, [this, key] { Enqueue(key); });
+}
+
+void Reconciler::ScheduleProcess() {
+  if (queue_.Len() == 0 || process_posted_.exchange(true)) {
+    return;
+  }
+  loop_.Post([this] { ProcessKeys(); });
+}
+
+size_t Reconciler::queue_depth() const { return queue_.Len(); }
+
+bool Reconciler::busy() const {
+  if (inflight_batches_.load() > 0) {
+    return true;
+  }
+  return queue_.Len() > 0 && active_.load();
+}
+
+bool Reconciler::IsDeleting(const std::string& resource_id) const {
+  return state_.IsDeleting(resource_id);
+}
+
+void Reconciler::ProcessKeys() {
+  process_posted_.store(false);
+  if (!active_.load() || inflight_batches_.load() >= settings_.max_inflight_batches) {
+    return;  // OnRecorded schedules again
+  }
+  if (!CachesSynced()) {
+    // Until the initial lists are complete a missing Application may only be unlisted yet.
+    loop_.PostAfter(std::chrono::milliseconds(200), [this] { ScheduleProcess(); });
+    return;
+  }
+  if (!swept_) {
+    SweepConfirmedDeletions();
+  }
+  std::vector<std::string> keys;
+  while (keys.size() < settings_.batch_size) {
+    std::optional<std::string> key = queue_.Get();
+    if (!key.has_value()) {
+      break;
+    }
+    keys.push_back(*std::move(key));
+  }
+  metrics_.queue_depth().Set(static_cast<double>(queue_.Len()));
+  const bool resync = queue_.TakeOverflow();
+  std::vector<PendingChange> batch;
+  for (const auto& key : keys) {
+    Reconcile(key, batch);
+    queue_.Done(key);
+  }
+  if (!batch.empty()) {
+    FlushBatch(std::move(batch));
+  }
+  if (resync) {
+    Log().Warn("work queue overflowed; resyncing every Application");
+    EnqueueAll();
+  }
+  ScheduleProcess();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Store round trips
+
+void Reconciler::FlushBatch(std::vector<PendingChange> batch) {
+  ++inflight_batches_;
+  workers_.Post([this, batch = std::move(batch)]() mutable {
+    std::vector<store::DispatchChange> changes;
+    changes.reserve(batch.size());
+    for (const auto& pc : batch) {
+      changes.push_back(pc.change);
+    }
+    auto seqs = store_.Record(changes);
+    loop_.Post([this, batch = std::move(batch), seqs = std::move(seqs)]() mutable {
+      OnRecorded(std::move(batch), std::move(seqs));
+    });
+  });
+}
+
+void Reconciler::OnRecordFailed(const std::vector<PendingChange>& batch,
+                                const absl::Status& error) {
+  const auto delay = retry_backoff_.Next();
+  Log().Warn("could not record dispatch changes; retrying",
+             {{"count", static_cast<int64_t>(batch.size())},
+              {"error", std::string(error.message())},
+              {"delay_ms", static_cast<int64_t>(delay.count())}});
+  for (const auto& pc : batch) {
+    const std::string& id = pc.change.resource.resource_id;
+    TrackedResource* t = state_.Find(id);
+    if (t == nullptr) {
+      continue;
+    }
+    const std::string key = t->Key();
+    if (pc.change.event.action == store::OutboxAction::kDelete &&
+        t->state == DeletionState::kLive) {
+      // The deletion was decided but not recorded: it is decided again on the retry, unless
+      // the Application came back meanwhile; until then it is live.
+      state_.UnmarkDeleting(id);
+    }
+    if (pc.created_entry) {
+      state_.Untrack(id);
+    } else {
+      t->busy = false;
+      t->requeue = false;
+    }
+    EnqueueAfter(key, delay);
+  }
+  ScheduleProcess();
+}
+
+void Reconciler::OnRecorded(std::vector<PendingChange> batch,
+                            absl::StatusOr<std::vector<int64_t>> seqs) {
+  --inflight_batches_;
+  if (seqs.ok() && seqs->size() != batch.size()) {
+    seqs = absl::InternalError("store returned a wrong number of outbox seqs");
+  }
+  if (!seqs.ok()) {
+    OnRecordFailed(batch, seqs.status());
+    return;
+  }
+  retry_backoff_.Reset();
+  std::vector<store::OutboxEntry> entries;
+  entries.reserve(batch.size());
+  std::vector<std::string> requeue;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    PendingChange& pc = batch[i];
+    if (TrackedResource* t = state_.Find(pc.change.resource.resource_id); t != nullptr) {
+      t->busy = false;
+      t->payload_hash = pc.change.resource.payload_hash;
+      t->version = pc.change.resource.version;
+      t->state = pc.change.resource.deletion_state;
+      ++t->unpublished;
+      if (pc.strip) {
+        t->strip = std::move(pc.strip);
+        t->strip_hash = t->payload_hash;
+      }
+      if (t->requeue) {
+        t->requeue = false;
+        requeue.push_back(t->Key());
+      }
+    }
+    pc.change.event.seq = (*seqs)[i];
+    entries.push_back(std::move(pc.change.event));
+  }
+  outbox_.Add(std::move(entries));
+  for (const auto& key : requeue) {
+    Enqueue(key);
+  }
+  ScheduleProcess();
+}
+
+void Reconciler::OnPublished(const store::OutboxEntry& entry) {
+  TrackedResource* t = state_.Find(entry.resource_id);
+  if (t == nullptr) {
+    return;
+  }
+  if (t->unpublished > 0) {
+    --t->unpublished;
+  }
+  if (entry.action == store::OutboxAction::kDelete && t->state == DeletionState::kDeleteRequested) {
+    // Check again once the agent has had its time to confirm; each resend waits twice as long.
+    if (t->delete_published_at.has_value()) {
+      ++t->delete_resends;
+    }
+    t->delete_published_at = clock_.MonotonicNow();
+    EnqueueAfter(t->Key(), DeleteResendDelay(settings_, t->delete_resends));
+  }
+  if (t->strip && t->strip_hash == entry.payload_hash &&
+      entry.action != store::OutboxAction::kDelete) {
+    PropagatedRequest request = *std::move(t->strip);
+    t->strip.reset();
+    SubmitStrip(*t, std::move(request));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events from other threads
+
+void Reconciler::OnDeletionConfirmed(const std::string& resource_id) {
+  loop_.Post([this, resource_id] {
+    TrackedResource* t = state_.Find(resource_id);
+    if (t == nullptr) {
+      if (!loaded_.load()) {
+        early_confirmations_.insert(resource_id);  // applied by InstallState()
+      }
+      return;
+    }
+    if (t->state == DeletionState::kLive) {
+      // A confirmation for something we still consider live can only be stale; the store row
+      // says otherwise only if the status sink saw a Deleted for a resource we re-created.
+      Log().Warn("deletion confirmed for a live resource; ignoring", {{"resource", t->Key()}});
+      return;
+    }
+    t->state = DeletionState::kDeleteConfirmed;
+    if (!swept_) {
+      return;  // the caches are not synced yet: the sweep finishes it (with its finalizer)
+    }
+    if (t->busy) {
+      t->requeue = true;
+      return;
+    }
+    FinishDeletion(*t);
+  });
+}
+
+void Reconciler::OnClusterAdded(const std::string& cluster) {
+  loop_.Post([this, cluster] { unknown_.OnClusterAdded(cluster); });
+}
+
+std::optional<Reconciler::ResourceView> Reconciler::ResourceForTest(
+    const std::string& resource_id) const {
+  const TrackedResource* t = state_.Find(resource_id);
+  if (t == nullptr) {
+    return std::nullopt;
+  }
+  return ResourceView{t->Key(), t->identity.cluster, t->payload_hash, t->version,
+                      t->state, t->unpublished};
+}
+
+}  // namespace mmi::dispatcher

@@ -1,0 +1,187 @@
+// Reconciler: turns every pull-model Application on the hub into what its managed cluster needs
+// (hub-apis.md §5, maestro-protocol.md §6), and keeps the dispatch state.
+//
+//   informer handlers --keys--> bounded, de-duplicating queue --> reconcile loop (one thread)
+//   reconcile loop: Decide() (decision.h, pure) --> Apply() (reconciler_apply.cc, the I/O)
+//   Apply --Record(batch)--> worker pool (PostgreSQL) --seqs--> Outbox --> Publisher
+//   Publisher ack --> loop: strip `operation`/refresh from the hub Application (worker pool)
+//   hub deletionTimestamp --> delete request recorded + published, state kDeleteRequested
+//   status sink confirms (NOTIFY) --> loop: release the finalizer, Forget the row (worker pool)
+//
+// The decisions themselves are listed in decision.h.
+//
+// State: one loop thread owns the dispatch state (dispatch_state.h). It is warm-loaded from the
+// store on Activate(), so a restarted dispatcher republishes nothing unchanged. No key is
+// decided (and no confirmed deletion is finished) before both the Application and the
+// ManagedCluster caches have synced: a resource known from the store whose Application is not
+// cached *yet* must not be taken for a vanished one (that would publish a delete for every live
+// resource on a restart). Store calls and hub writes run on the worker pool.
+//
+// Thread safety: Enqueue(), OnClusterAdded(), OnDeletionConfirmed(), Activate(), Deactivate()
+// and the accessors marked "any thread" may be called from any thread; everything else runs on
+// the loop.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "libs/common/backoff.h"
+#include "libs/common/clock.h"
+#include "libs/common/loop.h"
+#include "libs/kube/kube_client.h"
+#include "libs/kube/work_queue.h"
+#include "libs/store/dispatch_store.h"
+#include "services/dispatcher/apps/app_events.h"
+#include "services/dispatcher/apps/decision.h"
+#include "services/dispatcher/apps/dispatch_state.h"
+#include "services/dispatcher/apps/hub_writes.h"
+#include "services/dispatcher/apps/managed_clusters.h"
+#include "services/dispatcher/apps/metrics.h"
+#include "services/dispatcher/apps/outbox.h"
+#include "services/dispatcher/apps/payload.h"
+#include "services/dispatcher/apps/reconciler_settings.h"
+#include "services/dispatcher/apps/spec_events.h"
+#include "services/dispatcher/apps/unknown_clusters.h"
+
+namespace mmi::dispatcher {
+
+// Borrowed collaborators; all must outlive the reconciler.
+struct ReconcilerDeps {
+  Loop& loop;
+  WorkerPool& workers;
+  store::DispatchStore& store;
+  kube::KubeClient& hub;
+  const ObjectLister& apps;
+  const ManagedClusterTracker& clusters;
+  Outbox& outbox;
+  DispatcherMetrics& metrics;
+  const Clock& clock;
+};
+
+class Reconciler {
+ public:
+  Reconciler(ReconcilerDeps deps, ReconcilerSettings settings);
+  Reconciler(const Reconciler&) = delete;
+  Reconciler& operator=(const Reconciler&) = delete;
+
+  // Any thread. Loads the dispatch state and the outbox left by a previous run (on the worker
+  // pool, retried until it succeeds), then starts deciding: every cached Application and every
+  // known resource is reconciled, confirmed deletions are finished.
+  void Activate();
+  // Any thread. Stops taking keys (shutdown); decisions already handed to the store complete.
+  void Deactivate();
+
+  // Any thread. Queues an Application key ("<namespace>/<name>") for the loop.
+  void Enqueue(const std::string& key);
+  // Any thread. A ManagedCluster appeared: retry the Applications parked for it.
+  void OnClusterAdded(const std::string& cluster);
+  // Any thread. The status sink recorded the agent's Deleted confirmation for `resource_id`.
+  void OnDeletionConfirmed(const std::string& resource_id);
+  // Any thread. True from the moment a deletion of `resource_id` is decided (before it is even
+  // recorded), and after it finished until the resource is dispatched afresh (10 min at least):
+  // the spec resync responder must not send its spec any more.
+  bool IsDeleting(const std::string& resource_id) const;
+
+  // Any thread.
+  bool loaded() const { return loaded_.load(); }
+  bool active() const { return active_.load(); }
+  size_t queue_depth() const;
+  // True while keys are queued or Record() transactions are running.
+  bool busy() const;
+
+  // Loop thread (or a test with idle executors).
+  struct ResourceView {
+    std::string key;
+    std::string cluster;
+    std::string payload_hash;
+    int32_t version = 0;
+    store::DeletionState state = store::DeletionState::kLive;
+    int unpublished = 0;
+  };
+  std::optional<ResourceView> ResourceForTest(const std::string& resource_id) const;
+  size_t TrackedForTest() const { return state_.size(); }
+  bool ParkedForTest(const std::string& key) const { return unknown_.Contains(key); }
+
+ private:
+  // One change for the store: the new row and its outbox event.
+  struct PendingChange {
+    store::DispatchChange change;
+    bool created_entry = false;
+    std::optional<PropagatedRequest> strip;
+  };
+  struct Loaded {
+    std::vector<store::DispatchedResource> resources;
+    std::vector<store::OutboxEntry> outbox;
+  };
+
+  // --- activation and warm load (reconciler.cc) ---
+  void LoadState();
+  void InstallState(Loaded loaded);
+  // Both hub caches hold their complete initial lists.
+  bool CachesSynced() const;
+  // Finishes the deletions found confirmed in the store (once, when the caches synced).
+  void SweepConfirmedDeletions();
+
+  // --- key queue and store round trips (reconciler.cc) ---
+  void ScheduleProcess();
+  void ProcessKeys();
+  void EnqueueAfter(const std::string& key, std::chrono::milliseconds delay);
+  void EnqueueAll();
+  void FlushBatch(std::vector<PendingChange> batch);
+  void OnRecorded(std::vector<PendingChange> batch, absl::StatusOr<std::vector<int64_t>> seqs);
+  // The store refused `batch`: undo what was decided for it and decide its keys again later.
+  void OnRecordFailed(const std::vector<PendingChange>& batch, const absl::Status& error);
+  void OnPublished(const store::OutboxEntry& entry);
+
+  // --- decisions applied (reconciler_apply.cc) ---
+  // Decide() for `key`, then Apply().
+  void Reconcile(const std::string& key, std::vector<PendingChange>& batch);
+  void Apply(const std::string& key, const nlohmann::json* app, TrackedResource* t,
+             const Decision& d, std::vector<PendingChange>& batch);
+  void PublishSpec(const std::string& key, const nlohmann::json& app, const Decision& d,
+                   std::vector<PendingChange>& batch);
+  void RequestDelete(TrackedResource& t, cloudevents::Timestamp deletion_time,
+                     std::vector<PendingChange>& batch);
+  void FinishDeletion(TrackedResource& t);
+  void SubmitStrip(TrackedResource& t, PropagatedRequest request);
+  void SubmitReleaseUntracked(const std::string& ns, const std::string& name);
+  cloudevents::Timestamp Now() const;
+
+  Loop& loop_;
+  WorkerPool& workers_;
+  store::DispatchStore& store_;
+  kube::KubeClient& hub_;
+  const ObjectLister& apps_;
+  const ManagedClusterTracker& clusters_;
+  Outbox& outbox_;
+  DispatcherMetrics& metrics_;
+  const Clock& clock_;
+  const ReconcilerSettings settings_;
+
+  std::atomic<bool> active_{false};
+  std::atomic<bool> loaded_{false};
+  std::atomic<bool> activating_{false};
+  std::atomic<int> inflight_batches_{0};
+
+  // Application keys waiting for the loop (capacity: settings.queue_capacity).
+  kube::WorkQueue queue_;
+  // A ProcessKeys() is posted and has not started yet.
+  std::atomic<bool> process_posted_{false};
+
+  // Loop-owned (the deleting marks in state_ excepted).
+  DispatchState state_;
+  UnknownClusters unknown_;
+  bool swept_ = false;  // SweepConfirmedDeletions() ran: confirmations are finished at once
+  // Confirmations that arrived before the state was installed (the listener runs from the start;
+  // LoadState() may have read the row just before the status sink confirmed it).
+  absl::flat_hash_set<std::string> early_confirmations_;
+  Backoff retry_backoff_;
+  Backoff load_backoff_;
+};
+
+}  // namespace mmi::dispatcher

@@ -1,0 +1,47 @@
+// ReconcilerSettings: how the reconciler decides and paces its work (dispatch.* and outbox retry
+// settings of the dispatcher's config, filled by services/dispatcher/settings.cc).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include "libs/common/backoff.h"
+#include "services/dispatcher/apps/payload.h"
+#include "services/dispatcher/apps/spec_events.h"
+
+namespace mmi::dispatcher {
+
+struct ReconcilerSettings {
+  PayloadSettings payload;
+  VersionMode version_mode = VersionMode::kCounter;
+  // Keys waiting for the loop at most; beyond, intake pauses and a full resync follows.
+  size_t queue_capacity = 500'000;
+  // Keys reconciled per loop turn; their changes go to the store in one transaction.
+  size_t batch_size = 200;
+  // Record() transactions running at once at most.
+  int max_inflight_batches = 2;
+  // Skip Applications whose target is the hub's own ManagedCluster (local-cluster).
+  bool skip_local_cluster = true;
+  // Parked Applications (unknown ManagedCluster) are retried this often.
+  std::chrono::milliseconds unknown_cluster_retry{60'000};
+  // At most one Kubernetes Event per parked Application per interval.
+  std::chrono::milliseconds unknown_cluster_event_interval{600'000};
+  // A delete request the agent has not confirmed this long after the broker accepted it is
+  // published again (the wait doubles per resend, up to 16x): its Deleted report may have been
+  // lost (a status sink killed while holding it, an agent offline when the request came).
+  // Agents and Maestro treat a repeated delete as done (Maestro: NotFound, also done).
+  std::chrono::milliseconds delete_resend_after{60'000};
+  // Retries of failed store calls and hub writes.
+  BackoffSettings retry{.initial = std::chrono::milliseconds(500),
+                        .max = std::chrono::milliseconds(60'000),
+                        .multiplier = 2.0,
+                        .jitter = 0.2};
+  // Outbox rows read per page when recovering after a restart.
+  int outbox_recover_page = 1000;
+  // Reporting component/instance of the Events written on hub Applications.
+  std::string event_component = "mmi-dispatcher";
+  std::string event_instance;
+};
+
+}  // namespace mmi::dispatcher

@@ -1,0 +1,535 @@
+#include "services/dispatcher/apps/reconciler.h"
+
+#include <gtest/gtest.h>
+
+#include "libs/cloudevents/manifest_bundle.h"
+#include "libs/cloudevents/resource_id.h"
+#include "libs/transport/testing/metric_value.h"
+#include "services/dispatcher/apps/testing/pipeline_fixture.h"
+
+namespace mmi::dispatcher {
+namespace {
+
+using nlohmann::json;
+using testing::ManagedCluster;
+using testing::MapLister;
+using testing::Process;
+using testing::PullApp;
+using transport::testing::MetricValue;
+
+class ReconcilerTest : public ::testing::Test {
+ protected:
+  ReconcilerTest() {
+    clusters_.OnAdd(std::make_shared<const json>(ManagedCluster("cluster1")), true);
+    clusters_.OnSynced();
+  }
+
+  // Creates (or replaces) the Application on the fake hub and mirrors it into the lister.
+  json PutApp(const json& app) {
+    const std::string ns = app["metadata"]["namespace"];
+    const std::string name = app["metadata"]["name"];
+    auto existing = hub_.Get(ApplicationsRef(ns), name);
+    absl::StatusOr<json> stored;
+    if (existing.ok()) {
+      json updated = app;
+      updated["metadata"]["resourceVersion"] = (*existing)["metadata"]["resourceVersion"];
+      stored = hub_.Update(ApplicationsRef(ns), updated, {});
+    } else {
+      stored = hub_.Create(ApplicationsRef(ns), app, {});
+    }
+    EXPECT_TRUE(stored.ok()) << stored.status();
+    return Sync(ns, name);
+  }
+
+  // Mirrors the hub object into the lister and enqueues its key (the informer's job).
+  json Sync(const std::string& ns, const std::string& name) {
+    auto current = hub_.Get(ApplicationsRef(ns), name);
+    if (current.ok()) {
+      apps_.Set(*current);
+    } else {
+      apps_.Remove(ns + "/" + name);
+    }
+    if (process_) {
+      process_->reconciler.Enqueue(ns + "/" + name);
+    }
+    return current.ok() ? *current : json();
+  }
+
+  Process& Start(ReconcilerSettings settings = {}) {
+    process_ = std::make_unique<Process>(clock_, store_, hub_, apps_, clusters_, settings);
+    clusters_.SetOnAdded(
+        [this](const std::string& cluster) { process_->reconciler.OnClusterAdded(cluster); });
+    process_->reconciler.Activate();
+    process_->RunAll();
+    return *process_;
+  }
+
+  // argocd/guestbook on cluster1, dispatched and then deleted on the hub: its create and delete
+  // requests published, the deletion not confirmed.
+  Process& StartThenDeleteOnTheHub() {
+    PutApp(PullApp("argocd", "guestbook", "cluster1"));
+    Process& p = Start();
+    EXPECT_TRUE(hub_.Delete(ApplicationsRef("argocd"), "guestbook", {}).ok());
+    Sync("argocd", "guestbook");
+    p.RunAll();
+    EXPECT_EQ(p.publisher.accepted().size(), 2U);
+    return p;
+  }
+
+  static std::string IdOf(const std::string& cluster, const std::string& ns,
+                          const std::string& name) {
+    return cloudevents::WorkResourceId("app-work-client", cluster, ns + "-" + name);
+  }
+
+  mmi::testing::FakeClock clock_;
+  store::testing::FakeDispatchStore store_;
+  kube::testing::FakeKubeClient hub_;
+  MapLister apps_;
+  ManagedClusterTracker clusters_;
+  std::unique_ptr<Process> process_;
+};
+
+TEST_F(ReconcilerTest, CreatesOnceAndUpdatesOnlyWhenThePayloadChanges) {
+  PutApp(PullApp("argocd", "guestbook", "cluster1"));
+  Process& p = Start();
+  auto published = p.publisher.accepted();
+  ASSERT_EQ(published.size(), 1U);
+  const auto& create = published[0];
+  EXPECT_EQ(create.type, cloudevents::kSpecCreateRequestType);
+  EXPECT_EQ(create.ClusterName().value(), "cluster1");
+  EXPECT_EQ(create.ResourceId().value(), IdOf("cluster1", "argocd", "guestbook"));
+  EXPECT_EQ(create.ResourceVersion().value(), 1);
+  auto bundle = cloudevents::ManifestBundleOf(create);
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  EXPECT_EQ(bundle->manifests.at(0)["spec"]["destination"]["server"],
+            "https://kubernetes.default.svc");
+  EXPECT_EQ(MetricValue(p.registry, "mmi_dispatcher_decisions_total", {{"decision", "create"}}), 1);
+
+  // Status-only write (bumps resourceVersion and generation): nothing is sent.
+  json app = hub_.Get(ApplicationsRef("argocd"), "guestbook").value();
+  app["status"] = {{"health", {{"status", "Healthy"}}}};
+  ASSERT_TRUE(hub_.Update(ApplicationsRef("argocd"), app, {}).ok());
+  Sync("argocd", "guestbook");
+  p.RunAll();
+  EXPECT_EQ(p.publisher.accepted().size(), 1U);
+  EXPECT_EQ(MetricValue(p.registry, "mmi_dispatcher_decisions_total", {{"decision", "unchanged"}}),
+            1);
+
+  // Spec change: exactly one update with the next version.
+  app = hub_.Get(ApplicationsRef("argocd"), "guestbook").value();
+  app["spec"]["source"]["targetRevision"] = "v2";
+  ASSERT_TRUE(hub_.Update(ApplicationsRef("argocd"), app, {}).ok());
+  Sync("argocd", "guestbook");
+  p.RunAll();
+  published = p.publisher.accepted();
+  ASSERT_EQ(published.size(), 2U);
+  EXPECT_EQ(published[1].type, cloudevents::kSpecUpdateRequestType);
+  EXPECT_EQ(published[1].ResourceVersion().value(), 2);
+  EXPECT_EQ(cloudevents::ManifestBundleOf(published[1])
+                ->manifests.at(0)["spec"]["source"]["targetRevision"],
+            "v2");
+
+  // The store holds the state and the outbox is empty.
+  auto row = store_.GetResource(IdOf("cluster1", "argocd", "guestbook"));
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_EQ((*row)->version, 2);
+  EXPECT_TRUE((*row)->last_published_at.has_value());
+  EXPECT_TRUE(store_.PendingOutbox(0, 10)->empty());
+}
+
+TEST_F(ReconcilerTest, MaestroModeSendsVersionZero) {
+  PutApp(PullApp("argocd", "guestbook", "cluster1"));
+  ReconcilerSettings settings;
+  settings.version_mode = VersionMode::kMaestro;
+  Process& p = Start(settings);
+  ASSERT_EQ(p.publisher.accepted().size(), 1U);
+  EXPECT_EQ(p.publisher.accepted()[0].ResourceVersion().value(), 0);
+}
+
+TEST_F(ReconcilerTest, PropagatesOperationAndRefreshThenRemovesThemFromTheHub) {
+  json app = PullApp("argocd", "guestbook", "cluster1");
+  app["operation"] = {{"sync", {{"revision", "HEAD"}}}, {"initiatedBy", {{"username", "alice"}}}};
+  app["metadata"]["annotations"][kRefreshAnnotation] = "hard";
+  PutApp(app);
+  Process& p = Start();
+
+  ASSERT_GE(p.publisher.accepted().size(), 1U);
+  const json spoke = cloudevents::ManifestBundleOf(p.publisher.accepted()[0])->manifests.at(0);
+  EXPECT_EQ(spoke["operation"]["sync"]["revision"], "HEAD");
+  EXPECT_EQ(spoke["metadata"]["annotations"][kRefreshAnnotation], "hard");
+
+  // Removed from the hub with one guarded JSON patch.
+  const json hub_app = hub_.Get(ApplicationsRef("argocd"), "guestbook").value();
+  EXPECT_FALSE(hub_app.contains("operation"));
+  EXPECT_FALSE(hub_app["metadata"]["annotations"].contains(kRefreshAnnotation));
+  int json_patches = 0;
+  for (const auto& call : hub_.Calls()) {
+    if (call.verb == "PATCH" && call.detail == "json") {
+      ++json_patches;
+      EXPECT_EQ(call.body[0]["op"], "test");
+      EXPECT_EQ(call.body[0]["path"], "/operation");
+    }
+  }
+  EXPECT_EQ(json_patches, 1);
+  EXPECT_EQ(MetricValue(p.registry, "mmi_dispatcher_hub_writes_total",
+                        {{"operation", "strip_operation"}, {"result", "ok"}}),
+            1);
+
+  // The informer sees the stripped object: one follow-up update without the request, and no
+  // second strip.
+  Sync("argocd", "guestbook");
+  p.RunAll();
+  ASSERT_EQ(p.publisher.accepted().size(), 2U);
+  const json after = cloudevents::ManifestBundleOf(p.publisher.accepted()[1])->manifests.at(0);
+  EXPECT_FALSE(after.contains("operation"));
+  EXPECT_EQ(hub_.CountCalls("PATCH"), 1U);
+}
+
+TEST_F(ReconcilerTest, ANewerOperationIsNotRemovedByTheStripOfAnOlderOne) {
+  PropagatedRequest old_request;
+  old_request.operation = json{{"sync", {{"revision", "v1"}}}};
+  json app = PullApp("argocd", "guestbook", "cluster1");
+  app["operation"] = {{"sync", {{"revision", "v2"}}}};
+  ASSERT_TRUE(hub_.Create(ApplicationsRef("argocd"), app, {}).ok());
+  const absl::Status s = StripRequest(hub_, "argocd", "guestbook", old_request);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_TRUE(hub_.Get(ApplicationsRef("argocd"), "guestbook")->contains("operation"));
+}
+
+TEST_F(ReconcilerTest, ReleasesTheFinalizerOnlyAfterTheAgentConfirmedTheDeletion) {
+  PutApp(PullApp("argocd", "guestbook", "cluster1"));
+  Process& p = Start();
+  ASSERT_EQ(p.publisher.accepted().size(), 1U);
+  const std::string id = IdOf("cluster1", "argocd", "guestbook");
+
+  // The hub Application is deleted: it stays (finalizer) with a deletionTimestamp.
+  ASSERT_TRUE(hub_.Delete(ApplicationsRef("argocd"), "guestbook", {}).ok());
+  const json deleting = Sync("argocd", "guestbook");
+  ASSERT_TRUE(deleting["metadata"].contains("deletionTimestamp"));
+  p.RunAll();
+  auto published = p.publisher.accepted();
+  ASSERT_EQ(published.size(), 2U);
+  EXPECT_EQ(published[1].type, cloudevents::kSpecDeleteRequestType);
+  EXPECT_TRUE(published[1].DeletionTimestamp().ok());
+  EXPECT_EQ(published[1].ResourceId().value(), id);
+  EXPECT_FALSE(published[1].data.has_value());
+  EXPECT_EQ((*store_.GetResource(id))->deletion_state, store::DeletionState::kDeleteRequested);
+  // Not confirmed yet: the finalizer is still there, even after more reconciles.
+  Sync("argocd", "guestbook");
+  p.RunAll();
+  auto still = hub_.Get(ApplicationsRef("argocd"), "guestbook");
+  ASSERT_TRUE(still.ok());
+  EXPECT_EQ((*still)["metadata"]["finalizers"], json::array({kResourcesFinalizer}));
+  EXPECT_EQ(p.publisher.accepted().size(), 2U);
+
+  // The status sink records Deleted=True and notifies.
+  ASSERT_TRUE(store_.MarkDeletionConfirmed(id).ok());
+  p.reconciler.OnDeletionConfirmed(id);
+  p.RunAll();
+  EXPECT_TRUE(absl::IsNotFound(hub_.Get(ApplicationsRef("argocd"), "guestbook").status()));
+  EXPECT_FALSE(store_.GetResource(id)->has_value());
+  EXPECT_FALSE(p.reconciler.ResourceForTest(id).has_value());
+  EXPECT_EQ(MetricValue(p.registry, "mmi_dispatcher_decisions_total",
+                        {{"decision", "finalizer_released"}}),
+            1);
+}
+
+// A Deleted report can be lost (the status sink killed while it held it): an unconfirmed delete
+// request goes out again after delete_resend_after, then after twice that, until confirmed.
+TEST_F(ReconcilerTest, AnUnconfirmedDeleteRequestIsSentAgainUntilTheAgentConfirms) {
+  Process& p = StartThenDeleteOnTheHub();
+  const std::string id = IdOf("cluster1", "argocd", "guestbook");
+
+  clock_.Advance(std::chrono::seconds(59));
+  p.RunAll();
+  EXPECT_EQ(p.publisher.accepted().size(), 2U) << "not before a minute";
+  clock_.Advance(std::chrono::seconds(2));
+  p.RunAll();
+  auto published = p.publisher.accepted();
+  ASSERT_EQ(published.size(), 3U);
+  EXPECT_EQ(published[2].type, cloudevents::kSpecDeleteRequestType);
+  EXPECT_EQ(published[2].ResourceId().value(), id);
+  EXPECT_EQ((*store_.GetResource(id))->deletion_state, store::DeletionState::kDeleteRequested);
+  EXPECT_EQ(
+      MetricValue(p.registry, "mmi_dispatcher_decisions_total", {{"decision", "delete_resent"}}),
+      1);
+
+  clock_.Advance(std::chrono::seconds(61));
+  p.RunAll();
+  EXPECT_EQ(p.publisher.accepted().size(), 3U) << "the second wait is twice as long";
+  clock_.Advance(std::chrono::seconds(60));
+  p.RunAll();
+  EXPECT_EQ(p.publisher.accepted().size(), 4U);
+
+  ASSERT_TRUE(store_.MarkDeletionConfirmed(id).ok());
+  p.reconciler.OnDeletionConfirmed(id);
+  p.RunAll();
+  EXPECT_TRUE(absl::IsNotFound(hub_.Get(ApplicationsRef("argocd"), "guestbook").status()));
+  clock_.Advance(std::chrono::minutes(10));
+  p.RunAll();
+  EXPECT_EQ(p.publisher.accepted().size(), 4U) << "nothing more once confirmed";
+}
+
+// The Application is re-created while the old resource's deletion is unconfirmed: the new one
+// waits, and the delete request still goes out again until the agent confirms it.
+TEST_F(ReconcilerTest, AReCreatedApplicationWaitsButTheDeleteIsStillSentAgain) {
+  Process& p = StartThenDeleteOnTheHub();
+  const std::string id = IdOf("cluster1", "argocd", "guestbook");
+  // Someone removes the finalizer; the Application is created again under the same name.
+  auto released = hub_.Patch(ApplicationsRef("argocd"), "guestbook", kube::PatchType::kMerge,
+                             {{"metadata", {{"finalizers", nullptr}}}}, {}, "");
+  ASSERT_TRUE(released.ok()) << released.status();
+  PutApp(PullApp("argocd", "guestbook", "cluster1"));
+  p.RunAll();
+  EXPECT_EQ(p.publisher.accepted().size(), 2U) << "the new one waits for the old deletion";
+
+  clock_.Advance(std::chrono::seconds(61));
+  p.RunAll();
+  const auto published = p.publisher.accepted();
+  ASSERT_EQ(published.size(), 3U);
+  EXPECT_EQ(published[2].type, cloudevents::kSpecDeleteRequestType);
+
+  ASSERT_TRUE(store_.MarkDeletionConfirmed(id).ok());
+  p.reconciler.OnDeletionConfirmed(id);
+  p.RunAll();
+  const auto after = p.publisher.accepted();
+  ASSERT_EQ(after.size(), 4U) << "then the re-created Application is dispatched afresh";
+  EXPECT_EQ(after[3].type, cloudevents::kSpecCreateRequestType);
+}
+
+TEST_F(ReconcilerTest, ConfirmedDeletionsFoundAtStartAreFinished) {
+  PutApp(PullApp("argocd", "guestbook", "cluster1"));
+  const std::string id = IdOf("cluster1", "argocd", "guestbook");
+  {
+    Process& p = Start();
+    ASSERT_TRUE(hub_.Delete(ApplicationsRef("argocd"), "guestbook", {}).ok());
+    Sync("argocd", "guestbook");
+    p.RunAll();
+    ASSERT_EQ(p.publisher.accepted().size(), 2U);
+  }
+  process_.reset();
+  // Confirmed while the dispatcher was down (NOTIFY lost): the warm load sweeps it.
+  ASSERT_TRUE(store_.MarkDeletionConfirmed(id).ok());
+  Process& p = Start();
+  EXPECT_TRUE(absl::IsNotFound(hub_.Get(ApplicationsRef("argocd"), "guestbook").status()));
+  EXPECT_FALSE(store_.GetResource(id)->has_value());
+  EXPECT_TRUE(p.publisher.accepted().empty());
+}
+
+TEST_F(ReconcilerTest, AVanishedApplicationIsDeletedOnTheSpoke) {
+  json app = PullApp("argocd", "guestbook", "cluster1");
+  app["metadata"].erase("finalizers");
+  PutApp(app);
+  Process& p = Start();
+  ASSERT_TRUE(hub_.Delete(ApplicationsRef("argocd"), "guestbook", {}).ok());
+  Sync("argocd", "guestbook");
+  p.RunAll();
+  ASSERT_EQ(p.publisher.accepted().size(), 2U);
+  EXPECT_EQ(p.publisher.accepted()[1].type, cloudevents::kSpecDeleteRequestType);
+  const std::string id = IdOf("cluster1", "argocd", "guestbook");
+  p.reconciler.OnDeletionConfirmed(id);
+  p.RunAll();
+  EXPECT_FALSE(store_.GetResource(id)->has_value());
+}
+
+TEST_F(ReconcilerTest, SkipsLocalClusterByNameOrLabel) {
+  clusters_.OnAdd(std::make_shared<const json>(ManagedCluster("local-cluster")), false);
+  clusters_.OnAdd(std::make_shared<const json>(ManagedCluster("hub-self", true)), false);
+  PutApp(PullApp("argocd", "a", "local-cluster"));
+  PutApp(PullApp("argocd", "b", "hub-self"));
+  PutApp(PullApp("argocd", "c", "cluster1"));
+  Process& p = Start();
+  ASSERT_EQ(p.publisher.accepted().size(), 1U);
+  EXPECT_EQ(p.publisher.accepted()[0].ClusterName().value(), "cluster1");
+  EXPECT_EQ(MetricValue(p.registry, "mmi_dispatcher_decisions_total",
+                        {{"decision", "skipped_local_cluster"}}),
+            2);
+}
+
+TEST_F(ReconcilerTest, AnUnknownClusterIsReportedAndRetriedNotDropped) {
+  PutApp(PullApp("argocd", "guestbook", "cluster2"));
+  ReconcilerSettings settings;
+  settings.unknown_cluster_retry = std::chrono::seconds(30);
+  settings.unknown_cluster_event_interval = std::chrono::minutes(10);
+  Process& p = Start(settings);
+  EXPECT_TRUE(p.publisher.accepted().empty());
+  EXPECT_TRUE(p.reconciler.ParkedForTest("argocd/guestbook"));
+  EXPECT_EQ(MetricValue(p.registry, "mmi_dispatcher_unknown_cluster_total", {}), 1);
+  EXPECT_EQ(MetricValue(p.registry, "mmi_dispatcher_parked_applications", {}), 1);
+
+  auto events = hub_.List({"", "v1", "events", "argocd"}, {});
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->items.size(), 1U);
+  const json& ev = events->items[0];
+  EXPECT_EQ(ev["reason"], "UnknownManagedCluster");
+  EXPECT_EQ(ev["type"], "Warning");
+  EXPECT_EQ(ev["involvedObject"]["name"], "guestbook");
+  EXPECT_EQ(ev["involvedObject"]["kind"], "Application");
+
+  // The periodic retry reconciles it again (still unknown: no second Event within the interval).
+  const size_t lists_before = hub_.CountCalls("CREATE");
+  clock_.Advance(std::chrono::seconds(31));
+  p.RunAll();
+  EXPECT_EQ(
+      MetricValue(p.registry, "mmi_dispatcher_decisions_total", {{"decision", "unknown_cluster"}}),
+      2);
+  EXPECT_EQ(hub_.CountCalls("CREATE"), lists_before);
+  EXPECT_TRUE(p.publisher.accepted().empty());
+
+  // The ManagedCluster appears: the parked Application is dispatched.
+  clusters_.OnAdd(std::make_shared<const json>(ManagedCluster("cluster2")), false);
+  p.RunAll();
+  ASSERT_EQ(p.publisher.accepted().size(), 1U);
+  EXPECT_EQ(p.publisher.accepted()[0].ClusterName().value(), "cluster2");
+  EXPECT_FALSE(p.reconciler.ParkedForTest("argocd/guestbook"));
+  EXPECT_EQ(MetricValue(p.registry, "mmi_dispatcher_parked_applications", {}), 0);
+}
+
+TEST_F(ReconcilerTest, ARestartWithAWarmStoreRepublishesNothingUnchanged) {
+  for (const char* name : {"a", "b", "c"}) {
+    PutApp(PullApp("argocd", name, "cluster1"));
+  }
+  {
+    Process& p = Start();
+    ASSERT_EQ(p.publisher.accepted().size(), 3U);
+  }
+  process_.reset();
+
+  // Restart: same store, same hub; one Application changed while we were down.
+  json changed = hub_.Get(ApplicationsRef("argocd"), "b").value();
+  changed["spec"]["source"]["targetRevision"] = "v2";
+  ASSERT_TRUE(hub_.Update(ApplicationsRef("argocd"), changed, {}).ok());
+  apps_.Set(hub_.Get(ApplicationsRef("argocd"), "b").value());
+  Process& p = Start();
+  ASSERT_EQ(p.publisher.published().size(), 1U);
+  EXPECT_EQ(p.publisher.accepted()[0].type, cloudevents::kSpecUpdateRequestType);
+  EXPECT_EQ(p.publisher.accepted()[0].ResourceVersion().value(), 2);
+  EXPECT_EQ(p.reconciler.TrackedForTest(), 3U);
+  EXPECT_EQ(MetricValue(p.registry, "mmi_dispatcher_decisions_total", {{"decision", "unchanged"}}),
+            2);
+}
+
+TEST_F(ReconcilerTest, ARestartDecidesNothingBeforeTheApplicationCacheHasSynced) {
+  for (const char* name : {"a", "b"}) {
+    PutApp(PullApp("argocd", name, "cluster1"));
+  }
+  {
+    Process& p = Start();
+    ASSERT_EQ(p.publisher.accepted().size(), 2U);
+  }
+  process_.reset();
+
+  // Restart while the Application informer is still listing: the store knows two resources the
+  // cache does not hold yet. They have not vanished; no delete may go out.
+  const auto listed = apps_.List();  // what the informer will hold once synced
+  apps_.Remove("argocd/a");
+  apps_.Remove("argocd/b");
+  apps_.SetSynced(false);
+  Process& p = Start();
+  clock_.Advance(std::chrono::seconds(1));
+  p.RunAll();
+  EXPECT_TRUE(p.publisher.published().empty());
+  EXPECT_EQ(p.reconciler.ResourceForTest(IdOf("cluster1", "argocd", "a"))->state,
+            store::DeletionState::kLive);
+
+  // The initial list completes (the informer enqueues every listed key): still nothing to send.
+  for (const auto& app : listed) {
+    apps_.Set(*app);
+  }
+  apps_.SetSynced(true);
+  for (const char* name : {"a", "b"}) {
+    p.reconciler.Enqueue(std::string("argocd/") + name);
+  }
+  clock_.Advance(std::chrono::seconds(1));
+  p.RunAll();
+  EXPECT_TRUE(p.publisher.published().empty());
+  EXPECT_EQ(MetricValue(p.registry, "mmi_dispatcher_decisions_total", {{"decision", "delete"}}), 0);
+  EXPECT_EQ(MetricValue(p.registry, "mmi_dispatcher_decisions_total", {{"decision", "unchanged"}}),
+            2);
+}
+
+TEST_F(ReconcilerTest, AConfirmedDeletionWaitsForTheCacheToReleaseTheFinalizer) {
+  PutApp(PullApp("argocd", "guestbook", "cluster1"));
+  const std::string id = IdOf("cluster1", "argocd", "guestbook");
+  {
+    Process& p = Start();
+    ASSERT_TRUE(hub_.Delete(ApplicationsRef("argocd"), "guestbook", {}).ok());
+    Sync("argocd", "guestbook");
+    p.RunAll();
+    ASSERT_EQ(p.publisher.accepted().size(), 2U);
+  }
+  process_.reset();
+  ASSERT_TRUE(store_.MarkDeletionConfirmed(id).ok());
+
+  // Restart before the cache listed the (deleting) Application: the confirmation must not be
+  // finished yet, or the finalizer would stay on the hub Application.
+  const kube::ObjectPtr deleting = apps_.Get("argocd", "guestbook");
+  ASSERT_NE(deleting, nullptr);
+  apps_.Remove("argocd/guestbook");
+  apps_.SetSynced(false);
+  Process& p = Start();
+  p.reconciler.OnDeletionConfirmed(id);
+  clock_.Advance(std::chrono::seconds(1));
+  p.RunAll();
+  EXPECT_TRUE(store_.GetResource(id)->has_value());
+  EXPECT_TRUE(hub_.Get(ApplicationsRef("argocd"), "guestbook").ok());
+
+  apps_.Set(*deleting);
+  apps_.SetSynced(true);
+  clock_.Advance(std::chrono::seconds(1));
+  p.RunAll();
+  EXPECT_TRUE(absl::IsNotFound(hub_.Get(ApplicationsRef("argocd"), "guestbook").status()));
+  EXPECT_FALSE(store_.GetResource(id)->has_value());
+  EXPECT_TRUE(p.publisher.accepted().empty());
+}
+
+TEST_F(ReconcilerTest, AFailedRecordIsRetriedAndNothingIsPublishedBeforeIt) {
+  PutApp(PullApp("argocd", "guestbook", "cluster1"));
+  store_.FailWithForTest(absl::UnavailableError("postgres down"));
+  process_ = std::make_unique<Process>(clock_, store_, hub_, apps_, clusters_);
+  process_->reconciler.Activate();
+  process_->RunAll();
+  EXPECT_FALSE(process_->reconciler.loaded());
+  EXPECT_TRUE(process_->publisher.published().empty());
+
+  store_.FailWithForTest(absl::OkStatus());
+  clock_.Advance(std::chrono::minutes(2));
+  process_->RunAll();
+  EXPECT_TRUE(process_->reconciler.loaded());
+  ASSERT_EQ(process_->publisher.accepted().size(), 1U);
+}
+
+TEST_F(ReconcilerTest, StatusOnlyInformerUpdatesAreFilteredOut) {
+  json a = PullApp("argocd", "guestbook", "cluster1");
+  a["metadata"]["resourceVersion"] = "1";
+  json b = a;
+  b["metadata"]["resourceVersion"] = "2";
+  b["metadata"]["generation"] = 5;
+  b["status"] = {{"sync", {{"status", "Synced"}}}};
+  EXPECT_FALSE(DispatchRelevantChange(a, b));
+  b["metadata"]["annotations"][kRefreshAnnotation] = "normal";
+  EXPECT_TRUE(DispatchRelevantChange(a, b));
+}
+
+TEST_F(ReconcilerTest, ARetargetedApplicationIsDeletedFromTheOldClusterFirst) {
+  clusters_.OnAdd(std::make_shared<const json>(ManagedCluster("cluster2")), false);
+  PutApp(PullApp("argocd", "guestbook", "cluster1"));
+  Process& p = Start();
+  ASSERT_EQ(p.publisher.accepted().size(), 1U);
+  PutApp(PullApp("argocd", "guestbook", "cluster2"));
+  p.RunAll();
+  ASSERT_EQ(p.publisher.accepted().size(), 2U);
+  EXPECT_EQ(p.publisher.accepted()[1].type, cloudevents::kSpecDeleteRequestType);
+  EXPECT_EQ(p.publisher.accepted()[1].ClusterName().value(), "cluster1");
+  p.reconciler.OnDeletionConfirmed(IdOf("cluster1", "argocd", "guestbook"));
+  p.RunAll();
+  ASSERT_EQ(p.publisher.accepted().size(), 3U);
+  EXPECT_EQ(p.publisher.accepted()[2].type, cloudevents::kSpecCreateRequestType);
+  EXPECT_EQ(p.publisher.accepted()[2].ClusterName().value(), "cluster2");
+  // The hub Application kept its finalizer: it is not being deleted.
+  EXPECT_EQ(hub_.Get(ApplicationsRef("argocd"), "guestbook").value()["metadata"]["finalizers"],
+            json::array({kResourcesFinalizer}));
+}
+
+}  // namespace
+}  // namespace mmi::dispatcher

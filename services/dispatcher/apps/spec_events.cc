@@ -1,0 +1,58 @@
+#include "services/dispatcher/apps/spec_events.h"
+
+#include <utility>
+
+#include "libs/cloudevents/maestro_events.h"
+#include "libs/cloudevents/manifest_bundle.h"
+#include "libs/cloudevents/object_meta.h"
+#include "libs/common/status_macros.h"
+
+namespace mmi::dispatcher {
+
+absl::StatusOr<std::string> EncodedWorkMeta(const Dispatch& d, int32_t version) {
+  cloudevents::ObjectMeta meta = d.work_meta;
+  meta.resource_version = std::to_string(version);
+  meta.generation = version;
+  return cloudevents::FormatObjectMeta(meta);
+}
+
+absl::StatusOr<cloudevents::Event> MakeSpecEvent(const Dispatch& d, const std::string& source_id,
+                                                 bool create, int32_t version, std::string id,
+                                                 cloudevents::Timestamp time) {
+  ASSIGN_OR_RETURN(std::string data, cloudevents::EncodeManifestBundle(d.bundle));
+  ASSIGN_OR_RETURN(std::string meta, EncodedWorkMeta(d, version));
+  return cloudevents::MakeSpecRequest({.id = std::move(id),
+                                       .source = source_id,
+                                       .time = time,
+                                       .cluster = d.cluster,
+                                       .resource_id = d.resource_id,
+                                       .version = version},
+                                      create, std::move(meta), std::move(data));
+}
+
+absl::StatusOr<cloudevents::Event> MakeDeleteEvent(const ResourceIdentity& resource,
+                                                   const std::string& source_id, int32_t version,
+                                                   cloudevents::Timestamp deletion_time,
+                                                   std::string id, cloudevents::Timestamp time) {
+  cloudevents::ObjectMeta meta;
+  meta.name = resource.work_name;
+  meta.namespace_ = resource.cluster;
+  meta.uid = resource.resource_id;
+  meta.resource_version = std::to_string(version);
+  meta.generation = version;
+  meta.deletion_timestamp = deletion_time;
+  if (!resource.hub_namespace.empty()) {
+    meta.annotations[kHubAppNamespaceAnnotation] = resource.hub_namespace;
+    meta.annotations[kHubAppNameAnnotation] = resource.hub_name;
+  }
+  ASSIGN_OR_RETURN(std::string meta_json, cloudevents::FormatObjectMeta(meta));
+  return cloudevents::MakeSpecDeleteRequest({.id = std::move(id),
+                                             .source = source_id,
+                                             .time = time,
+                                             .cluster = resource.cluster,
+                                             .resource_id = resource.resource_id,
+                                             .version = version},
+                                            deletion_time, std::move(meta_json));
+}
+
+}  // namespace mmi::dispatcher
