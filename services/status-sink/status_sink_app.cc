@@ -4,6 +4,7 @@
 #include "libs/common/clock.h"
 #include "libs/common/log.h"
 #include "libs/common/loop.h"
+#include "libs/common/status_macros.h"
 #include "libs/metrics/admin_server.h"
 #include "libs/metrics/build_info.h"
 #include "libs/service/admin.h"
@@ -48,20 +49,10 @@ absl::Status StatusSinkApp::Start() {
   c_ = std::make_unique<Components>();
   Components& c = *c_;
   Clock& clock = RealClock::Instance();
-  metrics::RegisterBuildInfo(*registry_, "status-sink");
-  Log().Info("starting", {{"version", metrics::Version()}, {"config", SettingsSummary(settings_)}});
-
-  auto hub = service::ConnectHub(settings_.kube, "status-sink", clock, registry_.get());
-  if (!hub.ok()) {
-    return hub.status();
-  }
-  c.hub = *std::move(hub);
-
-  if (absl::Status s = service::ApplySchema(settings_.store); !s.ok()) {
-    return s;
-  }
-  c.pool = std::make_unique<store::postgres::ConnectionPool>(
-      store::postgres::ConnectionPoolSettings{settings_.store.dsn, settings_.store.pool_size});
+  ASSIGN_OR_RETURN(c.hub,
+                   service::AnnounceAndConnectHub(Log(), "status-sink", SettingsSummary(settings_),
+                                                  settings_.kube, clock, *registry_));
+  ASSIGN_OR_RETURN(c.pool, service::OpenStore(settings_.store));
   c.store = std::make_unique<store::postgres::PostgresStatusStore>(*c.pool);
   c.metrics = std::make_unique<SinkMetrics>(*registry_);
 
@@ -108,15 +99,9 @@ absl::Status StatusSinkApp::Start() {
     return served;
   }
 
-  auto leader = service::LeaderCampaign::Create(
-      c.hub.settings, settings_.leader, clock, *registry_,
-      kube::LeaderCallbacks{.on_started_leading = [this] { StartLeading(); },
-                            .on_stopped_leading = [this] { OnLostLeadership(); },
-                            .on_new_leader = {}});
-  if (!leader.ok()) {
-    return leader.status();
-  }
-  c.leader = *std::move(leader);
+  ASSIGN_OR_RETURN(c.leader, service::LeaderCampaign::Create(
+                                 c.hub.settings, settings_.leader, clock, *registry_,
+                                 [this] { StartLeading(); }, [this] { OnLostLeadership(); }));
   return c.leader->Start();
 }
 
@@ -203,10 +188,7 @@ void StatusSinkApp::Stop() {
 }
 
 int StatusSinkMain(int argc, char** argv) {
-  service::BlockShutdownSignals();  // before any thread starts
-  log::SetServiceName("status-sink");
-  return service::RunService<StatusSinkApp>(
-      Log(), LoadSettings(argc, argv, service::ProcessEnvironment()));
+  return service::ServiceMain<StatusSinkApp>("status-sink", Log(), argc, argv, LoadSettings);
 }
 
 }  // namespace mmi::status_sink

@@ -61,7 +61,8 @@ FLOWCONTROL = "/apis/flowcontrol.apiserver.k8s.io/v1"
 
 # Every fault, in the order they run. kafka runs the subset in KAFKA_FAULTS.
 MQTT_FAULTS = [
-    "dispatcher_kill9", "status_sink_kill9", "broker_restart", "broker_pause_60s",
+    "dispatcher_kill9", "status_sink_kill9", "broker_restart", "broker_restart_agents_first",
+    "broker_pause_60s",
     "postgres_restart", "kube_apiserver_restart", "hub_throttle_60s", "etcd_compact_during_relist",
     "fleet_sim_restart", "fleet_sim_restart_dispatcher_down",
 ]
@@ -71,6 +72,9 @@ DESCRIPTIONS = {
     "dispatcher_kill9": "kill -9 of the dispatcher while it publishes a 10% change, restarted",
     "status_sink_kill9": "kill -9 of the status sink while it writes statuses, restarted",
     "broker_restart": "broker restarted on the same ports (mosquitto keeps no sessions: persistence false)",
+    "broker_restart_agents_first": "agents paused while the broker accepts updates for them, broker restarted "
+                                   "(those updates lost with it), agents back and asking for their specs "
+                                   "5 s before the dispatcher resubscribes",
     "broker_pause_60s": "broker paused 60 s (SIGSTOP/SIGCONT)",
     "postgres_restart": "PostgreSQL restarted (fast shutdown, same port and data)",
     "kube_apiserver_restart": "hub kube-apiserver restarted (etcd stays up)",
@@ -451,6 +455,31 @@ class FaultMatrix:
         m = parse_prometheus(text)
         return metric_sum(m, "apiserver_flowcontrol_rejected_requests_total", priority_level=THROTTLE_NAME)
 
+    def broker_restart_agents_first(self, tag: str) -> dict:
+        """The order of the race seen on 2026-11-26 (docs/reliability.md), forced: updates the
+        broker accepted but had not delivered are lost with it, and the agents' spec resync
+        requests reach no subscriber because they reconnect before the dispatcher does."""
+        st = self.stack
+        published = metric_sum(st.metrics("dispatcher"), "mmi_events_published_total")
+
+        def signal_process(name, sig):
+            os.kill(st.pid(name), sig)
+        signal_process("fleet-sim", signal.SIGSTOP)
+        try:
+            changed = self.bulk_update(self.args.bulk // 3, tag)
+            # The dispatcher publishes them; the broker accepts them and queues them for the paused agents.
+            self.wait_counter("dispatcher", "mmi_events_published_total", published + changed - 1)
+            signal_process("dispatcher", signal.SIGSTOP)
+            try:
+                st.restart_broker()
+            finally:
+                signal_process("fleet-sim", signal.SIGCONT)
+                time.sleep(5)
+        finally:
+            signal_process("fleet-sim", signal.SIGCONT)
+            signal_process("dispatcher", signal.SIGCONT)
+        return {"changed": changed}
+
     def inject(self, fault: str, tag: str) -> dict:
         """Injects and lifts `fault`; returns facts about it. Mutations run meanwhile."""
         st = self.stack
@@ -464,6 +493,8 @@ class FaultMatrix:
         elif fault == "broker_restart":
             self.bulk_update(self.args.bulk // 3, tag)
             st.restart_broker()
+        elif fault == "broker_restart_agents_first":
+            info = self.broker_restart_agents_first(tag)
         elif fault == "broker_pause_60s":
             name = "mosquitto" if self.args.transport == "mqtt" else "kafka"
             st.signal_peer(name, signal.SIGSTOP)
