@@ -38,28 +38,51 @@ void MoveAcks(std::vector<transport::AckFn>& from, std::vector<transport::AckFn>
   from.clear();
 }
 
+// Members of an Application status that are not material (see the header).
+bool IsVolatileMember(std::string_view key) {
+  return key == "reconciledAt" || key == "observedAt" || key == "controllerNamespace";
+}
+
 }  // namespace
 
 std::string MaterialHash(const nlohmann::json& status, bool ignore_resource_health_messages) {
-  nlohmann::json material = status;
+  using Json = nlohmann::json;
+  if (status.is_object() && !ignore_resource_health_messages) {
+    // The text of dump() on a copy without the volatile members, written straight from the
+    // status: no copy of the tree (the hash must stay what it was: the store keeps it).
+    std::string text = "{";
+    nlohmann::detail::serializer<Json> out(nlohmann::detail::output_adapter<char>(text), ' ',
+                                           Json::error_handler_t::replace);
+    for (const auto& [key, value] : status.get_ref<const Json::object_t&>()) {
+      if (IsVolatileMember(key)) {
+        continue;
+      }
+      if (text.size() > 1) {
+        text.push_back(',');
+      }
+      out.dump(Json(key), false, false, 0);
+      text.push_back(':');
+      out.dump(value, false, false, 0);
+    }
+    text.push_back('}');
+    return cloudevents::Sha256Hex(text);
+  }
+  Json material = status;
   if (material.is_object()) {
-    material.erase("reconciledAt");
-    material.erase("observedAt");
-    material.erase("controllerNamespace");
-    if (ignore_resource_health_messages) {
-      auto resources = material.find("resources");
-      if (resources != material.end() && resources->is_array()) {
-        for (auto& item : *resources) {
-          if (item.is_object() && item.contains("health") && item["health"].is_object()) {
-            item["health"].erase("message");
-          }
+    for (const char* key : {"reconciledAt", "observedAt", "controllerNamespace"}) {
+      material.erase(key);
+    }
+    auto resources = material.find("resources");
+    if (resources != material.end() && resources->is_array()) {
+      for (auto& item : *resources) {
+        if (item.is_object() && item.contains("health") && item["health"].is_object()) {
+          item["health"].erase("message");
         }
       }
     }
   }
   // Object keys are sorted (std::map), so equal statuses serialize equally.
-  return cloudevents::Sha256Hex(
-      material.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  return cloudevents::Sha256Hex(material.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
 std::string_view OfferResultName(OfferResult result) {
@@ -131,13 +154,12 @@ void Coalescer::MakeReady(const std::string& id, State& state) {
 
 bool Coalescer::ShedVolatile(std::vector<transport::AckFn>& release) {
   while (!ready_volatile_.empty()) {
-    const std::string id = std::move(ready_volatile_.front());
-    ready_volatile_.pop_front();
-    auto it = states_.find(id);
-    if (it == states_.end()) {
+    std::string id;
+    State* found = PopState(ready_volatile_, id);
+    if (found == nullptr) {
       continue;
     }
-    State& st = it->second;
+    State& st = *found;
     st.queued_volatile = false;
     if (!CanShed(st)) {
       continue;  // taken meanwhile, or now carries a material change
@@ -148,6 +170,13 @@ bool Coalescer::ShedVolatile(std::vector<transport::AckFn>& release) {
     return true;
   }
   return false;
+}
+
+Coalescer::State* Coalescer::PopState(std::deque<std::string>& queue, std::string& id) {
+  id = std::move(queue.front());
+  queue.pop_front();
+  auto it = states_.find(id);
+  return it == states_.end() ? nullptr : &it->second;
 }
 
 bool Coalescer::CanShed(const State& state) {
@@ -304,13 +333,12 @@ Coalescer::Ready Coalescer::TakeReady(std::size_t max) {
     std::deque<std::string>& queue = !ready_first_.empty() ? ready_first_
                                      : from_volatile       ? ready_volatile_
                                                            : ready_;
-    const std::string id = std::move(queue.front());
-    queue.pop_front();
-    auto it = states_.find(id);
-    if (it == states_.end()) {
+    std::string id;
+    State* found = PopState(queue, id);
+    if (found == nullptr) {
       continue;
     }
-    State& st = it->second;
+    State& st = *found;
     (from_volatile ? st.queued_volatile : st.queued) = false;
     if (!st.pending || st.in_flight) {
       continue;
@@ -347,15 +375,11 @@ Coalescer::Ready Coalescer::TakeReady(std::size_t max) {
 store::AppliedStatus Coalescer::Written(const WriteTask& task) {
   store::AppliedStatus row;
   row.resource_id = task.update.resource_id;
-  auto it = states_.find(task.update.resource_id);
-  if (it == states_.end()) {
+  State* found = EndFlight(task.update.resource_id);
+  if (found == nullptr) {
     return row;
   }
-  State& st = it->second;
-  if (st.in_flight) {
-    st.in_flight = false;
-    --in_flight_count_;
-  }
+  State& st = *found;
   st.not_before = {};
   if (task.update.sequence_id) {
     st.applied_seq = *task.update.sequence_id;
@@ -375,30 +399,32 @@ store::AppliedStatus Coalescer::Written(const WriteTask& task) {
   return row;
 }
 
-void Coalescer::Dropped(const WriteTask& task) {
-  auto it = states_.find(task.update.resource_id);
+Coalescer::State* Coalescer::EndFlight(const std::string& id) {
+  auto it = states_.find(id);
   if (it == states_.end()) {
-    return;
+    return nullptr;
   }
   State& st = it->second;
   if (st.in_flight) {
     st.in_flight = false;
     --in_flight_count_;
   }
-  Enqueue(task.update.resource_id, st);
+  return &st;
+}
+
+void Coalescer::Dropped(const WriteTask& task) {
+  if (State* st = EndFlight(task.update.resource_id)) {
+    Enqueue(task.update.resource_id, *st);
+  }
 }
 
 void Coalescer::Requeue(WriteTask task, std::chrono::milliseconds delay) {
   const std::string id = task.update.resource_id;
-  auto it = states_.find(id);
-  if (it == states_.end()) {
+  State* found = EndFlight(id);
+  if (found == nullptr) {
     return;
   }
-  State& st = it->second;
-  if (st.in_flight) {
-    st.in_flight = false;
-    --in_flight_count_;
-  }
+  State& st = *found;
   st.not_before = clock_.MonotonicNow() + delay;
   if (st.pending) {
     std::vector<transport::AckFn> acks = std::move(task.acks);

@@ -183,6 +183,10 @@ class Coalescer {
   // A waiting report ShedVolatile may drop: volatile-only, not in flight, not delayed or queued
   // as material.
   static bool CanShed(const State& state);
+  // Takes the id at the front of `queue` into `id`; its state, or nullptr when it is gone.
+  State* PopState(std::deque<std::string>& queue, std::string& id);
+  // The state of `id` with its write no longer in flight; nullptr when it is gone.
+  State* EndFlight(const std::string& id);
   // Drops the oldest waiting volatile-only write to make room; false when there is none.
   bool ShedVolatile(std::vector<transport::AckFn>& release);
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "libs/cloudevents/status_hash.h"
 #include "libs/common/testing/fake_clock.h"
 
 namespace mmi::status_sink {
@@ -60,6 +61,26 @@ class CoalescerTest : public ::testing::Test {
                        clock_};
   int acked_ = 0;
 };
+
+// The store keeps material hashes across restarts: they must stay the hash of the status's dump
+// without its volatile members, however that text is produced.
+TEST(MaterialHashTest, IsTheHashOfTheStatusDumpWithoutVolatileMembers) {
+  const nlohmann::json status = {
+      {"health", {{"status", "Healthy"}}},
+      {"reconciledAt", "2026-06-01T10:00:04Z"},
+      {"observedAt", "2026-06-01T10:00:04Z"},
+      {"controllerNamespace", "argocd"},
+      {"resources", nlohmann::json::array({{{"kind", "Deployment"}, {"name", "a\"b\u00e9"}}})},
+      {"sync", {{"status", "Synced"}, {"revision", 7}}}};
+  nlohmann::json material = status;
+  material.erase("reconciledAt");
+  material.erase("observedAt");
+  material.erase("controllerNamespace");
+  EXPECT_EQ(MaterialHash(status, false), cloudevents::Sha256Hex(material.dump()));
+  EXPECT_EQ(MaterialHash(nlohmann::json::object(), false), cloudevents::Sha256Hex("{}"));
+  EXPECT_EQ(MaterialHash({{"reconciledAt", "x"}}, false), cloudevents::Sha256Hex("{}"));
+  EXPECT_EQ(MaterialHash(nlohmann::json(), false), cloudevents::Sha256Hex("null"));
+}
 
 TEST_F(CoalescerTest, AFirstReportBecomesOneWrite) {
   EXPECT_EQ(Offer(Update(1, Status("Healthy"))), OfferResult::kQueued);

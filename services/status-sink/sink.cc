@@ -8,15 +8,15 @@
 namespace mmi::status_sink {
 namespace {
 
-const log::Logger& Log() {
-  static const log::Logger logger("status_sink");
-  return logger;
-}
-
 // How often LogDrops may write its summary line.
 constexpr std::chrono::seconds kDropLogInterval{30};
 
 }  // namespace
+
+const log::Logger& Sink::Log() {
+  static const log::Logger logger("status_sink");
+  return logger;
+}
 
 Sink::Sink(SinkSettings settings, transport::Subscriber& subscriber,
            transport::Publisher& publisher, store::StatusStore& store, Writer& writer,

@@ -121,6 +121,9 @@ class Sink {
   std::size_t pending_for_test() const { return coalescer_.pending(); }
 
  private:
+  // The sink's logger, shared by sink.cc, sink_writes.cc and sink_resync.cc.
+  static const log::Logger& Log();
+
   // A decoded report waiting for its resource lookup or admitted.
   struct Awaiting {
     StatusReport report;

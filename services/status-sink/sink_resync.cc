@@ -1,21 +1,12 @@
 // The sink's status resyncs (full, and of lost reports) and fleet report (sink.h).
 #include <utility>
 
+#include "libs/cloudevents/maestro_events.h"
 #include "libs/cloudevents/resource_id.h"
 #include "libs/cloudevents/resync.h"
-#include "libs/transport/status_resync.h"
 #include "services/status-sink/sink.h"
 
 namespace mmi::status_sink {
-namespace {
-
-const log::Logger& Log() {
-  static const log::Logger logger("status_sink");
-  return logger;
-}
-
-}  // namespace
-
 // --- resync and fleet report ----------------------------------------------------------------
 
 void Sink::ResyncAfterLoss() {
@@ -116,7 +107,7 @@ void Sink::OnLostResyncFailed(const std::string& cluster,
 }
 
 absl::Status Sink::PublishResyncRequest(const ResyncChunk& chunk, transport::PublishCallback done) {
-  auto event = transport::MakeStatusResyncRequest(
+  auto event = cloudevents::MakeStatusResyncRequest(
       settings_.source_id, chunk.cluster, chunk.list, cloudevents::NewUuidV4(),
       std::chrono::time_point_cast<std::chrono::nanoseconds>(clock_.Now()));
   if (!event.ok()) {

@@ -956,7 +956,7 @@ TEST_F(SinkTest, EveryCapturedAgentStatusLandsOnTheHubAsItsFeedbackCarriesIt) {
   for (const auto& record : *records) {
     auto event = cloudevents::DecodeMqtt(record.message);
     ASSERT_TRUE(event.ok()) << record.line << ": " << event.status();
-    if (transport::ClassifyReceived(*event) != transport::ReceivedKind::kStatus) {
+    if (cloudevents::ClassifyReceived(*event) != cloudevents::ReceivedKind::kStatus) {
       continue;  // the agent's spec resync requests
     }
     auto meta = cloudevents::ObjectMetaOf(*event);

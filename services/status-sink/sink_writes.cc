@@ -4,15 +4,6 @@
 #include "services/status-sink/sink.h"
 
 namespace mmi::status_sink {
-namespace {
-
-const log::Logger& Log() {
-  static const log::Logger logger("status_sink");
-  return logger;
-}
-
-}  // namespace
-
 // --- writes ---------------------------------------------------------------------------------
 
 void Sink::Pump() {

@@ -9,6 +9,7 @@
 #include "libs/cloudevents/sequence_id.h"
 #include "libs/cloudevents/status_hash.h"
 #include "libs/transport/metrics.h"
+#include "services/status-sink/one_pass_decoder.h"
 #include "services/status-sink/status_patch.h"
 
 namespace mmi::status_sink {
@@ -44,7 +45,17 @@ std::string MetadataApp(const cloudevents::Event& event) {
 }  // namespace
 
 std::variant<StatusReport, Rejection> DecodeStatusReport(const cloudevents::Event& event) {
-  if (transport::ClassifyReceived(event) != transport::ReceivedKind::kStatus) {
+  // One decoder per thread (in the sink: the loop thread) keeps its parse buffers warm.
+  thread_local OnePassDecoder decoder;
+  auto decoded = decoder.Decode(event);
+  if (decoded.has_value()) {
+    return *std::move(decoded);
+  }
+  return DecodeStatusReportFull(event);
+}
+
+std::variant<StatusReport, Rejection> DecodeStatusReportFull(const cloudevents::Event& event) {
+  if (cloudevents::ClassifyReceived(event) != cloudevents::ReceivedKind::kStatus) {
     return Rejection{DropReason::kNotStatus, event.type};
   }
   StatusReport report;
@@ -88,6 +99,12 @@ std::variant<StatusReport, Rejection> DecodeStatusReport(const cloudevents::Even
     }
     report.update.status = std::move(**feedback);
   }
+  TakeEventFacts(event, report);
+  report.metadata_app = MetadataApp(event);
+  return report;
+}
+
+void TakeEventFacts(const cloudevents::Event& event, StatusReport& report) {
   if (event.time) {
     report.update.event_time = std::chrono::system_clock::time_point(
         std::chrono::duration_cast<std::chrono::system_clock::duration>(
@@ -95,10 +112,8 @@ std::variant<StatusReport, Rejection> DecodeStatusReport(const cloudevents::Even
   }
   auto cluster = event.ClusterName();
   if (cluster.ok()) {
-    report.cluster = *cluster;
+    report.cluster = *std::move(cluster);
   }
-  report.metadata_app = MetadataApp(event);
-  return report;
 }
 
 }  // namespace mmi::status_sink

@@ -35,7 +35,16 @@ struct Rejection {
   std::string detail;
 };
 
-// Decodes `event` (any event received on the status subscription).
+// Decodes `event` (any event received on the status subscription): the one-pass decoder
+// (one_pass_decoder.h, one per calling thread), and the full path wherever that one cannot
+// vouch for its answer. Always equal to DecodeStatusReportFull.
 std::variant<StatusReport, Rejection> DecodeStatusReport(const cloudevents::Event& event);
+
+// What every decode path takes from the event's attributes alone: its time and its cluster.
+void TakeEventFacts(const cloudevents::Event& event, StatusReport& report);
+
+// The full path: the typed ManifestBundleStatus and ObjectMeta decoders of libs/cloudevents.
+// The reference DecodeStatusReport is tested against; the only path for malformed events.
+std::variant<StatusReport, Rejection> DecodeStatusReportFull(const cloudevents::Event& event);
 
 }  // namespace mmi::status_sink

@@ -1,0 +1,314 @@
+#include "bench/sink/sink_run.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <pqxx/pqxx>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "libs/common/clock.h"
+#include "libs/kube/http_kube_client.h"
+#include "libs/kube/rest_config.h"
+#include "libs/store/postgres/migrator.h"
+#include "libs/transport/testing/metric_value.h"
+#include "migrations/embedded_migrations.h"
+#include "services/status-sink/status_sink_app.h"
+#include "services/status-sink/writer.h"
+#include "tests/support/peer.h"
+
+namespace mmi::bench {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Nanoseconds on CPU of every live thread of this process, by thread id, with its name.
+struct ThreadTime {
+  std::string name;
+  double ns = 0;
+};
+std::map<std::string, ThreadTime> ThreadTimes() {
+  std::map<std::string, ThreadTime> out;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) {
+    return out;
+  }
+  const std::string main_tid = std::to_string(getpid());
+  while (const dirent* entry = readdir(dir)) {
+    const std::string tid = entry->d_name;
+    if (tid == "." || tid == ".." || tid == main_tid) {
+      continue;  // the main thread only waits
+    }
+    const std::string base = "/proc/self/task/" + tid;
+    ThreadTime t;
+    std::ifstream(base + "/comm") >> t.name;
+    std::ifstream(base + "/schedstat") >> t.ns;
+    out[tid] = t;
+  }
+  closedir(dir);
+  return out;
+}
+
+std::string GroupOf(const std::string& name) {
+  if (name.starts_with("status-sink")) {
+    return "loop: decode, lookup, coalesce, dispatch (status-sink)";
+  }
+  if (name.starts_with("status-store")) {
+    return "store: lookups, persist (status-store)";
+  }
+  if (name.starts_with("status-writers")) {
+    return "hub writes (status-writers)";
+  }
+  if (name.starts_with("mqtt") || name.starts_with("kafka") || name.starts_with("rdk:") ||
+      name == "sink_bench") {
+    return "transport: receive + CloudEvent decode (Paho / librdkafka threads)";
+  }
+  return "other (kube watch, leader election, admin)";
+}
+
+std::vector<ThreadGroupCost> GroupCosts(const std::map<std::string, ThreadTime>& before,
+                                        const std::map<std::string, ThreadTime>& after,
+                                        std::size_t events, double* total) {
+  std::map<std::string, double> ns;
+  for (const auto& [tid, t] : after) {
+    auto it = before.find(tid);
+    ns[GroupOf(t.name)] += t.ns - (it != before.end() ? it->second.ns : 0);
+  }
+  std::vector<ThreadGroupCost> out;
+  *total = 0;
+  for (const auto& [group, value] : ns) {
+    const double us = value / 1e3 / static_cast<double>(events);
+    out.push_back({group, us});
+    *total += us;
+  }
+  return out;
+}
+
+absl::Status PrepareHub(const std::string& kubeconfig, const EventShape& shape) {
+  auto rest = kube::LoadKubeconfigFiles({kubeconfig});
+  if (!rest.ok()) {
+    return rest.status();
+  }
+  kube::HttpKubeClientSettings settings;
+  settings.rest = *rest;
+  auto client = kube::HttpKubeClient::Create(settings, RealClock::Instance(),
+                                             RealSleeper::Instance(), nullptr);
+  if (!client.ok()) {
+    return client.status();
+  }
+  auto ns = (*client)->Create(
+      {"", "v1", "namespaces", ""},
+      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kBenchHubNamespace}}}},
+      {});
+  if (!ns.ok() && ns.status().code() != absl::StatusCode::kAlreadyExists) {
+    return ns.status();
+  }
+  for (std::size_t r = 0; r < shape.resources; ++r) {
+    const json app = {
+        {"apiVersion", "argoproj.io/v1alpha1"},
+        {"kind", "Application"},
+        {"metadata", {{"name", BenchAppName(r)}, {"namespace", kBenchHubNamespace}}},
+        {"spec",
+         {{"project", "default"},
+          {"destination", {{"server", "https://cluster1.example"}, {"namespace", "guestbook"}}},
+          {"source", {{"repoURL", "https://example.com/apps.git"}, {"path", "guestbook"}}}}}};
+    auto created = (*client)->Create(status_sink::ApplicationsRef(kBenchHubNamespace), app, {});
+    if (!created.ok()) {
+      return created.status();
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The dispatcher's rows: one per resource, on the publisher's cluster.
+absl::Status PrepareStore(const std::string& dsn, const EventShape& shape) {
+  auto migrated = store::postgres::ApplyMigrations({.dsn = dsn}, migrations::All());
+  if (!migrated.ok()) {
+    return migrated.status();
+  }
+  pqxx::connection conn(dsn);
+  pqxx::work tx(conn);
+  for (std::size_t r = 0; r < shape.resources; ++r) {
+    tx.exec_params0(
+        "INSERT INTO dispatched_resources (resource_id, cluster, hub_namespace, hub_name, "
+        "hub_uid, work_name, payload_hash, payload) VALUES ($1, $2, $3, $4, $5, $6, 'h', '{}')",
+        BenchResourceId(r), shape.cluster, kBenchHubNamespace, BenchAppName(r),
+        "uid-" + std::to_string(r), "work-" + std::to_string(r));
+  }
+  tx.commit();
+  return absl::OkStatus();
+}
+
+std::string PublisherCommand(const RunSettings& s, const testing::PeerProcess& broker,
+                             bool prepare) {
+  const std::string address =
+      s.transport == "kafka" ? broker.Get("KAFKA_BOOTSTRAP") : broker.Get("MQTT_HOST");
+  return absl::StrCat("'", s.publisher, "' --transport ", s.transport, " --broker ", address,
+                      " --source-id ", s.shape.source_id, " --cluster ", s.shape.cluster,
+                      " --bytes ", s.shape.target_bytes, " --resources ", s.shape.resources,
+                      " --events ", s.events, prepare ? " --prepare" : "", " 2>&1");
+}
+
+status_sink::StatusSinkSettings SinkSettings(const RunSettings& s, const testing::PeerProcess& hub,
+                                             const testing::PeerProcess& db,
+                                             const testing::PeerProcess& broker) {
+  status_sink::StatusSinkSettings settings;
+  settings.kube.kubeconfig = hub.Get("KUBECONFIG");
+  settings.store.dsn = db.Get("PG_DSN");
+  settings.store.pool_size = 2;
+  settings.leader.enabled = false;  // one replica: no lease to wait for
+  settings.admin_listen = "127.0.0.1:0";
+  settings.writers = 4;
+  settings.shutdown_timeout = std::chrono::milliseconds(5'000);
+  settings.sink.intake_capacity = s.events + 1;  // hold the whole run: nothing dropped
+  if (s.transport == "kafka") {
+    transport::KafkaSettings kafka;
+    kafka.bootstrap_servers = broker.Get("KAFKA_BOOTSTRAP");
+    kafka.source_id = s.shape.source_id;
+    settings.transport = kafka;
+  } else {
+    transport::MqttSettings mqtt;
+    mqtt.broker_host = broker.Get("MQTT_HOST");
+    mqtt.source_id = s.shape.source_id;
+    mqtt.client_id = "mmi-bench-sink";
+    settings.transport = mqtt;
+  }
+  return settings;
+}
+
+}  // namespace
+
+namespace {
+
+// Runs the publisher to completion; its last line is "<events/s>".
+absl::StatusOr<double> Publish(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    return absl::InternalError("cannot start " + command);
+  }
+  std::string output;
+  char buffer[512];
+  while (fgets(buffer, sizeof(buffer), pipe) != nullptr) {
+    output += buffer;
+  }
+  if (pclose(pipe) != 0) {
+    return absl::UnavailableError("the publisher failed: " + output);
+  }
+  const auto last = output.find_last_of(' ', output.size() - 2);
+  return std::stod(output.substr(last == std::string::npos ? 0 : last + 1));
+}
+
+double Metric(status_sink::StatusSinkApp& app, const char* name,
+              const std::map<std::string, std::string>& labels = {}) {
+  return transport::testing::MetricValue(app.registry(), name, labels);
+}
+
+// Waits for `events` handled events; the times of the first and the last.
+absl::Status AwaitHandled(status_sink::StatusSinkApp& app, std::size_t events,
+                          Clock::time_point* first, Clock::time_point* last) {
+  const auto deadline = Clock::now() + std::chrono::seconds(60 + events / 500);
+  bool started = false;
+  while (Clock::now() < deadline) {
+    const double handled = Metric(app, "mmi_status_events_received_total");
+    if (!started && handled > 0) {
+      started = true;
+      *first = Clock::now();
+    }
+    if (handled >= static_cast<double>(events)) {
+      *last = Clock::now();
+      return absl::OkStatus();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      "the sink handled ", Metric(app, "mmi_status_events_received_total"), " of ", events));
+}
+
+// Hub writes and persists trail the last event: waits until the write count stays put.
+void AwaitWritesSettled(status_sink::StatusSinkApp& app) {
+  double writes = -1;
+  for (int i = 0; i < 50; ++i) {
+    const double now = Metric(app, "mmi_status_updates_total", {{"result", "ok"}});
+    if (now == writes) {
+      return;
+    }
+    writes = now;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<RunResult> RunSink(const RunSettings& s) {
+  auto hub = testing::PeerProcess::Start("kube", {"ROLE=hub"});
+  auto db = testing::PeerProcess::Start("postgres");
+  auto broker = testing::PeerProcess::Start(s.transport == "kafka" ? "kafka" : "mosquitto");
+  for (const auto* peer : {&hub, &db, &broker}) {
+    if (!peer->ok()) {
+      return peer->status();
+    }
+  }
+  if (auto st = PrepareHub((*hub)->Get("KUBECONFIG"), s.shape); !st.ok()) {
+    return st;
+  }
+  if (auto st = PrepareStore((*db)->Get("PG_DSN"), s.shape); !st.ok()) {
+    return st;
+  }
+  if (s.transport == "kafka") {  // the topic, before the sink's consumer joins
+    if (auto prepared = Publish(PublisherCommand(s, **broker, true)); !prepared.ok()) {
+      return prepared.status();
+    }
+  }
+  auto settings = SinkSettings(s, **hub, **db, **broker);
+  if (auto st = status_sink::FinalizeSettings(settings); !st.ok()) {
+    return st;
+  }
+  status_sink::StatusSinkApp app(settings);
+  if (auto st = app.Start(); !st.ok()) {
+    return st;
+  }
+  const auto ready_deadline = Clock::now() + std::chrono::seconds(60);
+  while (!app.sink_ready()) {
+    if (Clock::now() > ready_deadline) {
+      return absl::DeadlineExceededError("the sink did not lead, resume and subscribe in 60 s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // subscription settled, resync sent
+  const auto before = ThreadTimes();
+  std::optional<absl::StatusOr<double>> published;
+  std::thread publisher([&] { published = Publish(PublisherCommand(s, **broker, false)); });
+  Clock::time_point first;
+  Clock::time_point last;
+  absl::Status handled = AwaitHandled(app, s.events, &first, &last);
+  publisher.join();
+  if (handled.ok()) {
+    AwaitWritesSettled(app);
+  }
+  const auto after = ThreadTimes();
+  RunResult result;
+  result.handled = static_cast<std::size_t>(Metric(app, "mmi_status_events_received_total"));
+  result.hub_writes =
+      static_cast<std::size_t>(Metric(app, "mmi_status_updates_total", {{"result", "ok"}}));
+  app.RequestStop();
+  app.Stop();
+  if (!published->ok()) {
+    return published->status();
+  }
+  if (!handled.ok()) {
+    return handled;
+  }
+  result.publisher_events_per_second = **published;
+  result.seconds = std::chrono::duration<double>(last - first).count();
+  result.events_per_second = static_cast<double>(s.events) / std::max(result.seconds, 1e-9);
+  result.groups = GroupCosts(before, after, s.events, &result.total_us_per_event);
+  return result;
+}
+
+}  // namespace mmi::bench

@@ -1,0 +1,153 @@
+#include "bench/sink/status_events.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "libs/cloudevents/sequence_id.h"
+#include "libs/cloudevents/status_hash.h"
+#include "nlohmann/json.hpp"
+
+namespace mmi::bench {
+namespace {
+
+using nlohmann::json;
+
+// A fixed agent clock, so that runs are comparable: 2026-06-01T10:00:00Z.
+constexpr std::int64_t kBaseUnixSeconds = 1'780'308'000;
+
+std::string Rfc3339(std::int64_t unix_seconds) {
+  const std::time_t t = unix_seconds;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+// The Application's `.status` with `entries` synced resources; `n` moves reconciledAt.
+json AppStatus(std::size_t entries, std::size_t n) {
+  json resources = json::array();
+  for (std::size_t i = 0; i < entries; ++i) {
+    resources.push_back({{"group", "apps"},
+                         {"kind", "Deployment"},
+                         {"name", "guestbook-ui-" + std::to_string(i)},
+                         {"namespace", "guestbook"},
+                         {"status", "Synced"},
+                         {"health", {{"status", "Healthy"}}},
+                         {"version", "v1"}});
+  }
+  return {
+      {"health", {{"status", "Healthy"}}},
+      {"reconciledAt", Rfc3339(kBaseUnixSeconds + static_cast<std::int64_t>(n))},
+      {"sourceType", "Directory"},
+      {"resources", std::move(resources)},
+      {"sync", {{"revision", "53e28ff20cc530b9ada2173fbbd64d48338583ba"}, {"status", "Synced"}}}};
+}
+
+json Condition(const char* type, const char* reason, const char* message) {
+  return {{"type", type},
+          {"status", "True"},
+          {"observedGeneration", 1},
+          {"lastTransitionTime", "2026-06-01T10:00:04Z"},
+          {"reason", reason},
+          {"message", message}};
+}
+
+json StatusData(const std::string& app, const json& app_status) {
+  json feedback = {{"name", "status"},
+                   {"fieldValue", {{"type", "JsonRaw"}, {"jsonRaw", app_status.dump()}}}};
+  json manifest = {
+      {"resourceMeta",
+       {{"ordinal", 0},
+        {"group", "argoproj.io"},
+        {"version", "v1alpha1"},
+        {"kind", "Application"},
+        {"resource", "applications"},
+        {"name", app},
+        {"namespace", "openshift-gitops"}}},
+      {"statusFeedback", {{"values", json::array({feedback})}}},
+      {"conditions",
+       json::array({Condition("Applied", "AppliedManifestComplete", "Apply manifest complete"),
+                    Condition("StatusFeedbackSynced", "StatusFeedbackSynced", "")})}};
+  return {{"conditions",
+           json::array(
+               {Condition("Applied", "AppliedManifestWorkComplete", "Apply manifest work complete"),
+                Condition("Available", "ResourcesAvailable", "All resources are available")})},
+          {"resourceStatus", json::array({manifest})}};
+}
+
+// The ManifestWork metadata the agent echoes (hub-apis.md §5.1 annotations).
+std::string Metadata(const std::string& id, const std::string& cluster, const std::string& app) {
+  return json{
+      {"name", id},
+      {"namespace", cluster},
+      {"uid", id},
+      {"generation", 1},
+      {"creationTimestamp", "2026-06-01T10:00:00Z"},
+      {"labels",
+       {{"apps.open-cluster-management.io/pull-to-ocm-managed-cluster", "true"},
+        {"cloudevents.open-cluster-management.io/originalsource", "maestro"}}},
+      {"annotations",
+       {{"apps.open-cluster-management.io/hub-application-name", app},
+        {"apps.open-cluster-management.io/hub-application-namespace", kBenchHubNamespace},
+        {"cloudevents.open-cluster-management.io/datatype",
+         "io.open-cluster-management.works.v1alpha1.manifestbundles"}}},
+      {"finalizers", json::array({"cluster.open-cluster-management.io/manifest-work-cleanup"})}}
+      .dump();
+}
+
+cloudevents::Event MakeEvent(const EventShape& shape, std::size_t n, std::size_t entries) {
+  const std::size_t r = n % shape.resources;
+  const std::string id = BenchResourceId(r);
+  const std::string app = BenchAppName(r);
+  const json data = StatusData(app, AppStatus(entries, n));
+  cloudevents::Event event;
+  event.id = "bench-" + std::to_string(n);
+  event.source = shape.cluster + "-work-agent";
+  event.type = std::string(cloudevents::kStatusUpdateRequestType);
+  event.data_content_type = std::string(cloudevents::kJsonContentType);
+  event.time = std::chrono::sys_time<std::chrono::nanoseconds>(
+      std::chrono::seconds(kBaseUnixSeconds + static_cast<std::int64_t>(n)));
+  event.SetString(cloudevents::kExtClusterName, shape.cluster);
+  event.SetString(cloudevents::kExtOriginalSource, shape.source_id);
+  event.SetString(cloudevents::kExtResourceId, id);
+  event.SetString(cloudevents::kExtResourceVersion, "1");
+  event.SetString(cloudevents::kExtMetadata, Metadata(id, shape.cluster, app));
+  const std::int64_t millis = (kBaseUnixSeconds * 1000) - cloudevents::kSnowflakeEpochUnixMs;
+  // Node 1, step n: strictly increasing per resource as n grows.
+  event.SetString(cloudevents::kExtSequenceId,
+                  cloudevents::SequenceId::FromParts(millis + static_cast<std::int64_t>(n / 4096),
+                                                     1, static_cast<std::int64_t>(n % 4096))
+                      ->ToString());
+  event.SetString(cloudevents::kExtStatusHash, *cloudevents::StatusHashOfData(data));
+  event.data = data.dump();
+  return event;
+}
+
+std::size_t PayloadSize(const cloudevents::Event& event) {
+  return event.data.has_value() ? event.data->size() : 0;
+}
+
+}  // namespace
+
+std::string BenchResourceId(std::size_t r) {
+  char text[40];
+  std::snprintf(text, sizeof(text), "b0000000-0000-5000-8000-%012zu", r);
+  return text;
+}
+
+std::string BenchAppName(std::size_t r) { return "bench-app-" + std::to_string(r); }
+
+std::size_t EntriesForSize(const EventShape& shape) {
+  std::size_t entries = 0;
+  while (PayloadSize(MakeEvent(shape, 0, entries)) < shape.target_bytes && entries < 100'000) {
+    ++entries;
+  }
+  return entries;
+}
+
+cloudevents::Event BenchStatusEvent(const EventShape& shape, std::size_t entries, std::size_t n) {
+  return MakeEvent(shape, n, entries);
+}
+
+}  // namespace mmi::bench

@@ -1,0 +1,30 @@
+// libFuzzer target: the status sink's one-pass decoder against the full path on arbitrary
+// status events (the input forms are those of testing/decode_check.h: a status payload, a
+// metadata extension, or a framed MQTT message). Both must give the same answer, and the
+// one-pass decoder alone must never answer differently from the full path.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "libs/cloudevents/fuzz/fuzz_util.h"
+#include "services/status-sink/one_pass_decoder.h"
+#include "services/status-sink/status_report.h"
+#include "services/status-sink/testing/decode_check.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace mmi::status_sink;  // NOLINT(google-build-using-namespace): fuzz entry point
+  static OnePassDecoder one_pass;
+  const auto event =
+      testing::FuzzEvent(std::string_view(reinterpret_cast<const char*>(data), size));
+  if (!event.has_value()) {
+    return 0;
+  }
+  const auto full = DecodeStatusReportFull(*event);
+  mmi::cloudevents::fuzz::Check(testing::ReportDifference(full, DecodeStatusReport(*event)).empty(),
+                                "DecodeStatusReport differs from DecodeStatusReportFull");
+  if (auto answer = one_pass.Decode(*event)) {
+    mmi::cloudevents::fuzz::Check(testing::ReportDifference(full, *answer).empty(),
+                                  "the one-pass decoder differs from the full path");
+  }
+  return 0;
+}
