@@ -85,10 +85,11 @@ TransportMetrics::TransportMetrics(prometheus::Registry& registry, std::string_v
                        .Name("mmi_events_received_total")
                        .Help("CloudEvents received from agents or Maestro, by kind")
                        .Register(registry);
-  for (ReceivedKind kind : {ReceivedKind::kStatus, ReceivedKind::kSpecResync,
-                            ReceivedKind::kStatusResync, ReceivedKind::kOther}) {
-    received_[static_cast<size_t>(kind)] =
-        &received.Add({{"transport", transport_}, {"type", std::string(ReceivedKindName(kind))}});
+  for (cloudevents::ReceivedKind kind :
+       {cloudevents::ReceivedKind::kStatus, cloudevents::ReceivedKind::kSpecResync,
+        cloudevents::ReceivedKind::kStatusResync, cloudevents::ReceivedKind::kOther}) {
+    received_[static_cast<size_t>(kind)] = &received.Add(
+        {{"transport", transport_}, {"type", std::string(cloudevents::ReceivedKindName(kind))}});
   }
   auto& rejected = prometheus::BuildCounter()
                        .Name("mmi_transport_messages_rejected_total")
@@ -109,7 +110,7 @@ void TransportMetrics::RecordPublish(const absl::Status& status,
 
 void TransportMetrics::SetConnected(bool connected) { connected_.Set(connected ? 1.0 : 0.0); }
 
-void TransportMetrics::RecordReceived(ReceivedKind kind) {
+void TransportMetrics::RecordReceived(cloudevents::ReceivedKind kind) {
   received_[static_cast<size_t>(kind)]->Increment();
 }
 

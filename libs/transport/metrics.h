@@ -31,12 +31,6 @@ namespace mmi::transport {
 
 enum class ClientRole { kPublisher, kSubscriber };
 
-// What a received event is, for the `type` label: classified in libs/cloudevents/maestro_events.h
-// (named here too so the services keep writing transport::ClassifyReceived).
-using cloudevents::ClassifyReceived;
-using cloudevents::ReceivedKind;
-using cloudevents::ReceivedKindName;
-
 enum class RejectReason { kMalformed, kOversize };
 std::string_view RejectReasonName(RejectReason reason);
 
@@ -51,7 +45,7 @@ class TransportMetrics {
 
   void RecordPublish(const absl::Status& status, std::chrono::steady_clock::duration elapsed);
   void SetConnected(bool connected);
-  void RecordReceived(ReceivedKind kind);
+  void RecordReceived(cloudevents::ReceivedKind kind);
   void RecordRejected(RejectReason reason);
   void RecordReconnect();
 

@@ -17,17 +17,18 @@ cloudevents::Event EventOfType(std::string_view type) {
 }
 
 TEST(ClassifyReceivedTest, MapsOcmTypesToTheClosedLabelSet) {
-  EXPECT_EQ(ClassifyReceived(EventOfType(cloudevents::kStatusUpdateRequestType)),
-            ReceivedKind::kStatus);
-  EXPECT_EQ(ClassifyReceived(EventOfType(cloudevents::kStatusResyncResponseType)),
-            ReceivedKind::kStatus);
-  EXPECT_EQ(ClassifyReceived(EventOfType(cloudevents::kSpecResyncRequestType)),
-            ReceivedKind::kSpecResync);
-  EXPECT_EQ(ClassifyReceived(EventOfType(cloudevents::kStatusResyncRequestType)),
-            ReceivedKind::kStatusResync);
-  EXPECT_EQ(ClassifyReceived(EventOfType(cloudevents::kSpecCreateRequestType)),
-            ReceivedKind::kOther);
-  EXPECT_EQ(ClassifyReceived(EventOfType("not.a.type")), ReceivedKind::kOther);
+  EXPECT_EQ(cloudevents::ClassifyReceived(EventOfType(cloudevents::kStatusUpdateRequestType)),
+            cloudevents::ReceivedKind::kStatus);
+  EXPECT_EQ(cloudevents::ClassifyReceived(EventOfType(cloudevents::kStatusResyncResponseType)),
+            cloudevents::ReceivedKind::kStatus);
+  EXPECT_EQ(cloudevents::ClassifyReceived(EventOfType(cloudevents::kSpecResyncRequestType)),
+            cloudevents::ReceivedKind::kSpecResync);
+  EXPECT_EQ(cloudevents::ClassifyReceived(EventOfType(cloudevents::kStatusResyncRequestType)),
+            cloudevents::ReceivedKind::kStatusResync);
+  EXPECT_EQ(cloudevents::ClassifyReceived(EventOfType(cloudevents::kSpecCreateRequestType)),
+            cloudevents::ReceivedKind::kOther);
+  EXPECT_EQ(cloudevents::ClassifyReceived(EventOfType("not.a.type")),
+            cloudevents::ReceivedKind::kOther);
 }
 
 TEST(PublishResultNameTest, DistinguishesUnknownConsumerFromOtherPreconditions) {
@@ -46,7 +47,7 @@ TEST(TransportMetricsTest, CountsEachOutcomeUnderItsLabels) {
   metrics.RecordPublish(absl::UnavailableError("down"), std::chrono::milliseconds(1));
   metrics.SetConnected(true);
   metrics.RecordReconnect();
-  metrics.RecordReceived(ReceivedKind::kStatus);
+  metrics.RecordReceived(cloudevents::ReceivedKind::kStatus);
   metrics.RecordRejected(RejectReason::kOversize);
 
   EXPECT_EQ(MetricValue(registry, "mmi_events_published_total",

@@ -28,12 +28,12 @@ IntakeResult Intake(std::size_t wire_bytes, std::size_t max_bytes,
     std::move(ack)();
     return IntakeResult::kHeartbeat;
   }
-  const ReceivedKind kind = ClassifyReceived(*event);
+  const cloudevents::ReceivedKind kind = cloudevents::ClassifyReceived(*event);
   metrics.RecordReceived(kind);
   if (logger.Enabled(log::Level::kDebug)) {
-    logger.Debug(
-        "received event",
-        {{"where", where}, {"event_id", event->id}, {"type", std::string(ReceivedKindName(kind))}});
+    logger.Debug("received event", {{"where", where},
+                                    {"event_id", event->id},
+                                    {"type", std::string(cloudevents::ReceivedKindName(kind))}});
   }
   handler(*std::move(event), std::move(ack));
   return IntakeResult::kDelivered;

@@ -24,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "libs/cloudevents/event.h"
+#include "libs/cloudevents/maestro_events.h"
 #include "libs/cloudevents/manifest_bundle.h"
 #include "libs/cloudevents/object_meta.h"
 #include "libs/cloudevents/resource_id.h"
@@ -31,7 +32,6 @@
 #include "libs/cloudevents/status_hash.h"
 #include "libs/common/clock.h"
 #include "libs/transport/factory.h"
-#include "libs/transport/status_resync.h"
 #include "prometheus/registry.h"
 #include "tests/support/peer.h"
 #include "tests/support/wait.h"
@@ -405,14 +405,14 @@ TEST_P(FleetSimInteropTest, SimulatedAgentsAnswerOurSourceTransportPerTheSpec) {
   const std::string hash7 = *statuses.at(ResourceId(7)).StatusHash();
   cloudevents::ResourceStatusHashList up_to_date;
   up_to_date.status_hashes.push_back({ResourceId(8), hash8});
-  auto request8 = transport::MakeStatusResyncRequest(kSource, Cluster(8), up_to_date,
-                                                     cloudevents::NewUuidV4(), Now());
+  auto request8 = cloudevents::MakeStatusResyncRequest(kSource, Cluster(8), up_to_date,
+                                                       cloudevents::NewUuidV4(), Now());
   ASSERT_TRUE(request8.ok()) << request8.status();
   Publish(*std::move(request8));
   cloudevents::ResourceStatusHashList stale;
   stale.status_hashes.push_back({ResourceId(7), "0000000000000000"});
-  auto request7 = transport::MakeStatusResyncRequest(kSource, Cluster(7), stale,
-                                                     cloudevents::NewUuidV4(), Now());
+  auto request7 = cloudevents::MakeStatusResyncRequest(kSource, Cluster(7), stale,
+                                                       cloudevents::NewUuidV4(), Now());
   ASSERT_TRUE(request7.ok()) << request7.status();
   Publish(*std::move(request7));
   ASSERT_TRUE(testing::WaitFor(
