@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "bench/common/app_status.h"
 #include "benchmark/benchmark.h"
 #include "libs/cloudevents/json_format.h"
 #include "libs/cloudevents/kafka_codec.h"
@@ -59,13 +60,8 @@ const Event& StatusEvent() {
         {"sync", {{"status", "Synced"}, {"revision", std::string(40, 'a')}}},
         {"resources", nlohmann::json::array()}};
     for (int i = 0; sample.dump().size() < 20 * 1024; ++i) {
-      app_status["resources"].push_back({{"group", "apps"},
-                                         {"kind", "Deployment"},
-                                         {"name", "guestbook-ui-" + std::to_string(i)},
-                                         {"namespace", "guestbook"},
-                                         {"status", "Synced"},
-                                         {"health", {{"status", "Healthy"}}},
-                                         {"version", "v1"}});
+      app_status["resources"].push_back(
+          mmi::bench::SyncedDeploymentStatus(static_cast<std::size_t>(i)));
       sample["data"]["resourceStatus"][0]["statusFeedback"]["values"][0]["fieldValue"]["jsonRaw"] =
           app_status.dump();
     }

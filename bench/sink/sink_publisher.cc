@@ -18,6 +18,7 @@
 #include "bench/sink/status_events.h"
 #include "libs/cloudevents/kafka_codec.h"
 #include "libs/cloudevents/mqtt_codec.h"
+#include "libs/transport/mqtt/paho_message.h"
 
 namespace mmi::bench {
 namespace {
@@ -31,31 +32,6 @@ struct Options {
 };
 
 constexpr std::size_t kMqttWindow = 1'000;  // unacknowledged QoS 1 publishes at most
-
-// Paho C (Debian 1.3.12) corrupts its heap in MQTTProperties_add past 10 properties; the status
-// events carry 13. The MQTT events leave out the three attributes the sink does not read
-// (`time`, `originalsource`, `resourceversion`) to stay at 10.
-bool Dropped(const std::string& name) {
-  return name == "ce-time" || name == "ce-originalsource" || name == "ce-resourceversion";
-}
-
-mqtt::message_ptr ToPaho(const std::string& topic, const cloudevents::MqttMessage& m) {
-  mqtt::properties props;
-  if (m.content_type.has_value()) {
-    props.add(mqtt::property(mqtt::property::CONTENT_TYPE, *m.content_type));
-  }
-  for (const auto& [k, v] : m.user_properties) {
-    if (!Dropped(k)) {
-      props.add(mqtt::property(mqtt::property::USER_PROPERTY, k, v));
-    }
-  }
-  return mqtt::message_ptr_builder()
-      .topic(topic)
-      .payload(m.payload)
-      .qos(1)
-      .properties(props)
-      .finalize();
-}
 
 std::vector<cloudevents::Event> Events(const Options& o) {
   const std::size_t entries = EntriesForSize(o.shape);
@@ -72,7 +48,7 @@ double PublishMqtt(const Options& o) {
       "sources/" + o.shape.source_id + "/consumers/" + o.shape.cluster + "/agentevents";
   std::vector<mqtt::message_ptr> messages;
   for (const auto& event : Events(o)) {
-    messages.push_back(ToPaho(topic, *cloudevents::EncodeMqtt(event)));
+    messages.push_back(transport::ToPahoMessage(topic, 1, *cloudevents::EncodeMqtt(event)));
   }
   mqtt::async_client client("tcp://" + o.broker, "mmi-bench-agent",
                             mqtt::create_options(MQTTVERSION_5, static_cast<int>(kMqttWindow)));

@@ -1,17 +1,14 @@
 #include "bench/sink/sink_run.h"
 
-#include <dirent.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <pqxx/pqxx>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "bench/common/cpu_time.h"
 #include "libs/common/clock.h"
 #include "libs/kube/http_kube_client.h"
 #include "libs/kube/rest_config.h"
@@ -27,33 +24,6 @@ namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-// Nanoseconds on CPU of every live thread of this process, by thread id, with its name.
-struct ThreadTime {
-  std::string name;
-  double ns = 0;
-};
-std::map<std::string, ThreadTime> ThreadTimes() {
-  std::map<std::string, ThreadTime> out;
-  DIR* dir = opendir("/proc/self/task");
-  if (dir == nullptr) {
-    return out;
-  }
-  const std::string main_tid = std::to_string(getpid());
-  while (const dirent* entry = readdir(dir)) {
-    const std::string tid = entry->d_name;
-    if (tid == "." || tid == ".." || tid == main_tid) {
-      continue;  // the main thread only waits
-    }
-    const std::string base = "/proc/self/task/" + tid;
-    ThreadTime t;
-    std::ifstream(base + "/comm") >> t.name;
-    std::ifstream(base + "/schedstat") >> t.ns;
-    out[tid] = t;
-  }
-  closedir(dir);
-  return out;
-}
 
 std::string GroupOf(const std::string& name) {
   if (name.starts_with("status-sink")) {
@@ -72,18 +42,14 @@ std::string GroupOf(const std::string& name) {
   return "other (kube watch, leader election, admin)";
 }
 
-std::vector<ThreadGroupCost> GroupCosts(const std::map<std::string, ThreadTime>& before,
-                                        const std::map<std::string, ThreadTime>& after,
+std::vector<ThreadGroupCost> GroupCosts(const ThreadGroups& before, const ThreadGroups& after,
                                         std::size_t events, double* total) {
-  std::map<std::string, double> ns;
-  for (const auto& [tid, t] : after) {
-    auto it = before.find(tid);
-    ns[GroupOf(t.name)] += t.ns - (it != before.end() ? it->second.ns : 0);
-  }
   std::vector<ThreadGroupCost> out;
   *total = 0;
-  for (const auto& [group, value] : ns) {
-    const double us = value / 1e3 / static_cast<double>(events);
+  for (const auto& [group, ns] : after) {
+    auto it = before.find(group);
+    const double us =
+        (ns - (it != before.end() ? it->second : 0)) / 1e3 / static_cast<double>(events);
     out.push_back({group, us});
     *total += us;
   }
@@ -281,7 +247,7 @@ absl::StatusOr<RunResult> RunSink(const RunSettings& s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   std::this_thread::sleep_for(std::chrono::seconds(1));  // subscription settled, resync sent
-  const auto before = ThreadTimes();
+  const auto before = ThreadCpuByGroup(GroupOf);
   std::optional<absl::StatusOr<double>> published;
   std::thread publisher([&] { published = Publish(PublisherCommand(s, **broker, false)); });
   Clock::time_point first;
@@ -291,7 +257,7 @@ absl::StatusOr<RunResult> RunSink(const RunSettings& s) {
   if (handled.ok()) {
     AwaitWritesSettled(app);
   }
-  const auto after = ThreadTimes();
+  const auto after = ThreadCpuByGroup(GroupOf);
   RunResult result;
   result.handled = static_cast<std::size_t>(Metric(app, "mmi_status_events_received_total"));
   result.hub_writes =

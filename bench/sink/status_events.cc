@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "bench/common/app_status.h"
 #include "libs/cloudevents/sequence_id.h"
 #include "libs/cloudevents/status_hash.h"
 #include "nlohmann/json.hpp"
@@ -28,13 +29,7 @@ std::string Rfc3339(std::int64_t unix_seconds) {
 json AppStatus(std::size_t entries, std::size_t n) {
   json resources = json::array();
   for (std::size_t i = 0; i < entries; ++i) {
-    resources.push_back({{"group", "apps"},
-                         {"kind", "Deployment"},
-                         {"name", "guestbook-ui-" + std::to_string(i)},
-                         {"namespace", "guestbook"},
-                         {"status", "Synced"},
-                         {"health", {{"status", "Healthy"}}},
-                         {"version", "v1"}});
+    resources.push_back(SyncedDeploymentStatus(i));
   }
   return {
       {"health", {{"status", "Healthy"}}},

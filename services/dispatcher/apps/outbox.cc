@@ -106,10 +106,14 @@ void Outbox::OnResult(int64_t seq, const absl::Status& status,
   if (status.ok()) {
     metrics_.Dispatch(action, "ok");
     metrics_.PublishLatency(clock_.MonotonicNow() - item.added_at);
-    Log().Debug("published", {{"resource", item.entry.resource_id},
-                              {"cluster", item.entry.cluster},
-                              {"action", action},
-                              {"version", item.entry.version}});
+    if (Log().Enabled(log::Level::kDebug)) {  // the fields cost an encode each
+      Log().Debug("published", {{"resource", item.entry.resource_id},
+                                {"cluster", item.entry.cluster},
+                                {"action", action},
+                                {"version", item.entry.version}});
+    }
+    // The event (~2 KB) is done with: Finish() erases the item, and the hook is not given it.
+    item.entry.event.clear();
     const store::OutboxEntry entry = item.entry;
     recent_.Note(entry.cluster, entry.resource_id, clock_.MonotonicNow());
     marks_.push_back(seq);

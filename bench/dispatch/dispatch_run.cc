@@ -1,0 +1,238 @@
+#include "bench/dispatch/dispatch_run.h"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <pqxx/pqxx>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "bench/common/cpu_time.h"
+#include "bench/dispatch/metered.h"
+#include "libs/common/clock.h"
+#include "libs/common/loop.h"
+#include "libs/kube/testing/fake_kube_client.h"
+#include "libs/store/postgres/connection_pool.h"
+#include "libs/store/postgres/dispatch_store.h"
+#include "libs/store/postgres/migrator.h"
+#include "libs/transport/mqtt/mqtt_publisher.h"
+#include "migrations/embedded_migrations.h"
+#include "prometheus/registry.h"
+#include "services/dispatcher/apps/metrics.h"
+#include "services/dispatcher/apps/outbox.h"
+#include "services/dispatcher/apps/reconciler.h"
+#include "services/dispatcher/apps/timed_dispatch_store.h"
+
+namespace mmi::bench {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+std::string GroupOf(const std::string& name) {
+  if (name.starts_with("dispatch-loop")) {
+    return "reconcile loop: decide, build payload, outbox, publish hand-over (dispatch-loop)";
+  }
+  if (name.starts_with("dispatch-worke")) {
+    return "worker pool: record, mark published (dispatch-worker)";
+  }
+  return "MQTT client: send, PUBACKs, callbacks (Paho, mqtt-conn, mqtt-pub-cb)";
+}
+
+absl::StatusOr<std::string> FreshDatabase(const RunSettings& s) {
+  static std::atomic<int> n{0};
+  const std::string db = absl::StrCat("dispatch_bench_", getpid(), "_", n++);
+  try {
+    pqxx::connection admin(s.pg_admin_dsn);
+    pqxx::nontransaction tx(admin);
+    tx.exec0("CREATE DATABASE " + db);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("create database ", db, ": ", e.what()));
+  }
+  const std::string dsn = s.pg_base_dsn + db;
+  auto migrated = store::postgres::ApplyMigrations({.dsn = dsn}, migrations::All());
+  if (!migrated.ok()) {
+    return migrated.status();
+  }
+  return dsn;
+}
+
+// What the run reads before and after the dispatch.
+struct CpuSnapshot {
+  ThreadGroups threads;
+  double pg_ns = 0;
+  double mqtt_ns = 0;
+  Steady::time_point at;
+};
+
+CpuSnapshot Snapshot(const RunSettings& s) {
+  return {ThreadCpuByGroup(&GroupOf), ProcessTreeCpuNs(s.pg_pid), ProcessTreeCpuNs(s.mqtt_pid),
+          Steady::now()};
+}
+
+// The pipeline as DispatcherApp wires it (services/dispatcher/dispatcher_app.cc), members in
+// construction order.
+struct Pipeline {
+  Pipeline(const RunSettings& s, const std::string& dsn)
+      : pool({.dsn = dsn, .size = s.workers}),
+        pg_store(pool),
+        metrics(registry, "mqtt"),
+        timed_store(pg_store, RealClock::Instance(), metrics),
+        store(timed_store),
+        mqtt(MqttSettingsFor(s), RealClock::Instance(), registry),
+        publisher(mqtt),
+        loop(RealClock::Instance(), "dispatch-loop"),
+        workers(RealClock::Instance(), "dispatch-worker", s.workers),
+        outbox(loop, workers, store, publisher, RealClock::Instance(), metrics,
+               OutboxSettingsFor(s)),
+        lister(s.shape),
+        reconciler(Deps(), {}) {
+    AddClusters(s.shape, clusters);
+  }
+  ~Pipeline() {
+    reconciler.Deactivate();
+    publisher.Stop();
+    loop.Stop();
+    workers.Stop();
+  }
+  static transport::MqttSettings MqttSettingsFor(const RunSettings& s) {
+    transport::MqttSettings m;
+    m.broker_host = s.mqtt_host;
+    m.source_id = "app-work-client";
+    m.client_id = absl::StrCat("dispatch-bench-", getpid());
+    return m;
+  }
+  static dispatcher::OutboxSettings OutboxSettingsFor(const RunSettings& s) {
+    dispatcher::OutboxSettings o;
+    if (s.max_in_flight > 0) {
+      o.max_in_flight = s.max_in_flight;
+    }
+    return o;
+  }
+  dispatcher::ReconcilerDeps Deps() {
+    return {loop, workers, store, hub, lister, clusters, outbox, metrics, RealClock::Instance()};
+  }
+
+  prometheus::Registry registry;
+  store::postgres::ConnectionPool pool;
+  store::postgres::PostgresDispatchStore pg_store;
+  dispatcher::DispatcherMetrics metrics;
+  dispatcher::TimedDispatchStore timed_store;
+  MeteredStore store;
+  transport::MqttPublisher mqtt;
+  MeteredPublisher publisher;
+  Loop loop;
+  WorkerPool workers;
+  dispatcher::Outbox outbox;
+  kube::testing::FakeKubeClient hub;
+  SyncedLister lister;
+  dispatcher::ManagedClusterTracker clusters;
+  dispatcher::Reconciler reconciler;
+};
+
+absl::Status WaitConnected(const Pipeline& p) {
+  const auto deadline = Steady::now() + std::chrono::seconds(30);
+  while (!p.publisher.connected()) {
+    if (Steady::now() > deadline) {
+      return absl::UnavailableError("the MQTT publisher did not connect within 30 s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return absl::OkStatus();
+}
+
+// Waits until every Application was acknowledged and marked published; fills the timings.
+absl::Status WaitDispatched(const RunSettings& s, Pipeline& p, Steady::time_point start,
+                            RunResult& r) {
+  const auto n = static_cast<int64_t>(s.shape.applications);
+  const auto deadline = start + std::chrono::duration<double>(s.timeout_seconds);
+  while (p.publisher.acknowledged() < n || p.store.marked() < n || p.outbox.pending() > 0) {
+    if (r.first_record_seconds == 0 && p.store.record().calls.load() > 0) {
+      r.first_record_seconds = std::chrono::duration<double>(Steady::now() - start).count();
+    }
+    if (Steady::now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("after ", s.timeout_seconds, " s: ", p.publisher.acknowledged(),
+                       " acknowledged, ", p.store.marked(), " marked published of ", n));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return absl::OkStatus();
+}
+
+void FillCosts(const CpuSnapshot& before, const CpuSnapshot& after, const Pipeline& p,
+               RunResult& r) {
+  const double n = static_cast<double>(r.applications);
+  const auto us = [n](double ns) { return ns / 1e3 / n; };
+  for (const auto& [group, ns] : after.threads) {
+    const auto it = before.threads.find(group);
+    const double spent = ns - (it == before.threads.end() ? 0 : it->second);
+    r.threads.push_back({group, us(spent)});
+    r.process_us_per_app += us(spent);
+  }
+  r.stages = {
+      {"record: Record() on a worker (SQL built, sent, seqs read)",
+       us(static_cast<double>(p.store.record().cpu_ns.load()))},
+      {"publish: Publisher::Publish() on the loop (MQTT encode, hand-over to Paho)",
+       us(static_cast<double>(p.publisher.publish().cpu_ns.load()))},
+      {"mark published: MarkPublished() on a worker",
+       us(static_cast<double>(p.store.mark().cpu_ns.load()))},
+  };
+  r.peers = {{"PostgreSQL server (postmaster + backends)", us(after.pg_ns - before.pg_ns)},
+             {"mosquitto", us(after.mqtt_ns - before.mqtt_ns)}};
+  r.record_calls = p.store.record().calls.load();
+  r.mark_calls = p.store.mark().calls.load();
+  r.publish_failures = p.publisher.failed();
+  r.mean_ack_wait_ms = p.publisher.ack_wait_seconds() * 1e3 / n;
+  r.max_awaiting_ack = p.publisher.max_awaiting();
+}
+
+absl::Status CheckStore(const std::string& dsn, RunResult& r) {
+  try {
+    pqxx::connection conn(dsn);
+    pqxx::nontransaction tx(conn);
+    r.rows_published =
+        tx.exec1("SELECT count(*) FROM dispatched_resources WHERE last_published_at IS NOT NULL")[0]
+            .as<int64_t>();
+    r.outbox_rows = tx.exec1("SELECT count(*) FROM outbox")[0].as<int64_t>();
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("checking the store: ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<RunResult> RunDispatch(const RunSettings& settings) {
+  auto dsn = FreshDatabase(settings);
+  if (!dsn.ok()) {
+    return dsn.status();
+  }
+  RunResult r;
+  r.applications = settings.shape.applications;
+  {
+    Pipeline p(settings, *dsn);
+    if (absl::Status s = p.publisher.Start(); !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = WaitConnected(p); !s.ok()) {
+      return s;
+    }
+    p.loop.Start();
+    p.workers.Start();
+    const CpuSnapshot before = Snapshot(settings);
+    p.reconciler.Activate();
+    if (absl::Status s = WaitDispatched(settings, p, before.at, r); !s.ok()) {
+      return s;
+    }
+    const CpuSnapshot after = Snapshot(settings);
+    r.seconds = std::chrono::duration<double>(after.at - before.at).count();
+    r.apps_per_second = static_cast<double>(r.applications) / r.seconds;
+    FillCosts(before, after, p, r);
+  }
+  if (absl::Status s = CheckStore(*dsn, r); !s.ok()) {
+    return s;
+  }
+  return r;
+}
+
+}  // namespace mmi::bench
