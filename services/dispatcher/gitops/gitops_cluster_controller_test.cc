@@ -15,6 +15,7 @@
 #include "libs/common/testing/fake_clock.h"
 #include "libs/kube/object.h"
 #include "libs/kube/testing/fake_kube_client.h"
+#include "libs/transport/testing/metric_value.h"
 #include "prometheus/registry.h"
 
 namespace mmi::dispatcher {
@@ -102,35 +103,7 @@ bool Eventually(const std::function<bool()>& condition, milliseconds timeout = s
 
 double MetricValue(const prometheus::Registry& registry, const std::string& name,
                    const std::map<std::string, std::string>& labels = {}) {
-  for (const auto& family : registry.Collect()) {
-    if (family.name != name) {
-      continue;
-    }
-    for (const auto& metric : family.metric) {
-      bool match = true;
-      for (const auto& [k, v] : labels) {
-        bool found = false;
-        for (const auto& l : metric.label) {
-          found |= l.name == k && l.value == v;
-        }
-        match &= found;
-      }
-      if (!match) {
-        continue;
-      }
-      switch (family.type) {
-        case prometheus::MetricType::Counter:
-          return metric.counter.value;
-        case prometheus::MetricType::Gauge:
-          return metric.gauge.value;
-        case prometheus::MetricType::Histogram:
-          return static_cast<double>(metric.histogram.sample_count);
-        default:
-          return 0;
-      }
-    }
-  }
-  return 0;
+  return transport::testing::MetricValue(registry, name, labels);
 }
 
 class GitOpsClusterControllerTest : public ::testing::Test {
