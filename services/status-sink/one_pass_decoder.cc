@@ -324,7 +324,7 @@ struct OnePassDecoder::Parsers {
   simdjson::dom::parser data;
   simdjson::dom::parser metadata;
   internal::JsonTreeParser raw;
-  const cloudevents::CodecLimits limits;  // the full path's (defaults)
+  const cloudevents::CodecLimits limits{};  // the full path's (defaults)
 };
 
 OnePassDecoder::OnePassDecoder() : parsers_(std::make_unique<Parsers>()) {

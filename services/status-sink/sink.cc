@@ -83,7 +83,7 @@ absl::Status Sink::Subscribe() {
         // Events may have been missed while we were away (or down): ask for what changed.
         ++resync_.asks;
         resync_.wanted.store(true);
-        Post([this, resubscribed] {
+        Post([resubscribed] {
           Log().Info("status subscription active", {{"resubscribed", resubscribed}});
         });
       });
