@@ -21,7 +21,6 @@
 #include "services/dispatcher/apps/metrics.h"
 #include "services/dispatcher/apps/outbox.h"
 #include "services/dispatcher/apps/reconciler.h"
-#include "services/dispatcher/apps/timed_dispatch_store.h"
 
 namespace mmi::bench {
 namespace {
@@ -74,10 +73,10 @@ CpuSnapshot Snapshot(const RunSettings& s) {
 struct Pipeline {
   Pipeline(const RunSettings& s, const std::string& dsn)
       : pool({.dsn = dsn, .size = s.workers}),
-        pg_store(pool),
         metrics(registry, "mqtt"),
-        timed_store(pg_store, RealClock::Instance(), metrics),
-        store(timed_store),
+        pg_store(pool, [this](std::string_view operation, std::chrono::nanoseconds elapsed,
+                              bool ok) { metrics.StoreQuery(operation, elapsed, ok); }),
+        store(pg_store),
         mqtt(MqttSettingsFor(s), RealClock::Instance(), registry),
         publisher(mqtt),
         loop(RealClock::Instance(), "dispatch-loop"),
@@ -114,9 +113,8 @@ struct Pipeline {
 
   prometheus::Registry registry;
   store::postgres::ConnectionPool pool;
-  store::postgres::PostgresDispatchStore pg_store;
   dispatcher::DispatcherMetrics metrics;
-  dispatcher::TimedDispatchStore timed_store;
+  store::postgres::PostgresDispatchStore pg_store;  // timed into metrics
   MeteredStore store;
   transport::MqttPublisher mqtt;
   MeteredPublisher publisher;

@@ -1,6 +1,6 @@
 // The dispatcher's Applications pipeline end to end on the real PostgreSQL and mosquitto: the
-// reconcile loop and its worker pool, Reconciler, Outbox, TimedDispatchStore over
-// PostgresDispatchStore, and the MQTT publisher, fed from a synced cache of generated
+// reconcile loop and its worker pool, Reconciler, Outbox, PostgresDispatchStore (timed
+// into the dispatcher's metrics), and the MQTT publisher, fed from a synced cache of generated
 // Applications (fleet_apps.h; the hub itself is a FakeKubeClient, never written for these
 // Applications). Measures a cold dispatch: from Activate() on an empty database until every
 // Application was recorded, acknowledged by the broker (PUBACK) and marked published; and where

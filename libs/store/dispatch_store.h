@@ -16,6 +16,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -63,6 +64,12 @@ struct DispatchChange {
   DispatchedResource resource;
   OutboxEntry event;  // seq ignored on input
 };
+
+// Told, after every store call, which operation it was, how long it took and whether it
+// succeeded (the dispatcher's mmi_store_* metrics). Called on the calling thread; must not call
+// the store.
+using StoreCallObserver =
+    std::function<void(std::string_view operation, std::chrono::nanoseconds elapsed, bool ok)>;
 
 class DispatchStore {
  public:

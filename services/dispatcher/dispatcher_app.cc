@@ -27,7 +27,6 @@
 #include "services/dispatcher/apps/outbox.h"
 #include "services/dispatcher/apps/reconciler.h"
 #include "services/dispatcher/apps/spec_resync.h"
-#include "services/dispatcher/apps/timed_dispatch_store.h"
 #include "services/dispatcher/gitops/gitops_cluster_controller.h"
 
 namespace mmi::dispatcher {
@@ -50,9 +49,8 @@ struct DispatcherApp::Components {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   service::HubConnection hub;
   std::unique_ptr<store::postgres::ConnectionPool> pool;
-  std::unique_ptr<store::postgres::PostgresDispatchStore> pg_store;
   std::unique_ptr<DispatcherMetrics> metrics;
-  std::unique_ptr<TimedDispatchStore> store;
+  std::unique_ptr<store::postgres::PostgresDispatchStore> store;  // timed into metrics
   std::unique_ptr<transport::Publisher> publisher;
   std::unique_ptr<transport::Subscriber> subscriber;
   std::unique_ptr<Loop> loop;
@@ -85,7 +83,7 @@ absl::Status DispatcherApp::Start() {
   ASSIGN_OR_RETURN(c.hub,
                    service::AnnounceAndConnectHub(Log(), "dispatcher", SettingsSummary(settings_),
                                                   settings_.kube, clock, *c.registry));
-  RETURN_IF_ERROR(OpenStore(clock));
+  RETURN_IF_ERROR(OpenStore());
   RETURN_IF_ERROR(OpenTransport(clock));
   BuildApplications(clock);
   if (settings_.gitops_cluster_enabled) {
@@ -120,14 +118,16 @@ absl::Status DispatcherApp::Start() {
   return c.leader->Start();
 }
 
-absl::Status DispatcherApp::OpenStore(Clock& clock) {
+absl::Status DispatcherApp::OpenStore() {
   Components& c = *c_;
   // PostgreSQL: schema first, then the pool.
   ASSIGN_OR_RETURN(c.pool, service::OpenStore(settings_.store));
-  c.pg_store = std::make_unique<store::postgres::PostgresDispatchStore>(*c.pool);
   const std::string transport_name(transport::TransportName(settings_.transport));
   c.metrics = std::make_unique<DispatcherMetrics>(*c.registry, transport_name);
-  c.store = std::make_unique<TimedDispatchStore>(*c.pg_store, clock, *c.metrics);
+  c.store = std::make_unique<store::postgres::PostgresDispatchStore>(
+      *c.pool,
+      [metrics = c.metrics.get()](std::string_view operation, std::chrono::nanoseconds elapsed,
+                                  bool ok) { metrics->StoreQuery(operation, elapsed, ok); });
 
   return absl::OkStatus();
 }

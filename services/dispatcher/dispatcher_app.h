@@ -48,7 +48,7 @@ class DispatcherApp {
  private:
   struct Components;
   // Start() in steps, each filling its part of Components.
-  absl::Status OpenStore(Clock& clock);
+  absl::Status OpenStore();
   absl::Status OpenTransport(Clock& clock);
   void BuildApplications(Clock& clock);
   void AddHealthChecks(Clock& clock);

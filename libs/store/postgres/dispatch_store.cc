@@ -1,6 +1,7 @@
 #include "libs/store/postgres/dispatch_store.h"
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <pqxx/pqxx>
@@ -149,9 +150,20 @@ void AddOutboxRow(const OutboxEntry& e, BoundRows& bound) {
 
 }  // namespace
 
+absl::Status PostgresDispatchStore::Run(std::string_view operation, const std::string& what,
+                                        const std::function<void(pqxx::connection&)>& fn) {
+  if (!observer_) {
+    return pool_.Run(what, fn);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status status = pool_.Run(what, fn);
+  observer_(operation, std::chrono::steady_clock::now() - start, status.ok());
+  return status;
+}
+
 absl::Status PostgresDispatchStore::ForEachResource(
     const std::function<void(const DispatchedResource&)>& fn) {
-  return pool_.Run("load dispatched resources", [&](pqxx::connection& conn) {
+  return Run("for_each_resource", "load dispatched resources", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     internal::ForEachByResourceId(
         tx,
@@ -167,7 +179,7 @@ absl::Status PostgresDispatchStore::ForEachResource(
 absl::StatusOr<std::optional<DispatchedResource>> PostgresDispatchStore::GetResource(
     const std::string& resource_id) {
   std::optional<DispatchedResource> out;
-  absl::Status status = pool_.Run("get dispatched resource", [&](pqxx::connection& conn) {
+  absl::Status status = Run("get_resource", "get dispatched resource", [&](pqxx::connection& conn) {
     pqxx::nontransaction tx(conn);
     const auto rows =
         tx.exec_params(absl::StrCat("SELECT ", kResourceColumns,
@@ -186,15 +198,16 @@ absl::StatusOr<std::optional<DispatchedResource>> PostgresDispatchStore::GetReso
 absl::StatusOr<std::vector<DispatchedResource>> PostgresDispatchStore::ResourcesOfCluster(
     const std::string& cluster) {
   std::vector<DispatchedResource> out;
-  absl::Status status = pool_.Run("list resources of a cluster", [&](pqxx::connection& conn) {
-    pqxx::nontransaction tx(conn);
-    for (const auto& r : tx.exec_params(
-             absl::StrCat("SELECT ", kResourceColumns,
-                          " FROM dispatched_resources WHERE cluster = $1 ORDER BY resource_id"),
-             cluster)) {
-      out.push_back(ResourceFromRow(r));
-    }
-  });
+  absl::Status status =
+      Run("resources_of_cluster", "list resources of a cluster", [&](pqxx::connection& conn) {
+        pqxx::nontransaction tx(conn);
+        for (const auto& r : tx.exec_params(
+                 absl::StrCat("SELECT ", kResourceColumns,
+                              " FROM dispatched_resources WHERE cluster = $1 ORDER BY resource_id"),
+                 cluster)) {
+          out.push_back(ResourceFromRow(r));
+        }
+      });
   if (!status.ok()) {
     return status;
   }
@@ -218,7 +231,7 @@ absl::StatusOr<std::vector<int64_t>> PostgresDispatchStore::Record(
     rows.push_back(r);
   }
 
-  absl::Status status = pool_.Run("record dispatch changes", [&](pqxx::connection& conn) {
+  absl::Status status = Run("record", "record dispatch changes", [&](pqxx::connection& conn) {
     seqs.clear();
     pqxx::work tx(conn);
     for (size_t start = 0; start < rows.size(); start += kRowsPerStatement) {
@@ -257,7 +270,7 @@ absl::StatusOr<std::vector<int64_t>> PostgresDispatchStore::Record(
 absl::StatusOr<std::vector<OutboxEntry>> PostgresDispatchStore::PendingOutbox(int64_t after_seq,
                                                                               int limit) {
   std::vector<OutboxEntry> out;
-  absl::Status status = pool_.Run("read the outbox", [&](pqxx::connection& conn) {
+  absl::Status status = Run("pending_outbox", "read the outbox", [&](pqxx::connection& conn) {
     pqxx::nontransaction tx(conn);
     for (const auto& r : tx.exec_params(
              "SELECT seq, resource_id::text, cluster, action, version, payload_hash, event, "
@@ -289,7 +302,7 @@ absl::Status PostgresDispatchStore::MarkPublished(const std::vector<int64_t>& se
   if (seqs.empty()) {
     return absl::OkStatus();
   }
-  return pool_.Run("mark outbox entries published", [&](pqxx::connection& conn) {
+  return Run("mark_published", "mark outbox entries published", [&](pqxx::connection& conn) {
     // One statement (its own transaction): the rows leave the outbox and their resources are
     // stamped together, in one round trip.
     pqxx::nontransaction tx(conn);
@@ -302,7 +315,7 @@ absl::Status PostgresDispatchStore::MarkPublished(const std::vector<int64_t>& se
 }
 
 absl::Status PostgresDispatchStore::RecordPublishFailure(int64_t seq, const std::string& error) {
-  return pool_.Run("record a publish failure", [&](pqxx::connection& conn) {
+  return Run("record_publish_failure", "record a publish failure", [&](pqxx::connection& conn) {
     pqxx::nontransaction tx(conn);
     tx.exec_params0(
         "UPDATE outbox SET attempts = attempts + 1, last_error = left($2, 2000) WHERE seq = $1",
@@ -312,16 +325,17 @@ absl::Status PostgresDispatchStore::RecordPublishFailure(int64_t seq, const std:
 
 absl::StatusOr<bool> PostgresDispatchStore::MarkDeletionConfirmed(const std::string& resource_id) {
   bool confirmed = false;
-  absl::Status status = pool_.Run("confirm a deletion", [&](pqxx::connection& conn) {
-    pqxx::work tx(conn);
-    const bool deleting = internal::ConfirmDeletionOfDeleting(tx, resource_id);
-    if (deleting) {
-      // Delivered to listeners only when the transaction commits (same as the StatusStore's).
-      internal::NotifyDeletionConfirmed(tx, resource_id);
-    }
-    tx.commit();
-    confirmed = deleting;
-  });
+  absl::Status status =
+      Run("mark_deletion_confirmed", "confirm a deletion", [&](pqxx::connection& conn) {
+        pqxx::work tx(conn);
+        const bool deleting = internal::ConfirmDeletionOfDeleting(tx, resource_id);
+        if (deleting) {
+          // Delivered to listeners only when the transaction commits (same as the StatusStore's).
+          internal::NotifyDeletionConfirmed(tx, resource_id);
+        }
+        tx.commit();
+        confirmed = deleting;
+      });
   if (!status.ok()) {
     return status;
   }
@@ -330,14 +344,15 @@ absl::StatusOr<bool> PostgresDispatchStore::MarkDeletionConfirmed(const std::str
 
 absl::StatusOr<std::vector<std::string>> PostgresDispatchStore::ConfirmedDeletions() {
   std::vector<std::string> out;
-  absl::Status status = pool_.Run("list confirmed deletions", [&](pqxx::connection& conn) {
-    out.clear();
-    pqxx::nontransaction tx(conn);
-    for (const auto& r : tx.exec("SELECT resource_id::text FROM dispatched_resources "
-                                 "WHERE deletion_state = 2 ORDER BY resource_id")) {
-      out.push_back(r[0].as<std::string>());
-    }
-  });
+  absl::Status status =
+      Run("confirmed_deletions", "list confirmed deletions", [&](pqxx::connection& conn) {
+        out.clear();
+        pqxx::nontransaction tx(conn);
+        for (const auto& r : tx.exec("SELECT resource_id::text FROM dispatched_resources "
+                                     "WHERE deletion_state = 2 ORDER BY resource_id")) {
+          out.push_back(r[0].as<std::string>());
+        }
+      });
   if (!status.ok()) {
     return status;
   }
@@ -345,7 +360,7 @@ absl::StatusOr<std::vector<std::string>> PostgresDispatchStore::ConfirmedDeletio
 }
 
 absl::Status PostgresDispatchStore::Forget(const std::string& resource_id) {
-  return pool_.Run("forget a resource", [&](pqxx::connection& conn) {
+  return Run("forget", "forget a resource", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     tx.exec_params0("DELETE FROM outbox WHERE resource_id = $1::uuid", resource_id);
     tx.exec_params0("DELETE FROM dispatched_resources WHERE resource_id = $1::uuid", resource_id);

@@ -1,6 +1,8 @@
 // DispatchStore on PostgreSQL (tables of migrations/0001_dispatch_state.sql).
 #pragma once
 
+#include <utility>
+
 #include "libs/store/dispatch_store.h"
 #include "libs/store/postgres/connection_pool.h"
 
@@ -8,8 +10,10 @@ namespace mmi::store::postgres {
 
 class PostgresDispatchStore final : public DispatchStore {
  public:
-  // `pool` is borrowed and must outlive the store.
-  explicit PostgresDispatchStore(ConnectionPool& pool) : pool_(pool) {}
+  // `pool` is borrowed and must outlive the store. `observer` (may be empty) is told of every
+  // call that reached the database.
+  explicit PostgresDispatchStore(ConnectionPool& pool, StoreCallObserver observer = {})
+      : pool_(pool), observer_(std::move(observer)) {}
 
   absl::Status ForEachResource(const std::function<void(const DispatchedResource&)>& fn) override;
   absl::StatusOr<std::optional<DispatchedResource>> GetResource(
@@ -26,7 +30,12 @@ class PostgresDispatchStore final : public DispatchStore {
   absl::Status Forget(const std::string& resource_id) override;
 
  private:
+  // pool_.Run, timed for the observer under the metric label `operation`.
+  absl::Status Run(std::string_view operation, const std::string& what,
+                   const std::function<void(pqxx::connection&)>& fn);
+
   ConnectionPool& pool_;
+  const StoreCallObserver observer_;
 };
 
 }  // namespace mmi::store::postgres

@@ -103,5 +103,34 @@ TEST(PostgresDispatchStoreTest, ReportsALostDatabaseAsUnavailable) {
   EXPECT_EQ(store.PendingOutbox(0, 1).status().code(), absl::StatusCode::kUnavailable);
 }
 
+TEST(PostgresDispatchStoreTest, TellsItsObserverEveryCallWithItsOperationAndOutcome) {
+  struct Call {
+    std::string operation;
+    bool ok = false;
+  };
+  std::vector<Call> calls;
+  const StoreCallObserver observer = [&](std::string_view operation,
+                                         std::chrono::nanoseconds elapsed, bool ok) {
+    EXPECT_GE(elapsed.count(), 0);
+    calls.push_back({std::string(operation), ok});
+  };
+  postgres::ConnectionPool pool({.dsn = FreshDatabase(), .size = 1});
+  postgres::PostgresDispatchStore store(pool, observer);
+  ASSERT_TRUE(store.PendingOutbox(0, 1).ok());
+  ASSERT_TRUE(store.ConfirmedDeletions().ok());
+  postgres::ConnectionPool lost_pool(
+      {.dsn = "postgresql://mmi@127.0.0.1:1/x?connect_timeout=2", .size = 1});
+  postgres::PostgresDispatchStore lost_store(lost_pool, observer);
+  EXPECT_FALSE(lost_store.Forget("278f3a61-efe5-56de-abba-6aedbfcce272").ok());
+
+  ASSERT_EQ(calls.size(), 3U);
+  EXPECT_EQ(calls[0].operation, "pending_outbox");
+  EXPECT_TRUE(calls[0].ok);
+  EXPECT_EQ(calls[1].operation, "confirmed_deletions");
+  EXPECT_TRUE(calls[1].ok);
+  EXPECT_EQ(calls[2].operation, "forget");
+  EXPECT_FALSE(calls[2].ok);
+}
+
 }  // namespace
 }  // namespace mmi::store::testing
