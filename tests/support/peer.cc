@@ -45,10 +45,12 @@ std::string CurrentTestName() {
   return name;
 }
 
+// True when the running test failed or, outside a test (a peer shared by a suite and stopped at
+// exit, or a bench), when any test of the run failed.
 bool CurrentTestFailed() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return info == nullptr || info->result()->Failed() ||
-         ::testing::UnitTest::GetInstance()->Failed();
+  const auto* unit = ::testing::UnitTest::GetInstance();
+  const auto* info = unit->current_test_info();
+  return (info != nullptr && info->result()->Failed()) || unit->Failed();
 }
 
 std::string Tail(const std::string& path, size_t max_bytes) {
