@@ -188,6 +188,10 @@ std::vector<ObjectPtr> Informer::List(std::string_view ns) const {
   return store_.List(ns.empty() ? "" : absl::StrCat(std::string(ns), "/"));
 }
 
+std::vector<std::string> Informer::Keys(std::string_view ns) const {
+  return store_.Keys(ns.empty() ? "" : absl::StrCat(std::string(ns), "/"));
+}
+
 size_t Informer::Size() const { return store_.Size(); }
 
 std::string Informer::ResourceVersion() const { return store_.ResourceVersion(); }
@@ -467,7 +471,8 @@ bool Informer::CollectInitial(WatchEvent&& event, internal::InitialEvents& initi
     case WatchEventType::kAdded:
     case WatchEventType::kModified: {
       std::string key = ObjectKey(event.object);
-      initial.Upsert(std::move(key), store_.MakeEntry(store_.Prepare(std::move(event.object))));
+      internal::Entry entry = store_.MakeListedEntry(key, std::move(event.object));
+      initial.Upsert(std::move(key), std::move(entry));
       return true;
     }
     case WatchEventType::kDeleted:

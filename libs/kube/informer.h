@@ -38,7 +38,9 @@
 //
 // Memory: a `transform` runs on every object before it is stored (and before handlers see it);
 // drop what you do not need (DropFields({"/status", "/metadata/managedFields"})) to keep 300,000
-// Applications affordable. Stored objects are immutable and shared with readers.
+// Applications affordable. Stored objects are immutable and shared with readers. A relist keeps
+// the cached entry of every object listed at its cached version (nothing of it is transformed or
+// copied) and diffs the cache in place, so the cache never exists twice.
 //
 // Threads: a reflector thread per informer, plus a list worker while a list is completed and
 // applied. Handlers run on one of them, one call at a time and in order, and should only enqueue
@@ -182,6 +184,9 @@ class Informer {
   // Every cached object, or those of one namespace (a scan: O(cache size); with
   // compact_storage every returned object is decoded).
   std::vector<ObjectPtr> List(std::string_view ns = "") const;
+  // The keys ("<namespace>/<name>", or the name) of those objects; nothing is copied or
+  // decoded, so this is the way to visit a large cache (look each key up with Get later).
+  std::vector<std::string> Keys(std::string_view ns = "") const;
   // The resourceVersion of a cached object ("" when absent), without decoding it.
   std::string ResourceVersionOf(std::string_view ns, std::string_view name) const;
   size_t Size() const;

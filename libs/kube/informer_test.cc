@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <memory>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -99,6 +101,8 @@ json App(const std::string& name, const std::string& ns = "argocd") {
 // Every behaviour holds for both storage modes (json trees and compact MessagePack bytes).
 class InformerTest : public ::testing::TestWithParam<bool> {
  protected:
+  friend void RelistAfterOneChange(InformerTest& test, InformerSettings settings);
+
   InformerSettings Settings() {
     InformerSettings s;
     s.resource = apps_;
@@ -194,6 +198,40 @@ class InformerTest : public ::testing::TestWithParam<bool> {
   RecordingHandler handler_;
   std::unique_ptr<Informer> informer_;
 };
+
+// A relist that finds most objects at their cached version: only the changed one is transformed
+// and stored again; the others keep the snapshot readers hold (no second copy of the cache).
+void RelistAfterOneChange(InformerTest& test, InformerSettings settings) {
+  for (const char* name : {"keep1", "keep2", "change"}) {
+    ASSERT_TRUE(test.fake_.Create(test.apps_, App(name), {}).ok());
+  }
+  auto transformed = std::make_shared<std::atomic<int>>(0);
+  settings.transform = [transformed](json& /*object*/) { ++*transformed; };
+  test.Start(std::move(settings));
+  ASSERT_TRUE(test.Steady());
+  EXPECT_EQ(transformed->load(), 3);
+  const ObjectPtr kept = test.informer_->Get("argocd", "keep1");
+  test.handler_.Clear();
+  test.fake_.SetWatchDeliveryPaused(true);
+  auto change = *test.fake_.Get(test.apps_, "change");
+  change["spec"]["project"] = "p2";
+  ASSERT_TRUE(test.fake_.Update(test.apps_, change, {}).ok());
+  test.fake_.Compact();
+  test.fake_.SetWatchDeliveryPaused(false);
+  ASSERT_TRUE(test.handler_.WaitForCount(1));
+  EXPECT_THAT(test.handler_.Events(), ElementsAre("update change 103->104"));
+  ASSERT_TRUE(test.WaitForWatches(2));
+  ASSERT_TRUE(test.Steady());
+  EXPECT_EQ(test.informer_->Stats().lists, 2);
+  EXPECT_EQ(transformed->load(), 4);  // the changed object only
+  if (!test.GetParam()) {
+    EXPECT_EQ(test.informer_->Get("argocd", "keep1"), kept);  // the very snapshot
+  }
+  EXPECT_EQ(*test.informer_->Get("argocd", "keep1"), *kept);
+  EXPECT_THAT(test.informer_->Keys(),
+              ::testing::UnorderedElementsAre("argocd/keep1", "argocd/keep2", "argocd/change"));
+  EXPECT_THAT(test.informer_->Keys("other"), ::testing::IsEmpty());
+}
 
 TEST_P(InformerTest, ListsAllPagesDeliversInitialAddsThenSynced) {
   for (const char* name : {"a", "b", "c", "d", "e"}) {
@@ -293,6 +331,14 @@ TEST_P(InformerTest, RelistsOn410AndReportsWhatChangedWhileItWasBlind) {
   ASSERT_TRUE(WaitForWatches(2));
   ASSERT_TRUE(Steady());
   EXPECT_EQ(LastWatchFrom(), informer_->ResourceVersion());
+}
+
+TEST_P(InformerTest, PagedRelistTransformsOnlyWhatChangedAndKeepsTheCachedSnapshots) {
+  RelistAfterOneChange(*this, Settings());
+}
+
+TEST_P(InformerTest, StreamedRelistTransformsOnlyWhatChangedAndKeepsTheCachedSnapshots) {
+  RelistAfterOneChange(*this, Streaming());
 }
 
 TEST_P(InformerTest, RelistsWhenTheWatchRequestItselfFailsWith410) {

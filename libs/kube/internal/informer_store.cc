@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/time/time.h"
 #include "libs/common/log.h"
@@ -64,6 +65,21 @@ std::string InformerStore::VersionOf(const Entry& entry) {
   return entry.resource_version;
 }
 
+Entry InformerStore::MakeListedEntry(const std::string& key, nlohmann::json&& object) const {
+  std::string version = kube::ResourceVersionOf(object);
+  if (!version.empty()) {
+    absl::ReaderMutexLock lock(&mu_);
+    const auto it = objects_.find(key);
+    if (it != objects_.end() && VersionOf(it->second) == version) {
+      Entry marker;
+      marker.resource_version = std::move(version);
+      marker.same_as_cached = true;
+      return marker;
+    }
+  }
+  return MakeEntry(Prepare(std::move(object)));
+}
+
 StoredObject InformerStore::Get(const std::string& key) const {
   Entry entry;
   {
@@ -96,6 +112,18 @@ std::vector<StoredObject> InformerStore::List(const std::string& prefix) const {
     }
   }
   return out;
+}
+
+std::vector<std::string> InformerStore::Keys(const std::string& prefix) const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<std::string> keys;
+  keys.reserve(prefix.empty() ? objects_.size() : 0);
+  for (const auto& [key, entry] : objects_) {
+    if (prefix.empty() || key.compare(0, prefix.size(), prefix) == 0) {
+      keys.push_back(key);
+    }
+  }
+  return keys;
 }
 
 std::string InformerStore::ResourceVersionOf(const std::string& key) const {
@@ -147,34 +175,36 @@ void InformerStore::Count(const std::function<void(InformerStats&)>& change) {
 
 ReconcileResult InformerStore::Reconcile(ListedEntries listed, const std::string& resource_version,
                                          bool streamed) {
-  // Keep unchanged entries, remember the differences. Added objects are remembered by key (read
-  // back from the cache when notifying); replaced and removed entries are moved out of the old
-  // cache.
+  // In place, so the cache never exists twice: added objects are remembered by key (read back
+  // from the cache when notifying); replaced and removed entries are moved out of the cache.
   ReconcileResult result;
-  absl::flat_hash_map<std::string, Entry> fresh;
+  absl::flat_hash_set<std::string_view> listed_keys;  // views of `listed`, alive until the end
+  listed_keys.reserve(listed.size());
   {
     absl::MutexLock lock(&mu_);
-    fresh.reserve(listed.size());
     for (auto& [key, entry] : listed) {
       if (key.empty()) {
         continue;  // a streamed list's object deleted before the list ended
       }
-      const auto old = objects_.find(key);
-      if (old == objects_.end()) {
+      listed_keys.insert(key);
+      const auto cached = objects_.find(key);
+      if (entry.same_as_cached) {
+        CheckStillCached(cached, entry);
+      } else if (cached == objects_.end()) {
         result.added.push_back(key);
-      } else if (VersionOf(old->second) == VersionOf(entry)) {
-        entry = std::move(old->second);  // same version: keep what readers already hold
-        objects_.erase(old);
-      } else {
-        result.updated.emplace_back(std::move(old->second), key);
-        objects_.erase(old);
+        objects_.emplace(key, std::move(entry));
+      } else if (VersionOf(cached->second) != VersionOf(entry)) {
+        result.updated.emplace_back(std::exchange(cached->second, std::move(entry)), key);
+      }  // else the same version: keep what readers already hold
+    }
+    for (auto it = objects_.begin(); it != objects_.end();) {
+      if (listed_keys.contains(it->first)) {
+        ++it;
+        continue;
       }
-      fresh.insert_or_assign(std::move(key), std::move(entry));
+      result.deleted.push_back(std::move(it->second));  // not listed any more
+      objects_.erase(it++);
     }
-    for (auto& [key, entry] : objects_) {
-      result.deleted.push_back(std::move(entry));  // what is left was not listed
-    }
-    objects_.swap(fresh);
     resource_version_ = resource_version;
     stale_guard_version_ = 0;  // a list is one snapshot, unless GuardStaleEvents says otherwise
     result.first_sync = !synced_;
@@ -184,10 +214,21 @@ ReconcileResult InformerStore::Reconcile(ListedEntries listed, const std::string
     }
     UpdateSizeGauge();
   }
-  fresh.clear();  // the old cache: free it before the caller notifies handlers
+  listed_keys.clear();
   listed.clear();
   listed.shrink_to_fit();
   return result;
+}
+
+void InformerStore::CheckStillCached(absl::flat_hash_map<std::string, Entry>::const_iterator cached,
+                                     const Entry& marker) const {
+  if (cached == objects_.end() || VersionOf(cached->second) != marker.resource_version) {
+    // Only Reconcile and watch events change the cache, and the watch buffers its events while
+    // a list is collected: a marker always finds its entry.
+    Log().Error("a listed object marked as cached is not cached at its version",
+                {{"resource", settings_.resource}, {"resource_version", marker.resource_version}});
+    std::abort();
+  }
 }
 
 void InformerStore::GuardStaleEvents(int64_t newest_listed_version) {

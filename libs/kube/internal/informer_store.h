@@ -43,6 +43,10 @@ struct Entry {
   StoredObject object;
   std::string packed;
   std::string resource_version;
+  // Only in a list: the cache already holds this very version, so the list carries this marker
+  // (with its version) and Reconcile keeps the cached entry: a relist never holds a second copy
+  // of the unchanged objects (nearly all of them).
+  bool same_as_cached = false;
 };
 
 // A complete list in list order: key and entry ("" key: deleted before a streamed list ended).
@@ -82,11 +86,16 @@ class InformerStore {
   // The object an entry holds (decoded when compact). Aborts on bytes it cannot read back.
   StoredObject Materialize(const Entry& entry) const;
   static std::string VersionOf(const Entry& entry);
+  // The entry a list carries for `object` (key `key`): a same_as_cached marker when the cache
+  // holds this version (nothing is transformed or copied), else MakeEntry(Prepare(object)).
+  Entry MakeListedEntry(const std::string& key, nlohmann::json&& object) const;
 
   // nullptr when absent.
   StoredObject Get(const std::string& key) const;
   // Every object whose key starts with `prefix` ("" = all).
   std::vector<StoredObject> List(const std::string& prefix) const;
+  // The keys of those objects: no entry is copied or decoded.
+  std::vector<std::string> Keys(const std::string& prefix) const;
   std::string ResourceVersionOf(const std::string& key) const;
   size_t Size() const;
   std::string ResourceVersion() const;
@@ -98,9 +107,11 @@ class InformerStore {
   // Changes the counters under the cache's lock (so they agree with the cache it guards).
   void Count(const std::function<void(InformerStats&)>& change);
 
-  // Replaces the cache with a complete list at `resource_version`: entries of unchanged
-  // version are kept (readers may hold them), the rest is replaced; the old cache is freed
-  // before this returns.
+  // Replaces the cache with a complete list at `resource_version`, in place: entries of
+  // unchanged version are kept (readers may hold them), changed ones are replaced and unlisted
+  // ones removed (both handed back in the result). A same_as_cached marker whose entry is not
+  // cached at that version is a bug (the cache does not change while a list is collected) and
+  // aborts.
   ReconcileResult Reconcile(ListedEntries listed, const std::string& resource_version,
                             bool streamed);
   // After a list that continued at a newer state: the newest (numeric) version its pages held.
@@ -115,6 +126,9 @@ class InformerStore {
   bool IsOlderThanCached(const std::string& key, const std::string& version)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateSizeGauge() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Aborts unless `cached` holds the version a same_as_cached `marker` was made for.
+  void CheckStillCached(absl::flat_hash_map<std::string, Entry>::const_iterator cached,
+                        const Entry& marker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Settings settings_;
   prometheus::Gauge* const objects_gauge_;

@@ -16,7 +16,7 @@ PagedList ListPages(KubeClient& client, const ResourceRef& ref, const ListOption
   ListItemCallbacks callbacks;
   callbacks.on_item = [&](nlohmann::json&& item) {
     std::string key = ObjectKey(item);
-    Entry entry = store.MakeEntry(store.Prepare(std::move(item)));
+    Entry entry = store.MakeListedEntry(key, std::move(item));
     int64_t version = 0;
     if (inconsistent && absl::SimpleAtoi(InformerStore::VersionOf(entry), &version)) {
       result.newest_listed_version = std::max(result.newest_listed_version, version);

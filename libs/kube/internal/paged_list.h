@@ -1,6 +1,7 @@
 // ListPages: one paged LIST of an Informer's collection into cache entries, page by page, for
 // the list worker. Entries are built as pages arrive, so compact storage never holds the whole
-// list as JSON trees.
+// list as JSON trees, and an object whose version is cached already is carried as a marker only
+// (a relist holds no second copy of the cache).
 #pragma once
 
 #include <cstdint>

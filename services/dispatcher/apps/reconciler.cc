@@ -154,8 +154,8 @@ void Reconciler::SweepConfirmedDeletions() {
 
 void Reconciler::EnqueueAll() {
   // Every cached Application, and every known resource (its Application may have vanished).
-  for (const auto& app : apps_.List()) {
-    Enqueue(kube::ObjectKey(*app));
+  for (const auto& key : apps_.Keys()) {
+    Enqueue(key);
   }
   for (const auto& [key, id] : state_.keys()) {
     Enqueue(key);

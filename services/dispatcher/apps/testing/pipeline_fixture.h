@@ -33,6 +33,14 @@ class MapLister final : public ObjectLister {
     auto it = objects_.find(std::string(ns) + "/" + std::string(name));
     return it == objects_.end() ? nullptr : it->second;
   }
+  std::vector<std::string> Keys() const override {
+    absl::MutexLock lock(&mu_);
+    std::vector<std::string> out;
+    for (const auto& [k, v] : objects_) {
+      out.push_back(k);
+    }
+    return out;
+  }
   std::vector<kube::ObjectPtr> List() const override {
     absl::MutexLock lock(&mu_);
     std::vector<kube::ObjectPtr> out;
