@@ -6,11 +6,13 @@
 
 #include <string>
 
+#include "libs/cloudevents/json_format.h"
 #include "libs/cloudevents/manifest_bundle.h"
 #include "libs/cloudevents/mqtt_codec.h"
 #include "libs/cloudevents/object_meta.h"
 #include "libs/cloudevents/testing/captured.h"
 #include "services/dispatcher/apps/payload.h"
+#include "services/dispatcher/apps/spec_events.h"
 
 namespace mmi::dispatcher {
 namespace {
@@ -75,6 +77,52 @@ TEST(CapturedPayloadTest, OurPayloadIsWhatMaestroRelayedAndWhatWeSentDirectly) {
     ++compared;
   }
   EXPECT_GE(compared, 8);
+}
+
+// The outbox publishes the event the reconciler built and, after a restart, the event decoded
+// from the store's text: both must be the same event, field for field and byte for byte.
+TEST(CapturedPayloadTest, TheEventBuiltInMemoryIsTheOneTheStoreGivesBack) {
+  auto records = cloudevents::testing::ReadCaptured(cloudevents::testing::kCapturedSourceEvents);
+  ASSERT_TRUE(records.ok()) << records.status();
+  std::vector<json> apps;
+  for (const auto& record : *records) {
+    auto event = cloudevents::DecodeMqtt(record.message);
+    ASSERT_TRUE(event.ok()) << event.status();
+    auto captured = cloudevents::ManifestBundleOf(*event);
+    if (captured.ok() && !captured->manifests.empty()) {
+      apps.push_back(
+          HubApplicationFor(captured->manifests.at(0), event->ClusterName().value_or("")));
+    }
+  }
+  ASSERT_FALSE(apps.empty());
+  // Strings Go's encoder escapes (<, >, &, U+2028), non-ASCII text, numbers of every kind.
+  json tricky = apps.front();
+  tricky["metadata"]["annotations"]["note"] = "a <b> & c\u2028 \u00e9\u4e2d \"q\" \\ /";
+  tricky["spec"]["source"]["helm"] = {{"valuesObject",
+                                       {{"ratio", 0.1},
+                                        {"big", 12345678901234LL},
+                                        {"neg", -3},
+                                        {"exp", 1e21},
+                                        {"list", {true, nullptr, "x"}}}}};
+  apps.push_back(tricky);
+  const auto time = std::chrono::time_point_cast<std::chrono::nanoseconds>(
+      std::chrono::system_clock::time_point(std::chrono::seconds(1'790'000'000)) +
+      std::chrono::nanoseconds(123'456'789));
+  for (const json& app : apps) {
+    auto built = BuildDispatch(app, PayloadSettings{});
+    ASSERT_TRUE(built.ok()) << built.status();
+    for (const bool create : {true, false}) {
+      auto event = MakeSpecEvent(*built, "app-work-client", create, 7,
+                                 "0f6b8a1e-0000-4000-8000-000000000001", time);
+      ASSERT_TRUE(event.ok()) << event.status();
+      auto text = cloudevents::EncodeStructuredJson(*event);
+      ASSERT_TRUE(text.ok()) << text.status();
+      auto back = cloudevents::DecodeStructuredJson(*text);
+      ASSERT_TRUE(back.ok()) << back.status();
+      EXPECT_EQ(*back, *event) << *text;
+      EXPECT_EQ(back->data, event->data);
+    }
+  }
 }
 
 }  // namespace

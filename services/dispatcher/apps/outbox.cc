@@ -34,16 +34,25 @@ Outbox::Outbox(Loop& loop, WorkerPool& workers, store::DispatchStore& store,
 void Outbox::SetPublishedHook(PublishedHook hook) { hook_ = std::move(hook); }
 
 void Outbox::Add(std::vector<store::OutboxEntry> entries) {
-  const auto now = clock_.MonotonicNow();
+  std::vector<RecordedEvent> recorded;
+  recorded.reserve(entries.size());
   for (auto& e : entries) {
-    const int64_t seq = e.seq;
+    recorded.push_back({std::move(e), std::nullopt});
+  }
+  Add(std::move(recorded));
+}
+
+void Outbox::Add(std::vector<RecordedEvent> recorded) {
+  const auto now = clock_.MonotonicNow();
+  for (auto& r : recorded) {
+    const int64_t seq = r.entry.seq;
     if (items_.contains(seq)) {
       continue;
     }
-    auto& queue = by_resource_[e.resource_id];
+    auto& queue = by_resource_[r.entry.resource_id];
     queue.push_back(seq);
     const bool head = queue.size() == 1;
-    items_.emplace(seq, Item{std::move(e), now, 0});
+    items_.emplace(seq, Item{std::move(r.entry), std::move(r.event), now, 0});
     if (head) {
       ready_.push_back(seq);
     }
@@ -76,7 +85,10 @@ void Outbox::PublishOne(int64_t seq) {
   if (it == items_.end()) {
     return;
   }
-  auto event = cloudevents::DecodeStructuredJson(it->second.entry.event);
+  Item& item = it->second;
+  absl::StatusOr<cloudevents::Event> event =
+      item.event.has_value() ? *std::exchange(item.event, std::nullopt)
+                             : cloudevents::DecodeStructuredJson(item.entry.event);
   if (!event.ok()) {
     OnResult(seq,
              absl::InvalidArgumentError(

@@ -15,6 +15,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "libs/cloudevents/event.h"
 #include "libs/common/backoff.h"
 #include "libs/common/clock.h"
 #include "libs/common/loop.h"
@@ -53,6 +55,13 @@ struct OutboxSettings {
   size_t recent_capacity = 50'000;
 };
 
+// An event recorded in the store (seq assigned) and, when this process built it, the event
+// itself: it is then published as it is, without decoding its stored text.
+struct RecordedEvent {
+  store::OutboxEntry entry;
+  std::optional<cloudevents::Event> event;
+};
+
 class Outbox {
  public:
   // Runs on the loop after the broker accepted an event (not for dropped events); `entry.event`
@@ -71,6 +80,8 @@ class Outbox {
 
   // Loop thread. Entries already recorded in the store (seq assigned), ascending seq. Entries
   // already known (same seq) are ignored.
+  void Add(std::vector<RecordedEvent> recorded);
+  // The same for entries read back from the store (each is decoded when it is published).
   void Add(std::vector<store::OutboxEntry> entries);
 
   // Loop thread: the resources whose events the broker accepted lately, by cluster (see
@@ -86,6 +97,8 @@ class Outbox {
  private:
   struct Item {
     store::OutboxEntry entry;
+    // `entry.event` decoded, until its first publish takes it (a retry decodes the text).
+    std::optional<cloudevents::Event> event;
     std::chrono::steady_clock::time_point added_at;
     int attempts = 0;
   };

@@ -297,7 +297,7 @@ void Reconciler::OnRecorded(std::vector<PendingChange> batch,
     return;
   }
   retry_backoff_.Reset();
-  std::vector<store::OutboxEntry> entries;
+  std::vector<RecordedEvent> entries;
   entries.reserve(batch.size());
   std::vector<std::string> requeue;
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -318,7 +318,7 @@ void Reconciler::OnRecorded(std::vector<PendingChange> batch,
       }
     }
     pc.change.event.seq = (*seqs)[i];
-    entries.push_back(std::move(pc.change.event));
+    entries.push_back({std::move(pc.change.event), std::move(pc.event)});
   }
   outbox_.Add(std::move(entries));
   for (const auto& key : requeue) {

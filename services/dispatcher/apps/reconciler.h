@@ -111,6 +111,8 @@ class Reconciler {
   // One change for the store: the new row and its outbox event.
   struct PendingChange {
     store::DispatchChange change;
+    // change.event.event decoded: the outbox publishes it without decoding the text again.
+    std::optional<cloudevents::Event> event;
     bool created_entry = false;
     std::optional<PropagatedRequest> strip;
   };

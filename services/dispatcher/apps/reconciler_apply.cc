@@ -156,6 +156,7 @@ void Reconciler::PublishSpec(const std::string& key, const json& app, const Deci
   pc.change.event =
       OutboxEventFor(row, d.create ? store::OutboxAction::kCreate : store::OutboxAction::kUpdate,
                      *std::move(encoded));
+  pc.event = *std::move(event);
   if (dispatch.carries_operation || dispatch.carries_refresh) {
     pc.strip = PropagatedRequestOf(app);
   }
@@ -178,9 +179,10 @@ void Reconciler::PublishSpec(const std::string& key, const json& app, const Deci
 
 void Reconciler::RequestDelete(TrackedResource& t, cloudevents::Timestamp deletion_time,
                                std::vector<PendingChange>& batch) {
-  absl::StatusOr<std::string> encoded =
-      Encode(MakeDeleteEvent(t.identity, settings_.payload.source_id, t.version, deletion_time,
-                             cloudevents::NewUuidV4(), Now()));
+  absl::StatusOr<cloudevents::Event> event =
+      MakeDeleteEvent(t.identity, settings_.payload.source_id, t.version, deletion_time,
+                      cloudevents::NewUuidV4(), Now());
+  absl::StatusOr<std::string> encoded = Encode(event);
   if (!encoded.ok()) {
     // Only identities we built ourselves go in here: a failure is a bug.
     Log().Error("cannot encode a delete request",
@@ -192,6 +194,7 @@ void Reconciler::RequestDelete(TrackedResource& t, cloudevents::Timestamp deleti
   pc.change.resource = t.Row(DeletionState::kDeleteRequested);
   pc.change.event =
       OutboxEventFor(pc.change.resource, store::OutboxAction::kDelete, *std::move(encoded));
+  pc.event = *std::move(event);
   t.busy = true;
   metrics_.Decision("delete");
   Log().Info("deletion requested", {{"resource", t.Key()}, {"cluster", t.identity.cluster}});
