@@ -172,8 +172,10 @@ void Reconciler::PublishSpec(const std::string& key, const json& app, const Deci
     state_.FindByKey(key)->busy = true;
   }
   metrics_.Decision(d.create ? "create" : "update");
-  Log().Debug(d.create ? "create" : "update",
-              {{"resource", key}, {"cluster", dispatch.cluster}, {"version", d.version}});
+  if (Log().Enabled(log::Level::kDebug)) {  // its fields cost on every dispatch otherwise
+    Log().Debug(d.create ? "create" : "update",
+                {{"resource", key}, {"cluster", dispatch.cluster}, {"version", d.version}});
+  }
   batch.push_back(std::move(pc));
 }
 
