@@ -77,6 +77,7 @@ class MeteredPublisher final : public transport::Publisher {
   void Publish(cloudevents::Event event, transport::PublishCallback done) override;
   void Stop() override { inner_.Stop(); }
   bool connected() const override { return inner_.connected(); }
+  size_t max_in_flight() const override { return inner_.max_in_flight(); }
 
   const CallCost& publish() const { return publish_; }
   int64_t acknowledged() const { return acknowledged_.load(); }

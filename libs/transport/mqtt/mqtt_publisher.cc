@@ -172,6 +172,10 @@ void MqttPublisher::Stop() {
 
 bool MqttPublisher::connected() const { return connection_ != nullptr && connection_->connected(); }
 
+size_t MqttPublisher::max_in_flight() const {
+  return connection_ != nullptr ? connection_->receive_maximum() : Publisher::max_in_flight();
+}
+
 void MqttPublisher::Complete(uint64_t id, absl::Status status) {
   InFlight entry;
   {

@@ -43,6 +43,7 @@ class MqttPublisher final : public Publisher {
   void Publish(cloudevents::Event event, PublishCallback done) override;
   void Stop() override;
   bool connected() const override;
+  size_t max_in_flight() const override;
 
  private:
   struct InFlight {

@@ -77,6 +77,16 @@ void FakePublisher::SetConnected(bool connected) {
   connected_ = connected;
 }
 
+size_t FakePublisher::max_in_flight() const {
+  absl::MutexLock lock(&mu_);
+  return max_in_flight_;
+}
+
+void FakePublisher::SetMaxInFlight(size_t max_in_flight) {
+  absl::MutexLock lock(&mu_);
+  max_in_flight_ = max_in_flight;
+}
+
 void FakePublisher::FailNext(absl::Status status) {
   absl::MutexLock lock(&mu_);
   scripted_.push_back(std::move(status));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <deque>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -36,10 +37,13 @@ class FakePublisher final : public Publisher {
   void Publish(cloudevents::Event event, PublishCallback done) override;
   void Stop() override;
   bool connected() const override;
+  size_t max_in_flight() const override;
 
   // Test controls.
   void SetStartResult(absl::Status status);
   void SetConnected(bool connected);
+  // What max_in_flight() reports (unbounded by default), as a broker's Receive Maximum would.
+  void SetMaxInFlight(size_t max_in_flight);
   // The next Publish() calls complete with these results, in order (then OK again).
   void FailNext(absl::Status status);
   // kManual: completes the oldest pending publish with `status`; false when none is pending.
@@ -70,6 +74,7 @@ class FakePublisher final : public Publisher {
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   bool connected_ ABSL_GUARDED_BY(mu_) = true;
+  size_t max_in_flight_ ABSL_GUARDED_BY(mu_) = std::numeric_limits<size_t>::max();
   int start_calls_ ABSL_GUARDED_BY(mu_) = 0;
   int stop_calls_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<absl::Status> scripted_ ABSL_GUARDED_BY(mu_);

@@ -73,7 +73,8 @@ void Outbox::Pump() {
     }
     return;
   }
-  while (in_flight_ < settings_.max_in_flight && !ready_.empty()) {
+  const size_t limit = std::min(settings_.max_in_flight, publisher_.max_in_flight());
+  while (in_flight_ < limit && !ready_.empty()) {
     const int64_t seq = ready_.front();
     ready_.pop_front();
     PublishOne(seq);

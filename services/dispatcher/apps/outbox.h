@@ -35,10 +35,10 @@
 namespace mmi::dispatcher {
 
 struct OutboxSettings {
-  // Publishes awaiting their broker acknowledgement at most (across resources). bench/dispatch
-  // found 64 cheaper than 256 and no slower (Paho's cost per publish grows with the events
-  // awaiting a PUBACK: ~30 us more CPU per event, ~60 ms to the PUBACK instead of ~5); the
-  // default and the chart stay at 256 until the fault matrix and the fleet bench ran with 64.
+  // Publishes awaiting their broker acknowledgement at most (across resources), and never more
+  // than the publisher's max_in_flight() (the broker's Receive Maximum: mosquitto says 20).
+  // Above that, Paho C held publishes back up to a second each: 256 against mosquitto dispatched
+  // 726-741/s where 20 or 64 gave 2,400-4,300/s (bench/dispatch, 2026-11-27).
   size_t max_in_flight = 256;
   // Delay before re-publishing a failed event (grows per attempt of that event).
   BackoffSettings retry{.initial = std::chrono::milliseconds(500),

@@ -116,6 +116,29 @@ TEST_F(OutboxTest, EventsOfOneResourceGoOutInOrderOneAtATime) {
   EXPECT_TRUE(outbox.WaitDrained(std::chrono::milliseconds(0)));
 }
 
+TEST_F(OutboxTest, NoMoreAwaitTheirAcknowledgementThanTheBrokerTakes) {
+  FakePublisher publisher(FakePublisher::Mode::kManual);
+  ASSERT_TRUE(publisher.Start().ok());
+  publisher.SetMaxInFlight(2);  // the broker's Receive Maximum
+  OutboxSettings settings;
+  settings.max_in_flight = 64;
+  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, settings);
+  auto entries = Record({Change("r1", 1), Change("r2", 1), Change("r3", 1), Change("r4", 1)});
+  loop_.Post([&] { outbox.Add(entries); });
+  RunAll();
+  EXPECT_EQ(publisher.pending(), 2);
+  ASSERT_TRUE(publisher.CompleteNext());
+  RunAll();
+  EXPECT_EQ(publisher.pending(), 2);
+  EXPECT_EQ(publisher.published().size(), 3U);
+  publisher.CompleteAll();
+  RunAll();
+  publisher.CompleteAll();
+  RunAll();
+  EXPECT_EQ(publisher.accepted().size(), 4U);
+  EXPECT_EQ(outbox.pending(), 0U);
+}
+
 TEST_F(OutboxTest, EventsLeftByACrashedProcessArePublishedByTheNextOne) {
   auto entries = Record({Change("r1", 1)});
   {

@@ -3,6 +3,7 @@
 // the libs/cloudevents codecs), and broker control.
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +50,9 @@ class Harness {
   // Whether events published back to back (without waiting for callbacks) keep their per-cluster
   // order. gRPC unary calls are independent streams: callers serialise per resource instead.
   virtual bool PipelinedPublishKeepsOrder() const { return true; }
+  // What the connected publisher's max_in_flight() must be: the broker's limit on events awaiting
+  // acknowledgement (MQTT 5 Receive Maximum), or unbounded.
+  virtual size_t PublisherMaxInFlight() const { return std::numeric_limits<size_t>::max(); }
 };
 
 std::unique_ptr<Harness> MakeFakeHarness();

@@ -175,6 +175,9 @@ class MqttHarness final : public Harness {
         << "the agent did not resubscribe after the restart";
   }
   bool RedeliversUnacked() const override { return false; }
+  // mosquitto's CONNACK Receive Maximum: its max_inflight_messages (default 20; tests/peers
+  // start-mosquitto leaves it).
+  size_t PublisherMaxInFlight() const override { return 20; }
 
  private:
   std::string AgentTopic(const std::string& cluster) const {

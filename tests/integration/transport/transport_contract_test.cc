@@ -234,6 +234,7 @@ TEST_P(TransportContractTest, PublishedEventsReachTheAgentInOrderPerCluster) {
       << "agent received " << harness_->AgentReceived().size();
   EXPECT_EQ(ByCluster(FirstArrivals(harness_->AgentReceived())), ExpectedByCluster());
   EXPECT_EQ(Metric("mmi_events_published_total", {{"result", "ok"}}), kEvents);
+  EXPECT_EQ(clients_.publisher->max_in_flight(), harness_->PublisherMaxInFlight());
 }
 
 TEST_P(TransportContractTest, AgentEventsReachTheSubscriberInOrderPerCluster) {

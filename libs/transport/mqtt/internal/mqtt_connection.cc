@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <random>
@@ -29,12 +30,18 @@ absl::Status CheckReadable(const std::string& path, std::string_view field) {
 
 void MqttConnection::ConnectListener::on_success(const mqtt::token& token) {
   bool session_present = false;
+  size_t receive_maximum = 65'535;  // MQTT 5: absent means 65,535
   try {
-    session_present = token.get_connect_response().is_session_present();
+    const mqtt::connect_response response = token.get_connect_response();
+    session_present = response.is_session_present();
+    const mqtt::properties& props = response.get_properties();
+    if (props.contains(mqtt::property::RECEIVE_MAXIMUM)) {
+      receive_maximum = mqtt::get<uint16_t>(props, mqtt::property::RECEIVE_MAXIMUM);
+    }
   } catch (const std::exception&) {
     // Not a connect token: cannot happen for this listener; treat as a new session.
   }
-  owner_->OnConnectSucceeded(session_present);
+  owner_->OnConnectSucceeded(session_present, receive_maximum);
 }
 
 void MqttConnection::ConnectListener::on_failure(const mqtt::token& token) {
@@ -252,7 +259,8 @@ void MqttConnection::BeginConnect() {
   }
 }
 
-void MqttConnection::OnConnectSucceeded(bool session_present) {
+void MqttConnection::OnConnectSucceeded(bool session_present, size_t receive_maximum) {
+  receive_maximum_.store(std::max<size_t>(receive_maximum, 1));
   {
     absl::MutexLock lock(&mu_);
     if (stopping_ || state_ != State::kConnecting) {

@@ -3,6 +3,7 @@
 
 #include <mqtt/async_client.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -57,6 +58,8 @@ class MqttConnection {
   void Stop(std::chrono::milliseconds timeout);
 
   bool connected() const;
+  // The broker's Receive Maximum from its last CONNACK (65,535 when it sent none).
+  size_t receive_maximum() const { return receive_maximum_.load(); }
 
   // Drops the connection and connects again after a backoff delay (e.g. a SUBSCRIBE failed).
   // Safe from any thread, including Paho's.
@@ -81,7 +84,7 @@ class MqttConnection {
 
   void Loop();
   void BeginConnect();
-  void OnConnectSucceeded(bool session_present);
+  void OnConnectSucceeded(bool session_present, size_t receive_maximum);
   void OnConnectFailed(const std::string& reason);
   void OnConnectionLost(const std::string& cause);
   void Drop();
@@ -97,6 +100,7 @@ class MqttConnection {
   std::unique_ptr<mqtt::async_client> client_;
   Hooks hooks_;
 
+  std::atomic<size_t> receive_maximum_{65'535};
   mutable absl::Mutex mu_;
   State state_ ABSL_GUARDED_BY(mu_) = State::kIdle;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
