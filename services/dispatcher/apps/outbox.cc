@@ -52,6 +52,9 @@ void Outbox::Add(std::vector<RecordedEvent> recorded) {
     auto& queue = by_resource_[r.entry.resource_id];
     queue.push_back(seq);
     const bool head = queue.size() == 1;
+    if (r.event.has_value()) {
+      std::string().swap(r.entry.event);  // one form in memory: the event, not its text too
+    }
     items_.emplace(seq, Item{std::move(r.entry), std::move(r.event), now, 0});
     if (head) {
       ready_.push_back(seq);
@@ -87,19 +90,22 @@ void Outbox::PublishOne(int64_t seq) {
     return;
   }
   Item& item = it->second;
-  absl::StatusOr<cloudevents::Event> event =
-      item.event.has_value() ? *std::exchange(item.event, std::nullopt)
-                             : cloudevents::DecodeStructuredJson(item.entry.event);
-  if (!event.ok()) {
-    OnResult(seq,
-             absl::InvalidArgumentError(
-                 absl::StrCat("stored event is not decodable: ", event.status().message())),
-             clock_.MonotonicNow());
-    return;
+  if (!item.event.has_value()) {  // read back from the store
+    absl::StatusOr<cloudevents::Event> event = cloudevents::DecodeStructuredJson(item.entry.event);
+    if (!event.ok()) {
+      OnResult(seq,
+               absl::InvalidArgumentError(
+                   absl::StrCat("stored event is not decodable: ", event.status().message())),
+               clock_.MonotonicNow());
+      return;
+    }
+    item.event = *std::move(event);
+    std::string().swap(item.entry.event);
   }
   ++in_flight_;
   const auto started = clock_.MonotonicNow();
-  publisher_.Publish(*std::move(event), [this, seq, started](absl::Status status) {
+  // A copy: the item keeps its event for a retry or a resend with the other verb.
+  publisher_.Publish(*item.event, [this, seq, started](absl::Status status) {
     loop_.Post([this, seq, started, status = std::move(status)]() mutable {
       --in_flight_;
       OnResult(seq, status, started);
@@ -126,6 +132,7 @@ void Outbox::OnResult(int64_t seq, const absl::Status& status,
                                 {"version", item.entry.version}});
     }
     // The event (~2 KB) is done with: Finish() erases the item, and the hook is not given it.
+    item.event.reset();
     item.entry.event.clear();
     const store::OutboxEntry entry = item.entry;
     recent_.Note(entry.cluster, entry.resource_id, clock_.MonotonicNow());
@@ -188,22 +195,16 @@ bool Outbox::ResendWithOtherVerb(int64_t seq, Item& item, const absl::Status& st
   // it: send the same payload with the other verb (maestro-protocol §6.1, §7.4).
   const std::string action(store::OutboxActionName(item.entry.action));
   const bool to_update = item.entry.action == store::OutboxAction::kCreate;
-  auto event = cloudevents::DecodeStructuredJson(item.entry.event);
-  if (!event.ok()) {
+  if (!item.event.has_value()) {  // it was published, so PublishOne decoded it
     return false;
   }
-  event->type = std::string(to_update ? cloudevents::kSpecUpdateRequestType
-                                      : cloudevents::kSpecCreateRequestType);
-  auto encoded = cloudevents::EncodeStructuredJson(*event);
-  if (!encoded.ok()) {
-    return false;
-  }
+  item.event->type = std::string(to_update ? cloudevents::kSpecUpdateRequestType
+                                           : cloudevents::kSpecCreateRequestType);
   metrics_.Dispatch(action, to_update ? "converted_to_update" : "converted_to_create");
   Log().Info("resending with the other verb", {{"resource", item.entry.resource_id},
                                                {"cluster", item.entry.cluster},
                                                {"as", to_update ? "update" : "create"},
                                                {"reason", std::string(status.message())}});
-  item.entry.event = *std::move(encoded);
   item.entry.action = to_update ? store::OutboxAction::kUpdate : store::OutboxAction::kCreate;
   ready_.push_front(seq);
   return true;

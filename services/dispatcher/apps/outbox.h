@@ -97,7 +97,8 @@ class Outbox {
  private:
   struct Item {
     store::OutboxEntry entry;
-    // `entry.event` decoded, until its first publish takes it (a retry decodes the text).
+    // The event in one form only: `event`, or until its first publish `entry.event` (its text
+    // as read back from the store), so a cold start's outbox holds each event once.
     std::optional<cloudevents::Event> event;
     std::chrono::steady_clock::time_point added_at;
     int attempts = 0;
@@ -108,7 +109,7 @@ class Outbox {
   void OnResult(int64_t seq, const absl::Status& status,
                 std::chrono::steady_clock::time_point started);
   // Create refused as existing / update as unknown: queued again with the other verb. False
-  // when that does not apply (or the stored event cannot be re-encoded).
+  // when that does not apply.
   bool ResendWithOtherVerb(int64_t seq, Item& item, const absl::Status& status);
   // Removes `seq` (head of its resource) and readies the resource's next event.
   void Finish(int64_t seq);

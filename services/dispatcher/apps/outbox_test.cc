@@ -97,6 +97,29 @@ TEST_F(OutboxTest, AFailedPublishStaysInTheOutboxAndIsRetried) {
   EXPECT_EQ(hooked, std::vector<std::string>{"r1"});
 }
 
+TEST_F(OutboxTest, AnEventHandedOverInMemoryIsPublishedAsItWasAndAgainAfterAFailure) {
+  FakePublisher publisher;
+  ASSERT_TRUE(publisher.Start().ok());
+  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, {});
+  std::vector<RecordedEvent> recorded;
+  for (auto& entry : Record({Change("r1", 1), Change("r2", 1)})) {
+    auto event = cloudevents::DecodeStructuredJson(entry.event);
+    ASSERT_TRUE(event.ok());
+    recorded.push_back({entry, *event});
+  }
+  const cloudevents::Event first = *recorded[0].event;
+  publisher.FailNext(absl::UnavailableError("broker down"));
+  loop_.Post([&] { outbox.Add(std::move(recorded)); });
+  RunAll();
+  clock_.Advance(std::chrono::seconds(2));
+  RunAll();
+  ASSERT_EQ(publisher.published().size(), 3U);  // r1 failed, r2, r1 again
+  EXPECT_EQ(publisher.published()[0], first);
+  EXPECT_EQ(publisher.accepted().size(), 2U);
+  EXPECT_EQ(publisher.accepted()[1], first);
+  EXPECT_EQ(outbox.pending(), 0U);
+}
+
 TEST_F(OutboxTest, EventsOfOneResourceGoOutInOrderOneAtATime) {
   FakePublisher publisher(FakePublisher::Mode::kManual);
   ASSERT_TRUE(publisher.Start().ok());
