@@ -22,6 +22,12 @@ constexpr char kResourceColumns[] =
     "appset_name, version, payload_hash, payload, coalesce(metadata, ''), "
     "(extract(epoch from last_published_at) * 1000000)::bigint, deletion_state";
 
+// The same columns but for the payload and metadata ('' in their places).
+constexpr char kStateColumns[] =
+    "resource_id::text, cluster, hub_namespace, hub_name, hub_uid, work_name, appset_namespace, "
+    "appset_name, version, payload_hash, ''::text, ''::text, "
+    "(extract(epoch from last_published_at) * 1000000)::bigint, deletion_state";
+
 DispatchedResource ResourceFromRow(const pqxx::row& r) {
   DispatchedResource d;
   d.resource_id = r[0].as<std::string>();
@@ -167,7 +173,7 @@ absl::Status PostgresDispatchStore::ForEachResource(
     pqxx::work tx(conn);
     internal::ForEachByResourceId(
         tx,
-        absl::StrCat("SELECT ", kResourceColumns,
+        absl::StrCat("SELECT ", kStateColumns,
                      " FROM dispatched_resources WHERE resource_id > $1::uuid"
                      " ORDER BY resource_id LIMIT ",
                      internal::kResourcePageSize),

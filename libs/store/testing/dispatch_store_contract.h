@@ -124,8 +124,18 @@ TEST_P(DispatchStoreContract, WalksEveryResourceAndForgetsDeletedOnes) {
   }
   ASSERT_TRUE(store_->Record(changes).ok());
   int seen = 0;
-  ASSERT_TRUE(store_->ForEachResource([&](const DispatchedResource&) { ++seen; }).ok());
+  int without_payload = 0;
+  ASSERT_TRUE(store_
+                  ->ForEachResource([&](const DispatchedResource& r) {
+                    ++seen;
+                    if (r.payload.empty() && r.metadata.empty() && !r.payload_hash.empty() &&
+                        !r.hub_name.empty()) {
+                      ++without_payload;
+                    }
+                  })
+                  .ok());
   EXPECT_EQ(seen, 1200);
+  EXPECT_EQ(without_payload, 1200) << "the warm load's rows carry no payload or metadata";
 
   const std::string id = changes[5].resource.resource_id;
   auto live = store_->MarkDeletionConfirmed(id);  // live: nothing happens

@@ -13,6 +13,8 @@ absl::Status FakeDispatchStore::ForEachResource(
       [this](std::vector<DispatchedResource>& copy) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         for (const auto& [id, r] : resources_) {
           copy.push_back(r);
+          copy.back().payload.clear();  // the contract: rows without payload and metadata
+          copy.back().metadata.clear();
         }
       },
       fn);
