@@ -199,27 +199,10 @@ bool Reconciler::IsDeleting(const std::string& resource_id) const {
   return state_.IsDeleting(resource_id);
 }
 
-bool Reconciler::OutboxFull() {
-  if (settings_.max_outbox == 0) {
-    return false;
-  }
-  const size_t pending = outbox_.pending();
-  if (pending >= settings_.max_outbox) {
-    outbox_full_ = true;
-  } else if (pending <= settings_.max_outbox / 2) {
-    outbox_full_ = false;
-  }
-  return outbox_full_;
-}
-
 void Reconciler::ProcessKeys() {
   process_posted_.store(false);
   if (!active_.load() || inflight_batches_.load() >= settings_.max_inflight_batches) {
     return;  // OnRecorded schedules again
-  }
-  if (OutboxFull()) {
-    loop_.PostAfter(std::chrono::milliseconds(100), [this] { ScheduleProcess(); });
-    return;
   }
   if (!CachesSynced()) {
     // Until the initial lists are complete a missing Application may only be unlisted yet.

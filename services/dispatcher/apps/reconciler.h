@@ -132,8 +132,6 @@ class Reconciler {
   // --- key queue and store round trips (reconciler.cc) ---
   void ScheduleProcess();
   void ProcessKeys();
-  // Past ReconcilerSettings::max_outbox and until the outbox is down to half (loop thread).
-  bool OutboxFull();
   void EnqueueAfter(const std::string& key, std::chrono::milliseconds delay);
   void EnqueueAll();
   void FlushBatch(std::vector<PendingChange> batch);
@@ -171,7 +169,6 @@ class Reconciler {
   std::atomic<bool> loaded_{false};
   std::atomic<bool> activating_{false};
   std::atomic<int> inflight_batches_{0};
-  bool outbox_full_ = false;  // loop-owned; see ReconcilerSettings::max_outbox
 
   // Application keys waiting for the loop (capacity: settings.queue_capacity).
   kube::WorkQueue queue_;

@@ -21,11 +21,6 @@ struct ReconcilerSettings {
   size_t batch_size = 200;
   // Record() transactions running at once at most.
   int max_inflight_batches = 2;
-  // Events recorded and not yet accepted by the broker (the outbox, ~2-3 KB each in memory) at
-  // which the reconciler takes no new keys until the outbox is down to half; it may overshoot by
-  // batch_size x max_inflight_batches. A cold start of 300,000 Applications then holds ~40,000
-  // events at most instead of whatever the broker is behind. 0 = no bound.
-  size_t max_outbox = 20'000;
   // Skip Applications whose target is the hub's own ManagedCluster (local-cluster).
   bool skip_local_cluster = true;
   // Parked Applications (unknown ManagedCluster) are retried this often.

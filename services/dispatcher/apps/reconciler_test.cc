@@ -499,33 +499,6 @@ TEST_F(ReconcilerTest, AFailedRecordIsRetriedAndNothingIsPublishedBeforeIt) {
   ASSERT_EQ(process_->publisher.accepted().size(), 1U);
 }
 
-TEST_F(ReconcilerTest, NoNewKeysAreTakenWhileTheOutboxHoldsTooManyEvents) {
-  for (int i = 0; i < 12; ++i) {
-    PutApp(PullApp("argocd", "app-" + std::to_string(i), "cluster1"));
-  }
-  ReconcilerSettings settings;
-  settings.batch_size = 2;
-  settings.max_inflight_batches = 1;
-  settings.max_outbox = 4;
-  process_ = std::make_unique<Process>(clock_, store_, hub_, apps_, clusters_, settings);
-  process_->publisher.SetConnected(false);  // the broker is away: nothing leaves the outbox
-  process_->reconciler.Activate();
-  for (int i = 0; i < 20; ++i) {
-    clock_.Advance(std::chrono::milliseconds(200));
-    process_->RunAll();
-  }
-  EXPECT_EQ(process_->outbox.pending(), 4U) << "recorded up to the bound, then waited";
-  EXPECT_TRUE(process_->publisher.published().empty());
-
-  process_->publisher.SetConnected(true);
-  for (int i = 0; i < 50 && process_->publisher.accepted().size() < 12; ++i) {
-    clock_.Advance(std::chrono::milliseconds(200));
-    process_->RunAll();
-  }
-  EXPECT_EQ(process_->publisher.accepted().size(), 12U);
-  EXPECT_EQ(process_->outbox.pending(), 0U);
-}
-
 TEST_F(ReconcilerTest, StatusOnlyInformerUpdatesAreFilteredOut) {
   json a = PullApp("argocd", "guestbook", "cluster1");
   a["metadata"]["resourceVersion"] = "1";
