@@ -35,8 +35,9 @@ std::string GroupOf(const std::string& name) {
   if (name.starts_with("status-writers")) {
     return "hub writes (status-writers)";
   }
-  if (name.starts_with("mqtt") || name.starts_with("kafka") || name.starts_with("rdk:") ||
-      name == "sink_bench") {
+  // Paho C names its threads MQTTAsync_send and MQTTAsync_rcv.
+  if (name.starts_with("mqtt") || name.starts_with("MQTTAsync") || name.starts_with("kafka") ||
+      name.starts_with("rdk:") || name == "sink_bench") {
     return "transport: receive + CloudEvent decode (Paho / librdkafka threads)";
   }
   return "other (kube watch, leader election, admin)";
