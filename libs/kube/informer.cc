@@ -337,7 +337,10 @@ absl::Status Informer::StartPagedList(const std::stop_token& stop) {
       buffer_.Fail(list.resource_version.status());
       return;
     }
-    Replace(std::move(list.listed), *list.resource_version, started, /*streamed=*/false);
+    // From here the watch buffers its events; those it applied while the pages were read are
+    // newer than the list's (or as new) and stay.
+    const internal::InformerStore::TouchedKeys touched = buffer_.TakeTouched();
+    Replace(std::move(list.listed), *list.resource_version, started, /*streamed=*/false, touched);
     if (list.newest_listed_version > 0) {
       // Until the watch is past what the pages held.
       store_.GuardStaleEvents(list.newest_listed_version);
@@ -392,9 +395,13 @@ void Informer::AbandonList() {
 }
 
 void Informer::Replace(internal::ListedEntries listed, const std::string& resource_version,
-                       std::chrono::steady_clock::time_point started, bool streamed) {
+                       std::chrono::steady_clock::time_point started, bool streamed,
+                       const internal::InformerStore::TouchedKeys& touched) {
+  // One handler call at a time: the watch may still be handing over an event it applied
+  // before the list stopped letting it (TakeTouched).
+  absl::MutexLock notifying(&notify_mu_);
   const internal::ReconcileResult diff =
-      store_.Reconcile(std::move(listed), resource_version, streamed);
+      store_.Reconcile(std::move(listed), resource_version, streamed, touched);
   if (diff.lists > 1 && metrics_->relists != nullptr) {
     metrics_->relists->Increment();
   }
@@ -424,6 +431,7 @@ void Informer::Replace(internal::ListedEntries listed, const std::string& resour
               {"added", static_cast<uint64_t>(diff.added.size())},
               {"updated", static_cast<uint64_t>(diff.updated.size())},
               {"deleted", static_cast<uint64_t>(diff.deleted.size())},
+              {"changed_while_listing", static_cast<uint64_t>(touched.size())},
               {"resource_version", resource_version},
               {"ms", MillisecondsSince(clock_, started)}});
 }
@@ -518,8 +526,9 @@ bool Informer::Apply(WatchEvent&& event, bool& expired, absl::Status& error) {
   const ObjectPtr object = store_.Prepare(std::move(event.object));
   // For DELETED the buffered entry is the final state, for OnDelete.
   if (buffer_.Buffer(event.type, key, rv, [&] { return store_.MakeEntry(object); })) {
-    return true;  // applied after the list, by the list worker
+    return true;  // applied after the list's replace, by the list worker
   }
+  // No list, or a paged list's pages are being read: applied (and handed to handlers) now.
   internal::Entry entry =
       event.type == WatchEventType::kDeleted ? internal::Entry{} : store_.MakeEntry(object);
   ApplyChange(event.type, std::move(key), std::move(rv), object, std::move(entry));
@@ -528,6 +537,7 @@ bool Informer::Apply(WatchEvent&& event, bool& expired, absl::Status& error) {
 
 void Informer::ApplyChange(WatchEventType type, std::string key, std::string resource_version,
                            const ObjectPtr& object, internal::Entry entry) {
+  absl::MutexLock notifying(&notify_mu_);
   const internal::ChangeResult change =
       store_.Apply(type, std::move(key), std::move(resource_version), std::move(entry));
   if (!change.applied || handlers_.empty()) {

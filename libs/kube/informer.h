@@ -29,9 +29,17 @@
 //  * either way the cache is replaced on the list worker while the watch goes on reading, so the
 //    API server never sees a slow watcher (it ends those) however long the replace and its
 //    handlers take.
-// Meanwhile the watch's events are buffered, the newest per object (a delete followed by a
+// Never blind while listing: while a paged list's pages are read (minutes for 300,000 objects)
+// the watch applies its events to the cache and hands them to the handlers at once (OnAdd with
+// in_initial_list false, OnUpdate, OnDelete, before OnSynced on the first list); the replace
+// then keeps the cache's state of every key the watch touched (newer than the list's snapshot,
+// listed or not). Only while the complete list replaces the cache (seconds; for a streamed list,
+// also after it) are the watch's events buffered, the newest per object (a delete followed by a
 // re-create stays two events), and applied after the replace; the newest per object is never
 // older than what the list holds, so this is correct whatever the list's own resourceVersion.
+// A streamed list delivers the changes made during it only after its last initial event: a
+// collection whose changes must not wait for a long list is better listed in pages
+// (`watch_list` false).
 // A streamed list that fails before its end bookmark falls back to one paged LIST (as client-go
 // does); a server that says it cannot stream (feature gate off: 422; etcd without
 // RequestWatchProgress: 500) gets paged LISTs from then on.
@@ -43,8 +51,8 @@
 // copied) and diffs the cache in place, so the cache never exists twice.
 //
 // Threads: a reflector thread per informer, plus a list worker while a list is completed and
-// applied. Handlers run on one of them, one call at a time and in order, and should only enqueue
-// (a slow handler outside a list stalls the watch; a handler must not call Stop()).
+// applied. Handlers run on one of them, one call at a time and in order per object, and should only
+// enqueue (a slow handler outside a list stalls the watch; a handler must not call Stop()).
 // Get/List/Size are thread-safe and may be called from handlers.
 #pragma once
 
@@ -147,6 +155,9 @@ struct InformerStats {
   // Watch events received while a list was completed or applied; of those buffered for one
   // object only the newest is applied (and counted in `events`).
   int64_t buffered_events = 0;
+  // Watch events applied at once (and handed to the handlers) while a paged list's pages were
+  // read; the list's replace keeps their newer state.
+  int64_t applied_while_listing = 0;
   // Paged lists whose continue token expired and that went on from the next key at the
   // server's current state (instead of one unpaged LIST of everything).
   int64_t inconsistent_continues = 0;
@@ -193,7 +204,7 @@ class Informer {
   // The newest resourceVersion the cache reflects.
   std::string ResourceVersion() const;
   InformerStats Stats() const;
-  // A list is being completed or applied (the watch's events wait in a buffer meanwhile).
+  // A list is being completed or applied.
   bool Listing() const;
   const InformerSettings& Settings() const { return settings_; }
 
@@ -221,9 +232,11 @@ class Informer {
   absl::Status TakeListFailure();
   // Ends the list worker (if any) without waiting for its list, and forgets what was buffered.
   void AbandonList();
-  // Reconciles the cache with a complete list (paged or streamed) and notifies handlers.
+  // Reconciles the cache with a complete list (paged or streamed) and notifies handlers;
+  // `touched` keys were changed by the watch while the pages were read (their state stays).
   void Replace(internal::ListedEntries listed, const std::string& resource_version,
-               std::chrono::steady_clock::time_point started, bool streamed);
+               std::chrono::steady_clock::time_point started, bool streamed,
+               const internal::InformerStore::TouchedKeys& touched = {});
   // One watch, or (stream_list) a streamed list that goes on as a watch; returns how it ended.
   WatchOutcome WatchOnce(const std::stop_token& stop, bool stream_list);
   // A streamed list's event before its end bookmark; false to end the stream (ERROR events).
@@ -248,6 +261,9 @@ class Informer {
   internal::InformerStore store_;
   internal::ListBuffer buffer_{store_};  // the list in progress and the watch's events meanwhile
   std::jthread list_worker_;             // touched by the reflector thread only
+  // Held while a change is applied and handed to the handlers (the watch and the list worker
+  // both do that while a paged list's pages are read): one handler call at a time.
+  absl::Mutex notify_mu_;
 
   absl::Mutex lifecycle_mu_;
   bool started_ ABSL_GUARDED_BY(lifecycle_mu_) = false;

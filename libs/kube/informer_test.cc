@@ -169,6 +169,15 @@ class InformerTest : public ::testing::TestWithParam<bool> {
     }
     return informer_->Stats().buffered_events == count;
   }
+  // Waits until the watch has applied exactly `count` events while a paged list was read.
+  bool WaitForAppliedWhileListing(int64_t count) {
+    const auto deadline = std::chrono::steady_clock::now() + kWait;
+    while (informer_->Stats().applied_while_listing < count &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+    return informer_->Stats().applied_while_listing == count;
+  }
   // The resourceVersion the newest watch request started from.
   std::string LastWatchFrom() {
     std::string from;
@@ -393,9 +402,10 @@ class SecondPageGate {
 };
 
 // A paged LIST that outlasts the watch cache's history must not end in 410: the watch starts
-// from the first page's version while the other pages are read, and what it delivers meanwhile
-// is applied after the list (the newest state per object).
-TEST_P(InformerTest, PagedListWatchesFromItsFirstPageAndAppliesChangesMadeDuringTheList) {
+// from the first page's version while the other pages are read. What it delivers meanwhile
+// reaches the cache and the handlers at once (a restarted controller is never blind for the
+// length of a list), and the list's replace keeps that newer state.
+TEST_P(InformerTest, PagedListWatchesFromItsFirstPageAndAppliesChangesAtOnce) {
   for (const char* name : {"a", "b", "c", "d", "e"}) {
     ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());  // 101..105
   }
@@ -413,29 +423,68 @@ TEST_P(InformerTest, PagedListWatchesFromItsFirstPageAndAppliesChangesMadeDuring
   ASSERT_TRUE(fake_.Create(apps_, App("0new"), {}).ok());  // 107: sorts before the list's cursor
   ASSERT_TRUE(fake_.Delete(apps_, "b", {}).ok());          // 108: b was listed
   ASSERT_TRUE(fake_.Delete(apps_, "e", {}).ok());          // 109: e is never listed
-  ASSERT_TRUE(WaitForBuffered(4));
-  fake_.CloseWatches();  // the watch's timeout: it resumes from what it delivered, still buffering
+  ASSERT_TRUE(WaitForAppliedWhileListing(4));
+  fake_.CloseWatches();  // the watch's timeout: it resumes from what it delivered
   ASSERT_TRUE(WaitForWatches(2));
   EXPECT_EQ(LastWatchFrom(), "109");
   a = *fake_.Get(apps_, "a");
   a["spec"]["project"] = "p3";
   ASSERT_TRUE(fake_.Update(apps_, a, {}).ok());  // 110
-  ASSERT_TRUE(WaitForBuffered(5));
-  EXPECT_THAT(handler_.Events(), IsEmpty());  // nothing applied before the list is complete
+  ASSERT_TRUE(handler_.WaitForCount(3));
+  // Before the list is complete: the changes are cached and handed out already (the deletes
+  // found nothing cached yet, so nobody hears of b and e).
+  EXPECT_THAT(handler_.Events(), ElementsAre("add a 106", "add 0new 107", "update a 106->110"));
+  EXPECT_EQ((*informer_->Get("argocd", "a"))["spec"]["project"], "p3");
+  EXPECT_FALSE(informer_->HasSynced());
   gate.Release();
   ASSERT_TRUE(Steady());
-  EXPECT_THAT(handler_.Events(), ElementsAre("add a 101 initial", "add b 102 initial",
-                                             "add c 103 initial", "add d 104 initial", "synced",
-                                             "update a 101->110", "add 0new 107", "delete b"));
+  // The replace keeps a@110, 0new (never listed) and b's deletion; c and d come from the list.
+  EXPECT_THAT(handler_.Events(), ElementsAre("add a 106", "add 0new 107", "update a 106->110",
+                                             "add c 103 initial", "add d 104 initial", "synced"));
   EXPECT_EQ(informer_->Size(), 4u);  // a, c, d, 0new
   EXPECT_EQ((*informer_->Get("argocd", "a"))["spec"]["project"], "p3");
   EXPECT_EQ(informer_->ResourceVersion(), "110");
   EXPECT_EQ(informer_->Stats().lists, 1);
   EXPECT_EQ(informer_->Stats().expired, 0);
+  EXPECT_EQ(informer_->Stats().applied_while_listing, 5);
+  EXPECT_EQ(informer_->Stats().buffered_events, 0);
   // And the watch goes on applying changes as they come.
   ASSERT_TRUE(fake_.Create(apps_, App("f"), {}).ok());  // 111
-  ASSERT_TRUE(handler_.WaitForCount(9));
+  ASSERT_TRUE(handler_.WaitForCount(7));
   EXPECT_EQ(handler_.Events().back(), "add f 111");
+}
+
+// A relist (after 410) of a full cache: the watch's changes while the pages are read reach the
+// handlers at once, also for objects the list had already read as unchanged, and the replace
+// keeps them (an object the watch deleted stays deleted, though the snapshot lists it).
+TEST_P(InformerTest, PagedRelistAppliesChangesAtOnceAndKeepsThem) {
+  for (const char* name : {"a", "b", "c", "d"}) {
+    ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());  // 101..104
+  }
+  Start(Settings());
+  ASSERT_TRUE(Steady());
+  handler_.Clear();
+  SecondPageGate gate(fake_);
+  fake_.Compact(/*expire_open_watches=*/true);  // 410: relist
+  ASSERT_TRUE(gate.WaitUntilHeld());
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  auto a = *fake_.Get(apps_, "a");
+  a["spec"]["project"] = "p2";
+  ASSERT_TRUE(fake_.Update(apps_, a, {}).ok());         // 105: a was read on page 1, unchanged then
+  ASSERT_TRUE(fake_.Delete(apps_, "c", {}).ok());       // 106: c is on the held page 2
+  ASSERT_TRUE(fake_.Create(apps_, App("e"), {}).ok());  // 107
+  ASSERT_TRUE(handler_.WaitForCount(3));
+  EXPECT_THAT(handler_.Events(), ElementsAre("update a 101->105", "delete c", "add e 107"));
+  EXPECT_TRUE(informer_->Listing());
+  gate.Release();
+  ASSERT_TRUE(Steady());
+  EXPECT_THAT(handler_.Events(), ElementsAre("update a 101->105", "delete c", "add e 107"));
+  EXPECT_EQ(informer_->Size(), 4u);  // a, b, d, e
+  EXPECT_EQ(informer_->ResourceVersionOf("argocd", "a"), "105");
+  EXPECT_EQ(informer_->Get("argocd", "c"), nullptr);
+  EXPECT_EQ(informer_->ResourceVersion(), "107");
+  EXPECT_EQ(informer_->Stats().lists, 2);
+  EXPECT_EQ(informer_->Stats().applied_while_listing, 3);
 }
 
 // A paged LIST longer than etcd's compaction interval loses its continue token. With the watch
@@ -452,8 +501,8 @@ TEST_P(InformerTest, PagedListWhoseContinueTokenExpiresGoesOnAtTheCurrentState) 
   ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
   auto c = *fake_.Get(apps_, "c");
   c["spec"]["project"] = "p2";
-  ASSERT_TRUE(fake_.Update(apps_, c, {}).ok());  // 106: delivered and buffered
-  ASSERT_TRUE(WaitForBuffered(1));
+  ASSERT_TRUE(fake_.Update(apps_, c, {}).ok());  // 106: delivered and applied at once
+  ASSERT_TRUE(WaitForAppliedWhileListing(1));
   fake_.Compact(/*expire_open_watches=*/false);  // the list's continue token is too old now
   fake_.SetWatchDeliveryPaused(true);
   c = *fake_.Get(apps_, "c");
@@ -466,16 +515,16 @@ TEST_P(InformerTest, PagedListWhoseContinueTokenExpiresGoesOnAtTheCurrentState) 
     ASSERT_LT(std::chrono::steady_clock::now(), deadline);
     std::this_thread::sleep_for(milliseconds(1));
   }
-  // The buffered c@106 was older than the listed c@107: dropped, not applied.
+  // c@106 was applied at once; the later page's c@107 is newer and replaces it; the watch's
+  // own c@107, when it comes, finds that very version cached.
   EXPECT_EQ(informer_->ResourceVersionOf("argocd", "c"), "107");
-  EXPECT_EQ(informer_->Stats().stale_events, 1);
   fake_.SetWatchDeliveryPaused(false);
   ASSERT_TRUE(Steady());
   ASSERT_TRUE(fake_.Create(apps_, App("f"), {}).ok());  // 109
-  ASSERT_TRUE(handler_.WaitForCount(6));
+  ASSERT_TRUE(handler_.WaitForCount(7));
   EXPECT_THAT(handler_.Events(),
-              ElementsAre("add a 101 initial", "add b 102 initial", "add c 107 initial",
-                          "add d 104 initial", "synced", "add f 109"));
+              ElementsAre("add c 106", "add a 101 initial", "add b 102 initial",
+                          "add d 104 initial", "update c 106->107", "synced", "add f 109"));
   EXPECT_EQ(informer_->Size(), 5u);
   EXPECT_EQ((*informer_->Get("argocd", "c"))["spec"]["project"], "p3");
   const InformerStats stats = informer_->Stats();
@@ -507,14 +556,16 @@ TEST_P(InformerTest, PagedListWhoseContinueTokenExpiresWithoutAFreshTokenListsOn
       compacted = true;
       ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));      // else the watch itself would get 410
       ASSERT_TRUE(fake_.Create(apps_, App("d"), {}).ok());  // 104
+      ASSERT_TRUE(WaitForAppliedWhileListing(1));           // the watch hands d out at once
       fake_.Compact(/*expire_open_watches=*/false);
     }
   });
   Start(Settings());
   ASSERT_TRUE(Steady());
   ASSERT_TRUE(handler_.WaitForCount(5));
-  EXPECT_THAT(handler_.Events(), ElementsAre("add a 101 initial", "add b 102 initial",
-                                             "add c 103 initial", "add d 104 initial", "synced"));
+  // The unpaged LIST holds d@104 too: the replace keeps the watch's (the same version).
+  EXPECT_THAT(handler_.Events(), ElementsAre("add d 104", "add a 101 initial", "add b 102 initial",
+                                             "add c 103 initial", "synced"));
   EXPECT_EQ(informer_->Stats().inconsistent_continues, 0);
   EXPECT_EQ(informer_->Stats().lists, 1);
   EXPECT_EQ(fake_.CountCalls("LIST"), 3u);  // first page, the expired continue, one unpaged LIST

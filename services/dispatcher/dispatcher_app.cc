@@ -175,6 +175,10 @@ void DispatcherApp::BuildApplications(Clock& clock) {
   app_settings.label_selector = kPullLabel;
   app_settings.transform = ApplicationTransform();
   app_settings.compact_storage = settings_.compact_informer_storage;
+  // Paged lists: their watch hands out changes while the pages are read, so after a restart a
+  // new or changed Application is dispatched at once instead of after the whole list (a
+  // streamed list delivers changes only after its last initial event: minutes at 300,000).
+  app_settings.watch_list = false;
   c.app_informer =
       std::make_unique<kube::Informer>(hub_client, clock, app_settings, c.registry.get());
   c.lister = std::make_unique<InformerLister>(*c.app_informer);

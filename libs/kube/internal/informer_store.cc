@@ -173,8 +173,22 @@ void InformerStore::Count(const std::function<void(InformerStats&)>& change) {
   change(*stats_);
 }
 
+namespace {
+
+// A touched key's listed entry replaces what the watch left only when it is newer: possible
+// only in a list that continued at a newer state (resource versions are etcd revisions there).
+bool ListedIsNewer(const Entry& listed, const std::string& touched_version) {
+  int64_t listed_version = 0;
+  int64_t watched_version = 0;
+  return !listed.same_as_cached &&
+         absl::SimpleAtoi(InformerStore::VersionOf(listed), &listed_version) &&
+         absl::SimpleAtoi(touched_version, &watched_version) && listed_version > watched_version;
+}
+
+}  // namespace
+
 ReconcileResult InformerStore::Reconcile(ListedEntries listed, const std::string& resource_version,
-                                         bool streamed) {
+                                         bool streamed, const TouchedKeys& touched) {
   // In place, so the cache never exists twice: added objects are remembered by key (read back
   // from the cache when notifying); replaced and removed entries are moved out of the cache.
   ReconcileResult result;
@@ -187,6 +201,10 @@ ReconcileResult InformerStore::Reconcile(ListedEntries listed, const std::string
         continue;  // a streamed list's object deleted before the list ended
       }
       listed_keys.insert(key);
+      if (const auto t = touched.find(key);
+          t != touched.end() && !ListedIsNewer(entry, t->second)) {
+        continue;  // the watch changed it while the list was read: the cache holds newer state
+      }
       const auto cached = objects_.find(key);
       if (entry.same_as_cached) {
         CheckStillCached(cached, entry);
@@ -198,7 +216,7 @@ ReconcileResult InformerStore::Reconcile(ListedEntries listed, const std::string
       }  // else the same version: keep what readers already hold
     }
     for (auto it = objects_.begin(); it != objects_.end();) {
-      if (listed_keys.contains(it->first)) {
+      if (listed_keys.contains(it->first) || touched.contains(it->first)) {
         ++it;
         continue;
       }

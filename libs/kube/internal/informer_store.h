@@ -107,13 +107,18 @@ class InformerStore {
   // Changes the counters under the cache's lock (so they agree with the cache it guards).
   void Count(const std::function<void(InformerStats&)>& change);
 
+  // Keys the watch changed while a list was read, each with the version of its newest event.
+  using TouchedKeys = absl::flat_hash_map<std::string, std::string>;
+
   // Replaces the cache with a complete list at `resource_version`, in place: entries of
   // unchanged version are kept (readers may hold them), changed ones are replaced and unlisted
-  // ones removed (both handed back in the result). A same_as_cached marker whose entry is not
-  // cached at that version is a bug (the cache does not change while a list is collected) and
-  // aborts.
+  // ones removed (both handed back in the result). `touched` keys keep what the cache holds (the
+  // watch's state is newer than the list's, listed or not), unless the list holds a numerically
+  // newer version (a list that continued at a newer state). A same_as_cached marker of an
+  // untouched key whose entry is not cached at that version is a bug (only the watch changes the
+  // cache while a list is collected, and it touches what it changes) and aborts.
   ReconcileResult Reconcile(ListedEntries listed, const std::string& resource_version,
-                            bool streamed);
+                            bool streamed, const TouchedKeys& touched = {});
   // After a list that continued at a newer state: the newest (numeric) version its pages held.
   void GuardStaleEvents(int64_t newest_listed_version);
   // Applies one watch event. For kDeleted `entry` is ignored.

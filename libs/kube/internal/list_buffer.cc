@@ -11,13 +11,21 @@ void ListBuffer::BeginReplace(std::string list_version) {
   absl::MutexLock lock(&mu_);
   list_version_ = std::move(list_version);
   active_ = true;
+  buffering_ = true;
 }
 
 void ListBuffer::FirstPageIn(std::string list_version) {
   absl::MutexLock lock(&mu_);
   list_version_ = std::move(list_version);
   first_page_ = true;
-  active_ = true;  // the watch starts now and buffers until the replace is done
+  active_ = true;  // the watch starts now and applies its events itself until TakeTouched()
+  buffering_ = false;
+}
+
+absl::flat_hash_map<std::string, std::string> ListBuffer::TakeTouched() {
+  absl::MutexLock lock(&mu_);
+  buffering_ = true;
+  return std::exchange(touched_, {});
 }
 
 void ListBuffer::Fail(absl::Status error) {
@@ -49,11 +57,13 @@ absl::Status ListBuffer::Failure() const {
 void ListBuffer::Reset() {
   absl::MutexLock lock(&mu_);
   active_ = false;
+  buffering_ = false;
   first_page_ = false;
   list_version_.clear();
   resume_version_.clear();
   items_.clear();
   index_.clear();
+  touched_.clear();
   list_error_ = absl::OkStatus();
   watch_cancel_ = nullptr;
 }
@@ -96,6 +106,16 @@ bool ListBuffer::Buffer(WatchEventType type, std::string key, std::string resour
   if (!active_) {
     return false;
   }
+  if (!buffering_) {
+    // The pages are being read: the caller applies the event now (handlers see it at once) and
+    // the replace keeps this newer state.
+    if (!resource_version.empty()) {
+      resume_version_ = resource_version;
+    }
+    touched_.insert_or_assign(std::move(key), std::move(resource_version));
+    store_.Count([](InformerStats& stats) { ++stats.applied_while_listing; });
+    return false;
+  }
   Entry entry = make_entry();  // for DELETED: the final state, for OnDelete
   if (!resource_version.empty()) {
     resume_version_ = std::move(resource_version);
@@ -124,6 +144,7 @@ void ListBuffer::Drain(const std::stop_token& stop,
       absl::MutexLock lock(&mu_);
       if (items_.empty()) {
         active_ = false;  // from now on the watch applies its events itself
+        buffering_ = false;
         index_.clear();
         if (!resume_version_.empty()) {
           store_.SetResourceVersion(resume_version_);  // may be a bookmark's, after the events
