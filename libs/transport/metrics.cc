@@ -77,7 +77,13 @@ TransportMetrics::TransportMetrics(prometheus::Registry& registry, std::string_v
                       .Name("mmi_transport_reconnects_total")
                       .Help("Successful re-connections after a connection loss")
                       .Register(registry)
-                      .Add({{"transport", transport_}, {"client", std::string(RoleName(role))}})) {
+                      .Add({{"transport", transport_}, {"client", std::string(RoleName(role))}})),
+      publish_held_(prometheus::BuildGauge()
+                        .Name("mmi_transport_publish_held")
+                        .Help("Events a publisher holds back until the broker's in-flight window "
+                              "(MQTT Receive Maximum) has room")
+                        .Register(registry)
+                        .Add({{"transport", transport_}})) {
   for (std::string_view result : kPublishResults) {
     published_.Add({{"transport", transport_}, {"result", std::string(result)}});
   }
@@ -119,5 +125,7 @@ void TransportMetrics::RecordRejected(RejectReason reason) {
 }
 
 void TransportMetrics::RecordReconnect() { reconnects_.Increment(); }
+
+void TransportMetrics::SetPublishHeld(size_t held) { publish_held_.Set(static_cast<double>(held)); }
 
 }  // namespace mmi::transport

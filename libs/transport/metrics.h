@@ -12,10 +12,14 @@
 //                                                       status_resync, other
 //   mmi_transport_messages_rejected_total{transport,reason}  reason: malformed, oversize
 //   mmi_transport_reconnects_total{transport,client}    successful re-connections
+//   mmi_transport_publish_held{transport}               events a publisher holds back until
+//                                                       the broker's in-flight window has room
+//                                                       (MQTT Receive Maximum); 0 elsewhere
 #pragma once
 
 #include <array>
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -48,6 +52,7 @@ class TransportMetrics {
   void RecordReceived(cloudevents::ReceivedKind kind);
   void RecordRejected(RejectReason reason);
   void RecordReconnect();
+  void SetPublishHeld(size_t held);
 
  private:
   prometheus::Family<prometheus::Counter>& published_;
@@ -57,6 +62,7 @@ class TransportMetrics {
   std::array<prometheus::Counter*, 4> received_{};
   std::array<prometheus::Counter*, 2> rejected_{};
   prometheus::Counter& reconnects_;
+  prometheus::Gauge& publish_held_;
 };
 
 }  // namespace mmi::transport

@@ -49,6 +49,7 @@ TEST(TransportMetricsTest, CountsEachOutcomeUnderItsLabels) {
   metrics.RecordReconnect();
   metrics.RecordReceived(cloudevents::ReceivedKind::kStatus);
   metrics.RecordRejected(RejectReason::kOversize);
+  metrics.SetPublishHeld(7);
 
   EXPECT_EQ(MetricValue(registry, "mmi_events_published_total",
                         {{"transport", "mqtt"}, {"result", "ok"}}),
@@ -67,6 +68,7 @@ TEST(TransportMetricsTest, CountsEachOutcomeUnderItsLabels) {
   EXPECT_EQ(MetricValue(registry, "mmi_transport_messages_rejected_total",
                         {{"transport", "mqtt"}, {"reason", "oversize"}}),
             1);
+  EXPECT_EQ(MetricValue(registry, "mmi_transport_publish_held", {{"transport", "mqtt"}}), 7);
 }
 
 TEST(TransportMetricsTest, PublisherAndSubscriberShareOneRegistryWithoutClashing) {

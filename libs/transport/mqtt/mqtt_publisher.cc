@@ -1,8 +1,11 @@
 #include "libs/transport/mqtt/mqtt_publisher.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/mqtt_codec.h"
@@ -70,15 +73,28 @@ absl::Status MqttPublisher::Start() {
   connection_ = std::make_unique<internal::MqttConnection>(
       settings_, internal::MqttClientId(settings_, "pub"), metrics_, Log());
   internal::MqttConnection::Hooks hooks;
+  // A restarted broker may announce another Receive Maximum: read it on every connect.
+  hooks.on_connected = [this](bool /*reconnect*/) { UpdateWindow(); };
   hooks.on_lost = [this] {
+    UpdateWindow();  // 0: nothing more goes to Paho until the next CONNACK
     FailAllInFlight(absl::UnavailableError(
         "MQTT connection lost before the broker acknowledged the event; it may or may not have "
         "been delivered: retry"));
   };
-  hooks.on_tick = [this] { ExpireDeadlines(); };
+  hooks.on_tick = [this] {
+    if (!UpdateWindow()) {
+      // Accepted just as the connection dropped (after on_lost): fail now rather than at the
+      // deadline.
+      FailAllInFlight(absl::UnavailableError(
+          absl::StrCat("MQTT broker ", settings_.broker_host, " is not connected; retry later")));
+    }
+    ExpireDeadlines();
+  };
   if (absl::Status s = connection_->Start(std::move(hooks)); !s.ok()) {
     return s;
   }
+  sender_ = std::thread([this] { SendLoop(); });
+  pthread_setname_np(sender_.native_handle(), "mqtt-pub-send");
   started_ = true;
   Log().Info("MQTT publisher started",
              {{"summary", RedactedSummary(TransportSettings(settings_))}});
@@ -126,25 +142,60 @@ void MqttPublisher::Publish(cloudevents::Event event, PublishCallback done) {
     return;
   }
   mqtt::message_ptr message = ToPahoMessage(*topic, settings_.pub_qos, *encoded);
-  uint64_t id = 0;
+  bool accepted = false;
   {
     absl::MutexLock inflight_lock(&inflight_mu_);
-    id = next_id_++;
-    inflight_.emplace(
-        id, InFlight{std::move(done), started, started + settings_.publish_timeout, event.id});
+    if (inflight_.size() < static_cast<size_t>(internal::kMaxPendingPublishes)) {
+      // The sender thread hands it to Paho, in id order, once the window has room.
+      inflight_.emplace(next_id_++,
+                        InFlight{std::move(done), started, started + settings_.publish_timeout,
+                                 std::move(event.id), std::move(message)});
+      metrics_.SetPublishHeld(held());
+      accepted = true;
+    }
   }
-  try {
-    connection_->client().publish(message, ToContext(id), listener_);
-  } catch (const mqtt::exception& e) {
-    const std::string detail =
-        absl::StrCat("MQTT publish of event ", event.id, " failed: ", e.what());
-    Complete(id, e.get_return_code() == MQTTASYNC_MAX_BUFFERED_MESSAGES
-                     ? absl::ResourceExhaustedError(
-                           detail + " (too many events waiting for a PUBACK; retry later)")
-                     : absl::UnavailableError(detail));
-  } catch (const std::exception& e) {
-    Complete(id, absl::UnavailableError(
-                     absl::StrCat("MQTT publish of event ", event.id, " failed: ", e.what())));
+  if (!accepted) {
+    Reject(std::move(done),
+           absl::ResourceExhaustedError(absl::StrCat(
+               "MQTT publisher: ", internal::kMaxPendingPublishes,
+               " events already wait for the broker's PUBACK or for room in its in-flight "
+               "window; retry later")),
+           started);
+  }
+}
+
+void MqttPublisher::SendLoop() {
+  while (true) {
+    uint64_t id = 0;
+    mqtt::message_ptr message;
+    {
+      absl::MutexLock lock(&inflight_mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(inflight_mu_) {
+        return sender_stopping_ || (handed_ < window_ && held() > 0);
+      };
+      inflight_mu_.Await(absl::Condition(&ready));
+      if (sender_stopping_) {
+        return;
+      }
+      auto it = inflight_.lower_bound(next_send_);  // the oldest held event: held() > 0
+      id = it->first;
+      message = std::move(it->second.message);
+      next_send_ = id + 1;
+      ++handed_;
+      peak_handed_ = std::max(peak_handed_, handed_);
+      metrics_.SetPublishHeld(held());
+    }
+    try {
+      connection_->client().publish(std::move(message), ToContext(id), listener_);
+    } catch (const mqtt::exception& e) {
+      const std::string detail = absl::StrCat("MQTT publish failed: ", e.what());
+      Complete(id, e.get_return_code() == MQTTASYNC_MAX_BUFFERED_MESSAGES
+                       ? absl::ResourceExhaustedError(
+                             detail + " (too many events waiting for a PUBACK; retry later)")
+                       : absl::UnavailableError(detail));
+    } catch (const std::exception& e) {
+      Complete(id, absl::UnavailableError(absl::StrCat("MQTT publish failed: ", e.what())));
+    }
   }
 }
 
@@ -156,12 +207,17 @@ void MqttPublisher::Stop() {
     }
   }
   {
+    // The sender still hands held events to Paho meanwhile.
     absl::MutexLock lock(&inflight_mu_);
     auto drained = [this]()
                        ABSL_EXCLUSIVE_LOCKS_REQUIRED(inflight_mu_) { return inflight_.empty(); };
     inflight_mu_.AwaitWithTimeout(absl::Condition(&drained),
                                   absl::FromChrono(std::min<std::chrono::milliseconds>(
                                       settings_.publish_timeout, std::chrono::seconds(10))));
+    sender_stopping_ = true;
+  }
+  if (sender_.joinable()) {
+    sender_.join();
   }
   FailAllInFlight(absl::UnavailableError(
       "MQTT publisher stopped before the broker acknowledged the event: retry"));
@@ -176,6 +232,11 @@ size_t MqttPublisher::max_in_flight() const {
   return connection_ != nullptr ? connection_->receive_maximum() : Publisher::max_in_flight();
 }
 
+size_t MqttPublisher::PeakInFlightForTest() const {
+  absl::MutexLock lock(&inflight_mu_);
+  return peak_handed_;
+}
+
 void MqttPublisher::Complete(uint64_t id, absl::Status status) {
   InFlight entry;
   {
@@ -186,7 +247,44 @@ void MqttPublisher::Complete(uint64_t id, absl::Status status) {
     }
     entry = std::move(it->second);
     inflight_.erase(it);
+    if (id < next_send_) {
+      --handed_;  // frees a slot of the window: wakes the sender
+    } else {
+      metrics_.SetPublishHeld(held());
+    }
   }
+  Finish(std::move(entry), std::move(status));
+}
+
+void MqttPublisher::FailWhere(absl::FunctionRef<bool(const InFlight&)> selected,
+                              absl::FunctionRef<absl::Status()> status) {
+  std::vector<InFlight> failed;
+  {
+    // All at once: the sender must not hand Paho an event that is failing.
+    absl::MutexLock lock(&inflight_mu_);
+    for (auto it = inflight_.begin(); it != inflight_.end();) {
+      if (!selected(it->second)) {
+        ++it;
+        continue;
+      }
+      if (it->first < next_send_) {
+        --handed_;
+      }
+      failed.push_back(std::move(it->second));
+      it = inflight_.erase(it);
+    }
+    if (failed.empty()) {
+      return;
+    }
+    metrics_.SetPublishHeld(held());
+  }
+  const absl::Status error = status();
+  for (InFlight& entry : failed) {
+    Finish(std::move(entry), error);
+  }
+}
+
+void MqttPublisher::Finish(InFlight entry, absl::Status status) {
   metrics_.RecordPublish(status, clock_.MonotonicNow() - entry.started);
   if (!status.ok()) {
     Log().Debug("publish failed",
@@ -206,34 +304,28 @@ void MqttPublisher::Reject(PublishCallback done, absl::Status status,
 }
 
 void MqttPublisher::FailAllInFlight(const absl::Status& status) {
-  std::vector<uint64_t> ids;
-  {
-    absl::MutexLock lock(&inflight_mu_);
-    for (const auto& [id, entry] : inflight_) {
-      ids.push_back(id);
-    }
-  }
-  for (uint64_t id : ids) {
-    Complete(id, status);
-  }
+  FailWhere([](const InFlight&) { return true; }, [&status] { return status; });
+}
+
+bool MqttPublisher::UpdateWindow() {
+  const bool connected = connection_->connected();
+  // QoS 0 has no PUBACK, and Paho C does not count it against Receive Maximum.
+  const size_t window = !connected               ? 0
+                        : settings_.pub_qos == 0 ? internal::kMaxPendingPublishes
+                                                 : connection_->receive_maximum();
+  absl::MutexLock lock(&inflight_mu_);
+  window_ = window;
+  return connected;
 }
 
 void MqttPublisher::ExpireDeadlines() {
   const auto now = clock_.MonotonicNow();
-  std::vector<uint64_t> expired;
-  {
-    absl::MutexLock lock(&inflight_mu_);
-    for (const auto& [id, entry] : inflight_) {
-      if (entry.deadline <= now) {
-        expired.push_back(id);
-      }
-    }
-  }
-  for (uint64_t id : expired) {
-    Complete(id, absl::DeadlineExceededError(
-                     absl::StrCat("no PUBACK from MQTT broker ", settings_.broker_host, " within ",
-                                  settings_.publish_timeout.count(), "ms; retry")));
-  }
+  FailWhere([now](const InFlight& entry) { return entry.deadline <= now; },
+            [this] {
+              return absl::DeadlineExceededError(absl::StrCat(
+                  "no PUBACK from MQTT broker ", settings_.broker_host, " within ",
+                  settings_.publish_timeout.count(), "ms of the Publish() call; retry"));
+            });
 }
 
 }  // namespace mmi::transport

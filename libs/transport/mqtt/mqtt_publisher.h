@@ -7,8 +7,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "libs/common/clock.h"
 #include "libs/common/log.h"
@@ -26,13 +28,23 @@ namespace mmi::transport {
 // clusters: `sourceBroadcast`). The callback gets OK on PUBACK (QoS 1) or once sent (QoS 0);
 // kUnavailable when disconnected or when the connection drops before the PUBACK (the event may
 // or may not have arrived: retrying is safe, receivers dedupe by `id`); kDeadlineExceeded when
-// no PUBACK arrives within publishTimeout; kResourceExhausted when 10,000 events already wait
-// for their PUBACK (back-pressure); kInvalidArgument for events that cannot be routed or
-// encoded. Per-cluster order: events handed to Paho in call order go out in that order on one
-// connection, and the broker keeps per-topic order (one topic per cluster).
+// no PUBACK arrives within publishTimeout of the Publish() call; kResourceExhausted when 10,000
+// events already wait (held back or awaiting their PUBACK: back-pressure); kInvalidArgument for
+// events that cannot be routed or encoded.
 //
-// Threads: Paho's own, "mqtt-conn" (reconnects, deadlines) and "mqtt-pub-cb" (callbacks).
-// Thread-safe; see Publisher for the lifecycle.
+// In-flight window: with QoS 1 at most the broker's Receive Maximum (from the last CONNACK,
+// max_in_flight(); mosquitto: max_inflight_messages) events are handed to Paho at once. The
+// rest wait here in call order (mmi_transport_publish_held) and go out as PUBACKs free slots:
+// Paho C would hold them back itself but send one only when another command arrives or after up
+// to a second. Held events fail with kUnavailable when the connection drops. QoS 0 has no PUBACK
+// and no window (only the 10,000 cap).
+//
+// Per-cluster order: events are handed to Paho in call order (one sender thread, FIFO) and go
+// out in that order on one connection, and the broker keeps per-topic order (one topic per
+// cluster).
+//
+// Threads: Paho's own, "mqtt-conn" (reconnects, deadlines), "mqtt-pub-send" (hands held events
+// to Paho) and "mqtt-pub-cb" (callbacks). Thread-safe; see Publisher for the lifecycle.
 class MqttPublisher final : public Publisher {
  public:
   // `clock` and `registry` must outlive the publisher.
@@ -45,12 +57,16 @@ class MqttPublisher final : public Publisher {
   bool connected() const override;
   size_t max_in_flight() const override;
 
+  // The most events ever handed to Paho at once (awaiting their PUBACK or their send).
+  size_t PeakInFlightForTest() const;
+
  private:
   struct InFlight {
     PublishCallback done;
     std::chrono::steady_clock::time_point started;
     std::chrono::steady_clock::time_point deadline;
     std::string event_id;
+    mqtt::message_ptr message;  // until handed to Paho
   };
 
   class DeliveryListener : public mqtt::iaction_listener {
@@ -63,13 +79,27 @@ class MqttPublisher final : public Publisher {
     MqttPublisher* owner_;
   };
 
-  // Completes the in-flight entry `id` (if still pending) with `status`.
+  // Completes the entry `id` (if still pending) with `status`.
   void Complete(uint64_t id, absl::Status status);
+  // Completes every pending entry `selected` picks (held or handed to Paho) with `status()`.
+  void FailWhere(absl::FunctionRef<bool(const InFlight&)> selected,
+                 absl::FunctionRef<absl::Status()> status);
+  // Records the outcome and posts the callback; no lock held.
+  void Finish(InFlight entry, absl::Status status);
   // Completes a publish that never reached Paho.
   void Reject(PublishCallback done, absl::Status status,
               std::chrono::steady_clock::time_point started);
   void FailAllInFlight(const absl::Status& status);
   void ExpireDeadlines();
+  // Sets the in-flight window for the current connection: Receive Maximum (QoS 1) while
+  // connected, 0 while not; returns whether connected. Runs on every (re)connect, loss and tick
+  // ("mqtt-conn" or Paho's thread), so a value a race left behind lasts at most one tick.
+  bool UpdateWindow();
+  // "mqtt-pub-send": hands held events to Paho, oldest first, while the window has room.
+  void SendLoop();
+  size_t held() const ABSL_SHARED_LOCKS_REQUIRED(inflight_mu_) {
+    return inflight_.size() - handed_;
+  }
 
   const MqttSettings settings_;
   Clock& clock_;
@@ -84,9 +114,17 @@ class MqttPublisher final : public Publisher {
   bool started_ ABSL_GUARDED_BY(lifecycle_mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(lifecycle_mu_) = false;
 
-  absl::Mutex inflight_mu_;
+  mutable absl::Mutex inflight_mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(inflight_mu_) = 1;
+  // Every accepted event not completed yet, by id (= call order). Those with id < next_send_
+  // were handed to Paho (handed_ of them); the others are held, and go out in id order.
   std::map<uint64_t, InFlight> inflight_ ABSL_GUARDED_BY(inflight_mu_);
+  uint64_t next_send_ ABSL_GUARDED_BY(inflight_mu_) = 1;
+  size_t handed_ ABSL_GUARDED_BY(inflight_mu_) = 0;
+  size_t peak_handed_ ABSL_GUARDED_BY(inflight_mu_) = 0;
+  size_t window_ ABSL_GUARDED_BY(inflight_mu_) = 0;
+  bool sender_stopping_ ABSL_GUARDED_BY(inflight_mu_) = false;
+  std::thread sender_;
 };
 
 }  // namespace mmi::transport

@@ -14,7 +14,6 @@ namespace mmi::transport::internal {
 namespace {
 
 constexpr auto kTick = std::chrono::milliseconds(100);
-constexpr int kMaxPendingPublishes = 10'000;
 
 absl::Status CheckReadable(const std::string& path, std::string_view field) {
   std::error_code ec;
@@ -123,7 +122,8 @@ absl::Status MqttConnection::Start(Hooks hooks) {
     // No persistence and no offline buffering: Clean Start loses the session anyway (§3.1), and
     // a publish while disconnected must fail fast so that the caller retries.
     // Paho refuses new publishes (MQTTASYNC_MAX_BUFFERED_MESSAGES) once this many are pending,
-    // connected or not; the publisher maps that to kResourceExhausted (back-pressure).
+    // connected or not. MqttPublisher caps itself at the same number (kResourceExhausted) and
+    // hands Paho no more than the broker's Receive Maximum at once, so this is a backstop.
     client_ = std::make_unique<mqtt::async_client>(
         uri, client_id_, mqtt::create_options(MQTTVERSION_5, kMaxPendingPublishes), nullptr);
   } catch (const std::exception& e) {
