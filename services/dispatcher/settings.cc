@@ -32,6 +32,7 @@ absl::StatusOr<DispatcherSettings> ParseSettingsYaml(std::string_view yaml) {
   d.Scalar("queueCapacity", s.reconciler.queue_capacity);
   d.Scalar("batchSize", s.reconciler.batch_size);
   d.Scalar("maxInflightBatches", s.reconciler.max_inflight_batches);
+  d.Scalar("maxOutbox", s.reconciler.max_outbox);
   d.Duration("unknownClusterRetry", s.reconciler.unknown_cluster_retry);
   d.Duration("deleteResendAfter", s.reconciler.delete_resend_after);
   d.Duration("unknownClusterEventInterval", s.reconciler.unknown_cluster_event_interval);
@@ -180,6 +181,7 @@ std::string SettingsSummary(const DispatcherSettings& s) {
                       " transport=", transport::RedactedSummary(s.transport),
                       " workers=", s.workers, " specResync=", s.spec_resync ? "on" : "off",
                       " skipLocalCluster=", s.reconciler.skip_local_cluster ? "on" : "off",
+                      " maxOutbox=", s.reconciler.max_outbox,
                       " gitopsCluster=", s.gitops_cluster_enabled ? "on" : "off");
 }
 

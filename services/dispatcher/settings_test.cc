@@ -32,6 +32,7 @@ dispatch:
   skipLocalCluster: false
   unknownClusterRetry: 2m
   workers: 6
+  maxOutbox: 5000
 outbox: {maxInFlight: 64, retryMax: 10s}
 gitopsCluster: {enabled: false, orphanSecretPolicy: DeleteWhenUndecided}
 )";
@@ -52,10 +53,22 @@ TEST(SettingsTest, ParsesTheConfigFileOneSectionPerTransport) {
   EXPECT_FALSE(s->reconciler.skip_local_cluster);
   EXPECT_EQ(s->reconciler.unknown_cluster_retry, std::chrono::minutes(2));
   EXPECT_EQ(s->workers, 6);
+  EXPECT_EQ(s->reconciler.max_outbox, 5000U);
   EXPECT_EQ(s->outbox.max_in_flight, 64U);
   EXPECT_EQ(s->outbox.retry.max, std::chrono::seconds(10));
   EXPECT_FALSE(s->gitops_cluster_enabled);
   EXPECT_EQ(s->gitops_cluster.orphan_secret_policy, OrphanSecretPolicy::kDeleteWhenUndecided);
+}
+
+TEST(SettingsTest, TheOutboxBoundIsDispatchMaxOutboxAndZeroTurnsItOff) {
+  EXPECT_EQ(DispatcherSettings{}.reconciler.max_outbox, 20'000U);
+  auto off = ParseSettingsYaml("dispatch: {maxOutbox: 0}\n");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(off->reconciler.max_outbox, 0U);
+  EXPECT_NE(SettingsSummary(*off).find("maxOutbox=0"), std::string::npos) << SettingsSummary(*off);
+  auto bad = ParseSettingsYaml("dispatch: {maxOutbox: lots}\n");
+  ASSERT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("dispatch.maxOutbox"), std::string::npos) << bad.status();
 }
 
 TEST(SettingsTest, ReportsEveryBadFieldByItsPath) {

@@ -48,6 +48,12 @@ def parse_args(argv):
                    help='(a) spokes without progress this long after everything was published: '
                         'lost spec events (a failure), recovered by a fleet-sim restart')
     p.add_argument('--stop-timeout', type=int, default=60)
+    p.add_argument('--restart-changes', type=int, default=100,
+                   help='(c) Applications changed during the dispatcher restart, each timed to '
+                        'the broker (MQTT); 0: none')
+    p.add_argument('--restart-change-after', type=float,
+                   help='(c) seconds after the dispatcher restart to change them (full 30, '
+                        'small 5: a small fleet is listed in seconds)')
     p.add_argument('--verify-list-max', type=int, default=50000,
                    help='(a) up to this many Applications: LIST them all to check statuses')
     p.add_argument('--verify-sample', type=int, default=3000)
@@ -65,6 +71,8 @@ def parse_args(argv):
         a.steady_seconds = 600 if full else (60 if a.ci else 120)
     if a.status_write_seconds is None:
         a.status_write_seconds = 60 if full else (15 if a.ci else 30)
+    if a.restart_change_after is None:
+        a.restart_change_after = 30 if full else 5
     if a.timeout is None:
         a.timeout = 7200 if full else 1200
     if a.ci:

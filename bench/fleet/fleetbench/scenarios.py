@@ -8,6 +8,7 @@ import time
 from . import prom
 from .common import NS, iso_now, log
 from .hub import APPS, parallel
+from .restart_probe import RestartChanges, RelistSampler
 from .window import window
 
 
@@ -96,13 +97,25 @@ class ScenariosMixin:
         steady_writes_per_s = (self.steady['window']['status_sink']['hub_writes'].get('ok', 0) /
                                self.steady['seconds']) if getattr(self, 'steady', None) else None
         for name in ('dispatcher', 'status-sink'):
-            log(f'(c) restart of {name} (SIGTERM, start again), nothing changed on the hub')
+            # The dispatcher's restart: Applications changed a while after its start (while it
+            # may still list) must reach the broker at once (MQTT: timed at the broker).
+            changes = None
+            if name == 'dispatcher' and self.args.restart_changes > 0 and \
+                    self.args.transport == 'mqtt':
+                changes = RestartChanges(self, self.args.restart_changes,
+                                         self.args.restart_change_after)
+            log(f'(c) restart of {name} (SIGTERM, start again), nothing changed on the hub' +
+                (f' but {len(changes.names)} Applications {changes.delay_s} s after its start'
+                 if changes else ''))
             before = self.snapshot()
             at_stop = self.snapshot()
             t0 = time.monotonic()
             rc = st.stop_process(name, signal.SIGTERM, timeout=self.args.stop_timeout)
             stop_s = time.monotonic() - t0
             started = self.start_async(name)
+            sampler = RelistSampler(st, name, started) if name == 'dispatcher' else None
+            if changes:
+                changes.start(started['t0'], started)
             settle_s = self.settle(name, self.args.settle_max)
             not_ready = self.wait_ready(name, started, 60)
             after = self.snapshot()
@@ -115,13 +128,20 @@ class ScenariosMixin:
             if rc != 0:
                 res['failures'].append(f'{name} exited with {rc} on SIGTERM')
             if name == 'dispatcher':
+                r['relist'] = sampler.result()
+                changed = 0
+                if changes:
+                    r['changes_during_restart'] = c = changes.result(self.args.timeout)
+                    res['failures'].extend(c['failures'])
+                    changed = c['patched']
                 republished = sum(w['dispatcher']['dispatches'].values())
                 published = sum(w['broker_messages']['dispatcher_published'].values())
-                r['republished'] = republished
+                r['republished'] = max(0, republished - changed)
                 r['events_published'] = published
-                if republished or published:
+                if republished > changed or published > changed:
                     res['failures'].append(f'dispatcher restart republished {republished} '
-                                           f'(published events: {published})')
+                                           f'(published events: {published}) for {changed} '
+                                           'changed Applications')
             else:
                 writes = w['status_sink']['hub_writes'].get('ok', 0)
                 transitions = w['broker_messages']['fleet_sim_statuses_sent'].get('transition', 0)

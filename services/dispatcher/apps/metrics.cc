@@ -59,6 +59,11 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry, std::string
                           .Help("Recorded events not yet accepted by the broker")
                           .Register(registry)
                           .Add({})),
+      outbox_paused_(prometheus::BuildGauge()
+                         .Name("mmi_dispatcher_outbox_paused")
+                         .Help("1 while the reconciler takes no new keys: the outbox is full")
+                         .Register(registry)
+                         .Add({})),
       parked_(prometheus::BuildGauge()
                   .Name("mmi_dispatcher_parked_applications")
                   .Help("Applications waiting for their ManagedCluster to appear")
@@ -68,7 +73,13 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry, std::string
                    .Name("mmi_dispatcher_tracked_resources")
                    .Help("Dispatched resources in the dispatch state")
                    .Register(registry)
-                   .Add({})) {}
+                   .Add({})),
+      deferred_until_synced_(
+          prometheus::BuildCounter()
+              .Name("mmi_dispatcher_deferred_until_synced_total")
+              .Help("Keys put aside until the Application list is complete (not cached yet)")
+              .Register(registry)
+              .Add({})) {}
 
 void DispatcherMetrics::Dispatch(std::string_view action, std::string_view result) {
   dispatches_.Add({{"transport", transport_}, {"action", S(action)}, {"result", S(result)}})

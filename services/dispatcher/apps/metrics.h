@@ -10,6 +10,8 @@
 //       counts as delete)
 //   mmi_dispatch_queue_depth                  keys waiting for the reconcile loop
 //   mmi_dispatcher_outbox_pending             recorded events not yet accepted by the broker
+//   mmi_dispatcher_outbox_paused              1 while the reconciler takes no new keys because
+//       the outbox holds ReconcilerSettings::max_outbox events ready or in flight (until half)
 //   mmi_dispatcher_publish_latency_seconds{transport}  recorded in PostgreSQL -> broker accepted
 //   mmi_store_query_duration_seconds{operation}        DispatchStore calls
 //   mmi_store_errors_total{operation}
@@ -21,6 +23,9 @@
 //       response_retried|response_dropped|answered_as_deleting (a spec answer sent as a delete:
 //       the resource's deletion was decided after the answer was built)
 //   mmi_dispatcher_tracked_resources          resources in the dispatch state
+//   mmi_dispatcher_deferred_until_synced_total  keys put aside while the Application list was
+//       read after a (re)start: their Application was not cached yet (absence proves nothing
+//       before the list is complete); all keys are reconciled once it is
 //
 // Thread-safe (prometheus-cpp metrics are atomic).
 #pragma once
@@ -52,8 +57,10 @@ class DispatcherMetrics {
 
   prometheus::Gauge& queue_depth() { return queue_depth_; }
   prometheus::Gauge& outbox_pending() { return outbox_pending_; }
+  prometheus::Gauge& outbox_paused() { return outbox_paused_; }
   prometheus::Gauge& parked() { return parked_; }
   prometheus::Gauge& tracked() { return tracked_; }
+  prometheus::Counter& deferred_until_synced() { return deferred_until_synced_; }
   const std::string& transport() const { return transport_; }
 
  private:
@@ -68,8 +75,10 @@ class DispatcherMetrics {
   prometheus::Counter& unknown_cluster_;
   prometheus::Gauge& queue_depth_;
   prometheus::Gauge& outbox_pending_;
+  prometheus::Gauge& outbox_paused_;
   prometheus::Gauge& parked_;
   prometheus::Gauge& tracked_;
+  prometheus::Counter& deferred_until_synced_;
 };
 
 }  // namespace mmi::dispatcher

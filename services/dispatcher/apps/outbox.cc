@@ -52,6 +52,9 @@ void Outbox::Add(std::vector<RecordedEvent> recorded) {
     auto& queue = by_resource_[r.entry.resource_id];
     queue.push_back(seq);
     const bool head = queue.size() == 1;
+    if (!head && backing_off_.contains(r.entry.resource_id)) {
+      ++held_;  // waits behind an event in retry backoff
+    }
     if (r.event.has_value()) {
       std::string().swap(r.entry.event);  // one form in memory: the event, not its text too
     }
@@ -178,11 +181,15 @@ void Outbox::OnResult(int64_t seq, const absl::Status& status,
       Log().Warn("could not count a publish failure", {{"error", std::string(s.message())}});
     }
   });
-  loop_.PostAfter(delay, [this, seq] {
+  Hold(item.entry.resource_id);
+  UpdateOutstanding();
+  loop_.PostAfter(delay, [this, seq, resource_id = item.entry.resource_id] {
+    Release(resource_id);
     if (items_.contains(seq)) {
       ready_.push_back(seq);
-      Pump();
     }
+    UpdateOutstanding();
+    Pump();
   });
 }
 
@@ -217,6 +224,7 @@ void Outbox::Finish(int64_t seq) {
   }
   const std::string resource_id = it->second.entry.resource_id;
   items_.erase(it);
+  Release(resource_id);  // only a head not in backoff finishes: keeps held_ right regardless
   auto rit = by_resource_.find(resource_id);
   if (rit != by_resource_.end()) {
     auto& queue = rit->second;
@@ -263,16 +271,52 @@ void Outbox::FlushMarks() {
 }
 
 void Outbox::UpdateOutstanding() {
+  const size_t ready_or_in_flight = items_.size() - std::min(held_, items_.size());
   {
     absl::MutexLock lock(&drain_mu_);
     outstanding_ = items_.size() + marks_.size() + marks_in_flight_;
+    ready_or_in_flight_ = ready_or_in_flight;
   }
   metrics_.outbox_pending().Set(static_cast<double>(items_.size()));
+  if (drained_hook_ && ready_or_in_flight <= drained_low_water_) {
+    std::function<void()> drained = std::move(drained_hook_);
+    drained_hook_ = nullptr;
+    loop_.Post(std::move(drained));  // not from inside the outbox's own bookkeeping
+  }
+}
+
+void Outbox::Hold(const std::string& resource_id) {
+  if (!backing_off_.insert(resource_id).second) {
+    return;
+  }
+  if (auto it = by_resource_.find(resource_id); it != by_resource_.end()) {
+    held_ += it->second.size();
+  }
+}
+
+void Outbox::Release(const std::string& resource_id) {
+  if (backing_off_.erase(resource_id) == 0) {
+    return;
+  }
+  if (auto it = by_resource_.find(resource_id); it != by_resource_.end()) {
+    held_ -= std::min(held_, it->second.size());
+  }
+}
+
+void Outbox::NotifyWhenDrainedTo(size_t low_water, std::function<void()> drained) {
+  drained_hook_ = std::move(drained);
+  drained_low_water_ = low_water;
+  UpdateOutstanding();
 }
 
 size_t Outbox::pending() const {
   absl::MutexLock lock(&drain_mu_);
   return outstanding_;
+}
+
+size_t Outbox::ready_or_in_flight() const {
+  absl::MutexLock lock(&drain_mu_);
+  return ready_or_in_flight_;
 }
 
 bool Outbox::WaitDrained(std::chrono::milliseconds timeout) {

@@ -6,8 +6,14 @@
 // that can never be sent (kInvalidArgument) is counted, logged and dropped. Accepted events are
 // removed from the store in batches (MarkPublished).
 //
-// Threading: every method except pending() and WaitDrained() runs on the reconcile loop. Store
-// calls run on the worker pool; Publisher callbacks only post back to the loop.
+// What it holds is bounded by its user (the reconciler takes no new keys past
+// ReconcilerSettings::max_outbox events ready_or_in_flight(), see NotifyWhenDrainedTo()): only
+// the events that leave by themselves once the broker takes them count, never those sleeping in
+// retry backoff, which may fail for good (an unregistered cluster) and must not hold back the rest.
+//
+// Threading: every method except pending(), ready_or_in_flight() and WaitDrained() runs on the
+// reconcile loop. Store calls run on the worker pool; Publisher callbacks only post back to the
+// loop.
 #pragma once
 
 #include <chrono>
@@ -22,6 +28,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "libs/cloudevents/event.h"
 #include "libs/common/backoff.h"
@@ -91,6 +98,14 @@ class Outbox {
   // Any thread: events recorded but not yet accepted by the broker (and accepted ones whose
   // removal from the store is still pending).
   size_t pending() const;
+  // Any thread: events waiting to be published now (also while the transport is disconnected)
+  // or in flight, with the later events of their resources: those that leave by themselves as
+  // the broker takes them. Not the events of a resource whose head sleeps in retry backoff, nor
+  // accepted events whose removal from the store is pending.
+  size_t ready_or_in_flight() const;
+  // Loop thread: posts `drained` to the loop once ready_or_in_flight() <= `low_water` (at once
+  // if it already is), then forgets it. One at a time: a second call replaces the first.
+  void NotifyWhenDrainedTo(size_t low_water, std::function<void()> drained);
   // Any thread but the loop: waits until pending() == 0 or `timeout`. True when drained.
   bool WaitDrained(std::chrono::milliseconds timeout);
 
@@ -114,7 +129,11 @@ class Outbox {
   // Removes `seq` (head of its resource) and readies the resource's next event.
   void Finish(int64_t seq);
   void FlushMarks();
+  // Recomputes pending() and ready_or_in_flight() (and fires the drained hook) after any change.
   void UpdateOutstanding();
+  // The head of `resource_id` sleeps in retry backoff (Hold) or is ready again (Release).
+  void Hold(const std::string& resource_id);
+  void Release(const std::string& resource_id);
   std::chrono::milliseconds RetryDelay(int attempts);
 
   Loop& loop_;
@@ -136,9 +155,16 @@ class Outbox {
   size_t marks_in_flight_ = 0;
   std::mt19937_64 rng_{0x5eed};
   RecentAcceptances recent_;
+  // Resources whose head sleeps in retry backoff, and how many items they hold (their whole
+  // queues): excluded from ready_or_in_flight().
+  absl::flat_hash_set<std::string> backing_off_;
+  size_t held_ = 0;
+  std::function<void()> drained_hook_;
+  size_t drained_low_water_ = 0;
 
   mutable absl::Mutex drain_mu_;
   size_t outstanding_ ABSL_GUARDED_BY(drain_mu_) = 0;
+  size_t ready_or_in_flight_ ABSL_GUARDED_BY(drain_mu_) = 0;
 };
 
 }  // namespace mmi::dispatcher

@@ -248,5 +248,80 @@ TEST_F(OutboxTest, AnEventThatCanNeverBeSentIsDroppedAndCounted) {
   EXPECT_EQ(outbox.pending(), 0U);
 }
 
+TEST_F(OutboxTest, OnlyEventsThatLeaveByThemselvesCountAsReadyOrInFlight) {
+  FakePublisher publisher;
+  ASSERT_TRUE(publisher.Start().ok());
+  publisher.SetConnected(false);
+  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, {});
+  auto entries = Record({Change("r1", 1), Change("r1", 2), Change("r2", 1)});
+  loop_.Post([&] { outbox.Add(entries); });
+  RunAll();
+  // Disconnected: every event waits to be published, r1 v2 behind r1 v1.
+  EXPECT_EQ(outbox.ready_or_in_flight(), 3U);
+  EXPECT_EQ(outbox.pending(), 3U);
+
+  // r1 v1 fails with a retried error (r1 v2 waits behind it), r2 v1 is accepted and its
+  // removal from the store is pending (the worker pool does not run).
+  publisher.SetConnected(true);
+  publisher.FailNext(absl::FailedPreconditionError("consumer is not registered"));
+  clock_.Advance(std::chrono::milliseconds(200));
+  loop_.RunUntilIdleForTest();
+  ASSERT_EQ(publisher.published().size(), 2U);
+  ASSERT_EQ(publisher.accepted().size(), 1U);
+  EXPECT_EQ(outbox.ready_or_in_flight(), 0U) << "in retry backoff, or accepted";
+  EXPECT_EQ(outbox.pending(), 3U);
+
+  // A later event of r1 waits behind the backoff too; one of another resource does not.
+  auto more = Record({Change("r1", 3), Change("r3", 1)});
+  publisher.SetConnected(false);
+  loop_.Post([&] { outbox.Add(more); });
+  loop_.RunUntilIdleForTest();
+  EXPECT_EQ(outbox.ready_or_in_flight(), 1U);
+  RunAll();
+  EXPECT_EQ(outbox.pending(), 4U);
+
+  // The backoff ends: r1's events wait to be published again, then go out in order.
+  clock_.Advance(std::chrono::seconds(1));
+  loop_.RunQueuedForTest();
+  EXPECT_EQ(outbox.ready_or_in_flight(), 4U);
+  publisher.SetConnected(true);
+  clock_.Advance(std::chrono::seconds(1));
+  RunAll();
+  EXPECT_EQ(publisher.accepted().size(), 5U);
+  EXPECT_EQ(outbox.ready_or_in_flight(), 0U);
+  EXPECT_EQ(outbox.pending(), 0U);
+}
+
+TEST_F(OutboxTest, TheDrainedHookRunsOnceWhenTheCountIsDownToItsLowWater) {
+  FakePublisher publisher(FakePublisher::Mode::kManual);
+  ASSERT_TRUE(publisher.Start().ok());
+  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, {});
+  auto entries = Record({Change("r1", 1), Change("r2", 1), Change("r3", 1), Change("r4", 1)});
+  int drained = 0;
+  loop_.Post([&] {
+    outbox.Add(entries);
+    outbox.NotifyWhenDrainedTo(2, [&] { ++drained; });
+  });
+  RunAll();
+  ASSERT_EQ(publisher.pending(), 4);
+  EXPECT_EQ(drained, 0);
+  ASSERT_TRUE(publisher.CompleteNext());
+  RunAll();
+  EXPECT_EQ(drained, 0) << "3 left";
+  // A failure puts its event in retry backoff: that counts as drained too.
+  ASSERT_TRUE(publisher.CompleteNext(absl::UnavailableError("broker away")));
+  RunAll();
+  EXPECT_EQ(outbox.ready_or_in_flight(), 2U);
+  EXPECT_EQ(drained, 1);
+  publisher.CompleteAll();
+  RunAll();
+  EXPECT_EQ(drained, 1) << "forgotten once run";
+
+  // Already at or below the low water: runs at once (posted to the loop).
+  loop_.Post([&] { outbox.NotifyWhenDrainedTo(0, [&] { ++drained; }); });
+  RunAll();
+  EXPECT_EQ(drained, 2);
+}
+
 }  // namespace
 }  // namespace mmi::dispatcher

@@ -199,17 +199,78 @@ bool Reconciler::IsDeleting(const std::string& resource_id) const {
   return state_.IsDeleting(resource_id);
 }
 
+void Reconciler::WaitForSync() {
+  if (sync_wait_posted_) {
+    return;
+  }
+  sync_wait_posted_ = true;
+  loop_.PostAfter(std::chrono::milliseconds(200), [this] {
+    sync_wait_posted_ = false;
+    if (!CachesSynced()) {
+      WaitForSync();
+      return;
+    }
+    if (deferred_until_synced_) {
+      // The absent keys put aside meanwhile (and every other): absence means something now.
+      deferred_until_synced_ = false;
+      EnqueueAll();
+    }
+    ScheduleProcess();
+  });
+}
+
+bool Reconciler::OutboxFull() {
+  if (outbox_paused_) {
+    return true;
+  }
+  if (settings_.max_outbox == 0) {
+    return false;
+  }
+  const size_t count = outbox_.ready_or_in_flight();
+  if (count < settings_.max_outbox) {
+    return false;
+  }
+  outbox_paused_ = true;
+  outbox_paused_at_ = clock_.MonotonicNow();
+  metrics_.outbox_paused().Set(1);
+  const size_t resume_at = settings_.max_outbox / 2;
+  Log().Warn("outbox full: taking no new keys until the broker has taken some of it",
+             {{"ready_or_in_flight", static_cast<int64_t>(count)},
+              {"max_outbox", static_cast<int64_t>(settings_.max_outbox)},
+              {"resume_at", static_cast<int64_t>(resume_at)}});
+  outbox_.NotifyWhenDrainedTo(resume_at, [this] { OnOutboxDrained(); });
+  return true;
+}
+
+void Reconciler::OnOutboxDrained() {
+  outbox_paused_ = false;
+  metrics_.outbox_paused().Set(0);
+  const auto paused = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.MonotonicNow() -
+                                                                            outbox_paused_at_);
+  Log().Info("outbox drained: taking keys again",
+             {{"paused_ms", static_cast<int64_t>(paused.count())},
+              {"ready_or_in_flight", static_cast<int64_t>(outbox_.ready_or_in_flight())}});
+  ScheduleProcess();
+}
+
 void Reconciler::ProcessKeys() {
   process_posted_.store(false);
   if (!active_.load() || inflight_batches_.load() >= settings_.max_inflight_batches) {
     return;  // OnRecorded schedules again
   }
-  if (!CachesSynced()) {
-    // Until the initial lists are complete a missing Application may only be unlisted yet.
-    loop_.PostAfter(std::chrono::milliseconds(200), [this] { ScheduleProcess(); });
+  if (OutboxFull()) {
+    return;  // OnOutboxDrained() schedules again
+  }
+  if (!clusters_.synced()) {
+    // Until the ManagedCluster list is complete an unknown cluster may only be unlisted yet.
+    WaitForSync();
     return;
   }
-  if (!swept_) {
+  // While the Application list is still read (minutes for 300,000 after a restart), keys whose
+  // Application is cached are decided at once (the watch delivers changes meanwhile); a key whose
+  // Application is absent may only be unlisted yet, so it waits for the complete list.
+  const bool apps_synced = apps_.synced();
+  if (apps_synced && !swept_) {
     SweepConfirmedDeletions();
   }
   std::vector<std::string> keys;
@@ -223,12 +284,25 @@ void Reconciler::ProcessKeys() {
   metrics_.queue_depth().Set(static_cast<double>(queue_.Len()));
   const bool resync = queue_.TakeOverflow();
   std::vector<PendingChange> batch;
+  size_t deferred = 0;
   for (const auto& key : keys) {
-    Reconcile(key, batch);
+    if (!Reconcile(key, /*absence_is_final=*/apps_synced, batch)) {
+      ++deferred;
+    }
     queue_.Done(key);
   }
   if (!batch.empty()) {
     FlushBatch(std::move(batch));
+  }
+  if (deferred > 0) {
+    if (!deferred_until_synced_) {
+      Log().Info(
+          "deciding the cached Applications while the Application list is read; those not "
+          "cached yet wait for the complete list");
+    }
+    deferred_until_synced_ = true;
+    metrics_.deferred_until_synced().Increment(static_cast<double>(deferred));
+    WaitForSync();
   }
   if (resync) {
     Log().Warn("work queue overflowed; resyncing every Application");

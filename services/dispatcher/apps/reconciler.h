@@ -10,12 +10,20 @@
 //
 // The decisions themselves are listed in decision.h.
 //
+// Memory: once ReconcilerSettings::max_outbox outbox events wait for the broker or are in flight
+// (not those in retry backoff), no new keys are taken until the outbox, which wakes the loop,
+// is down to half (OutboxFull).
+//
 // State: one loop thread owns the dispatch state (dispatch_state.h). It is warm-loaded from the
 // store on Activate(), so a restarted dispatcher republishes nothing unchanged. No key is
-// decided (and no confirmed deletion is finished) before both the Application and the
-// ManagedCluster caches have synced: a resource known from the store whose Application is not
-// cached *yet* must not be taken for a vanished one (that would publish a delete for every live
-// resource on a restart). Store calls and hub writes run on the worker pool.
+// decided before the ManagedCluster cache has synced. While the Application list is still read
+// (minutes for 300,000 after a restart; the informer hands out the watch's changes meanwhile),
+// keys whose Application is cached are decided at once, so new and changed Applications are
+// never held up by a relist; a key whose Application is absent waits for the complete list
+// (and no confirmed deletion is finished before it): a resource known from the store whose
+// Application is not cached *yet* must not be taken for a vanished one (that would publish a
+// delete for every live resource on a restart). Store calls and hub writes run on the worker
+// pool.
 //
 // Thread safety: Enqueue(), OnClusterAdded(), OnDeletionConfirmed(), Activate(), Deactivate()
 // and the accessors marked "any thread" may be called from any thread; everything else runs on
@@ -126,12 +134,19 @@ class Reconciler {
   void InstallState(Loaded loaded);
   // Both hub caches hold their complete initial lists.
   bool CachesSynced() const;
+  // Checks every 200 ms until both caches synced, then enqueues every key if any was deferred
+  // (absent before the Application list was complete) and processes the queue. One chain.
+  void WaitForSync();
   // Finishes the deletions found confirmed in the store (once, when the caches synced).
   void SweepConfirmedDeletions();
 
   // --- key queue and store round trips (reconciler.cc) ---
   void ScheduleProcess();
   void ProcessKeys();
+  // True while the outbox holds settings_.max_outbox events ready or in flight, and then until
+  // it is down to half: the outbox calls OnOutboxDrained() then (no polling).
+  bool OutboxFull();
+  void OnOutboxDrained();
   void EnqueueAfter(const std::string& key, std::chrono::milliseconds delay);
   void EnqueueAll();
   void FlushBatch(std::vector<PendingChange> batch);
@@ -141,8 +156,9 @@ class Reconciler {
   void OnPublished(const store::OutboxEntry& entry);
 
   // --- decisions applied (reconciler_apply.cc) ---
-  // Decide() for `key`, then Apply().
-  void Reconcile(const std::string& key, std::vector<PendingChange>& batch);
+  // Decide() for `key`, then Apply(). False (nothing decided) when its Application is absent
+  // and `absence_is_final` is not (the Application list is not complete yet).
+  bool Reconcile(const std::string& key, bool absence_is_final, std::vector<PendingChange>& batch);
   void Apply(const std::string& key, const nlohmann::json* app, TrackedResource* t,
              const Decision& d, std::vector<PendingChange>& batch);
   void PublishSpec(const std::string& key, const nlohmann::json& app, const Decision& d,
@@ -179,6 +195,10 @@ class Reconciler {
   DispatchState state_;
   UnknownClusters unknown_;
   bool swept_ = false;  // SweepConfirmedDeletions() ran: confirmations are finished at once
+  bool sync_wait_posted_ = false;       // a WaitForSync() check is pending
+  bool deferred_until_synced_ = false;  // keys were put aside until the Application list is in
+  bool outbox_paused_ = false;          // OutboxFull(): no new keys until OnOutboxDrained()
+  std::chrono::steady_clock::time_point outbox_paused_at_;
   // Confirmations that arrived before the state was installed (the listener runs from the start;
   // LoadState() may have read the row just before the status sink confirmed it).
   absl::flat_hash_set<std::string> early_confirmations_;

@@ -63,9 +63,13 @@ TrackedResource ResourceOf(const Dispatch& d) {
 
 }  // namespace
 
-void Reconciler::Reconcile(const std::string& key, std::vector<PendingChange>& batch) {
+bool Reconciler::Reconcile(const std::string& key, bool absence_is_final,
+                           std::vector<PendingChange>& batch) {
   const auto [ns, name] = SplitKey(key);
   const kube::ObjectPtr app = apps_.Get(ns, name);
+  if (app == nullptr && !absence_is_final) {
+    return false;
+  }
   TrackedResource* t = state_.FindByKey(key);
   const Observation seen{.key = key,
                          .app = app.get(),
@@ -74,6 +78,7 @@ void Reconciler::Reconcile(const std::string& key, std::vector<PendingChange>& b
                          .clusters = &clusters_,
                          .now = clock_.MonotonicNow()};
   Apply(key, app.get(), t, Decide(seen, settings_), batch);
+  return true;
 }
 
 void Reconciler::Apply(const std::string& key, const json* app, TrackedResource* t,

@@ -21,6 +21,13 @@ struct ReconcilerSettings {
   size_t batch_size = 200;
   // Record() transactions running at once at most.
   int max_inflight_batches = 2;
+  // Outbox events waiting to be published or in flight (Outbox::ready_or_in_flight(), ~2.6 KB
+  // each in memory) at which the reconciler takes no new keys until they are down to half; it
+  // may overshoot by batch_size x max_inflight_batches. Events sleeping in retry backoff do not
+  // count (they may fail for good, e.g. an unregistered cluster, and must not stall the others),
+  // nor do accepted ones. A cold start of 300,000 Applications behind a slower broker then holds
+  // ~20,000 such events instead of whatever the broker is behind. 0 = no bound.
+  size_t max_outbox = 20'000;
   // Skip Applications whose target is the hub's own ManagedCluster (local-cluster).
   bool skip_local_cluster = true;
   // Parked Applications (unknown ManagedCluster) are retried this often.

@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <sstream>
+
 #include "libs/cloudevents/manifest_bundle.h"
 #include "libs/cloudevents/resource_id.h"
+#include "libs/common/log.h"
 #include "libs/transport/testing/metric_value.h"
 #include "services/dispatcher/apps/testing/pipeline_fixture.h"
 
@@ -409,7 +413,7 @@ TEST_F(ReconcilerTest, ARestartWithAWarmStoreRepublishesNothingUnchanged) {
             2);
 }
 
-TEST_F(ReconcilerTest, ARestartDecidesNothingBeforeTheApplicationCacheHasSynced) {
+TEST_F(ReconcilerTest, ARestartDecidesNoAbsenceBeforeTheApplicationCacheHasSynced) {
   for (const char* name : {"a", "b"}) {
     PutApp(PullApp("argocd", name, "cluster1"));
   }
@@ -444,8 +448,75 @@ TEST_F(ReconcilerTest, ARestartDecidesNothingBeforeTheApplicationCacheHasSynced)
   p.RunAll();
   EXPECT_TRUE(p.publisher.published().empty());
   EXPECT_EQ(MetricValue(p.registry, "mmi_dispatcher_decisions_total", {{"decision", "delete"}}), 0);
+  // Each twice: the informer's add, and the reconcile of every key the list's end brings (keys
+  // were put aside while it was read).
   EXPECT_EQ(MetricValue(p.registry, "mmi_dispatcher_decisions_total", {{"decision", "unchanged"}}),
-            2);
+            4);
+}
+
+// Never blind after a restart: while the Application list is still read, the Applications the
+// watch delivered (created or changed since) are dispatched at once; only the decisions that
+// rest on absence (a resource whose Application vanished while the dispatcher was down) wait
+// for the complete list.
+TEST_F(ReconcilerTest, ARestartDispatchesCachedChangesBeforeTheApplicationListIsComplete) {
+  for (const char* name : {"a", "b", "gone"}) {
+    PutApp(PullApp("argocd", name, "cluster1"));
+  }
+  {
+    Process& p = Start();
+    ASSERT_EQ(p.publisher.accepted().size(), 3U);
+  }
+  process_.reset();
+  ASSERT_TRUE(hub_.Delete(ApplicationsRef("argocd"), "gone", {}).ok());  // while we were down
+
+  // Restarted; the list is still read. The watch delivers a change of b and a new c.
+  const kube::ObjectPtr a = apps_.Get("argocd", "a");
+  for (const char* name : {"a", "b", "gone"}) {
+    apps_.Remove(std::string("argocd/") + name);
+  }
+  apps_.SetSynced(false);
+  Process& p = Start();
+  json b = hub_.Get(ApplicationsRef("argocd"), "b").value();
+  b["spec"]["source"]["targetRevision"] = "v2";
+  PutApp(b);
+  PutApp(PullApp("argocd", "c", "cluster1"));
+  p.RunAll();
+  ASSERT_EQ(p.publisher.accepted().size(), 2U);
+  EXPECT_EQ(p.publisher.accepted()[0].type, cloudevents::kSpecUpdateRequestType);
+  EXPECT_EQ(p.publisher.accepted()[0].ResourceVersion().value(), 2);
+  EXPECT_EQ(p.publisher.accepted()[1].type, cloudevents::kSpecCreateRequestType);
+  EXPECT_EQ(p.reconciler.ResourceForTest(IdOf("cluster1", "argocd", "gone"))->state,
+            store::DeletionState::kLive);
+  EXPECT_GE(MetricValue(p.registry, "mmi_dispatcher_deferred_until_synced_total", {}), 2);
+
+  // The list completes: a is unchanged, gone is gone (its delete goes out now).
+  apps_.Set(*a);
+  apps_.SetSynced(true);
+  clock_.Advance(std::chrono::seconds(1));
+  p.RunAll();
+  ASSERT_EQ(p.publisher.accepted().size(), 3U);
+  EXPECT_EQ(p.publisher.accepted()[2].type, cloudevents::kSpecDeleteRequestType);
+  EXPECT_EQ(p.publisher.accepted()[2].ResourceId().value(), IdOf("cluster1", "argocd", "gone"));
+  EXPECT_EQ(p.reconciler.ResourceForTest(IdOf("cluster1", "argocd", "a"))->state,
+            store::DeletionState::kLive);
+}
+
+// Nothing is decided before the ManagedCluster list is complete: an Application's cluster may
+// only be unlisted yet (it would be parked as unknown).
+TEST_F(ReconcilerTest, NothingIsDecidedBeforeTheManagedClusterCacheHasSynced) {
+  ManagedClusterTracker unsynced;
+  unsynced.OnAdd(std::make_shared<const json>(ManagedCluster("cluster1")), true);
+  PutApp(PullApp("argocd", "guestbook", "cluster1"));
+  process_ = std::make_unique<Process>(clock_, store_, hub_, apps_, unsynced, ReconcilerSettings{});
+  process_->reconciler.Activate();
+  process_->RunAll();
+  clock_.Advance(std::chrono::seconds(1));
+  process_->RunAll();
+  EXPECT_TRUE(process_->publisher.published().empty());
+  unsynced.OnSynced();
+  clock_.Advance(std::chrono::seconds(1));
+  process_->RunAll();
+  EXPECT_EQ(process_->publisher.accepted().size(), 1U);
 }
 
 TEST_F(ReconcilerTest, AConfirmedDeletionWaitsForTheCacheToReleaseTheFinalizer) {
@@ -529,6 +600,186 @@ TEST_F(ReconcilerTest, ARetargetedApplicationIsDeletedFromTheOldClusterFirst) {
   // The hub Application kept its finalizer: it is not being deleted.
   EXPECT_EQ(hub_.Get(ApplicationsRef("argocd"), "guestbook").value()["metadata"]["finalizers"],
             json::array({kResourcesFinalizer}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The outbox bound (ReconcilerSettings::max_outbox)
+
+size_t CountOf(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+// Captures the log lines written while it lives.
+class LogCapture {
+ public:
+  LogCapture() { log::SetOutputForTest(&out_); }
+  ~LogCapture() { log::SetOutputForTest(nullptr); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  std::string text() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+};
+
+constexpr char kPausedLog[] = "outbox full: taking no new keys";
+constexpr char kResumedLog[] = "outbox drained: taking keys again";
+
+ReconcilerSettings BoundedSettings(size_t max_outbox) {
+  ReconcilerSettings settings;
+  settings.batch_size = 2;
+  settings.max_inflight_batches = 1;
+  settings.max_outbox = max_outbox;
+  return settings;
+}
+
+double Paused(const Process& p) {
+  return MetricValue(p.registry, "mmi_dispatcher_outbox_paused", {});
+}
+
+TEST_F(ReconcilerTest, WithTheBrokerAwayItRecordsUpToTheBoundThenPausesUntilTheBrokerIsBack) {
+  for (int i = 0; i < 12; ++i) {
+    PutApp(PullApp("argocd", "app-" + std::to_string(i), "cluster1"));
+  }
+  LogCapture logs;
+  process_ = std::make_unique<Process>(clock_, store_, hub_, apps_, clusters_, BoundedSettings(4));
+  Process& p = *process_;
+  p.publisher.SetConnected(false);  // nothing leaves the outbox: every event stays ready
+  p.reconciler.Activate();
+  for (int i = 0; i < 20; ++i) {
+    clock_.Advance(std::chrono::milliseconds(200));
+    p.RunAll();
+  }
+  EXPECT_EQ(p.outbox.ready_or_in_flight(), 4U) << "recorded up to the bound, then waited";
+  EXPECT_EQ(p.outbox.pending(), 4U);
+  EXPECT_EQ(p.reconciler.queue_depth(), 8U);
+  EXPECT_TRUE(p.publisher.published().empty());
+  EXPECT_EQ(Paused(p), 1);
+  EXPECT_EQ(CountOf(logs.text(), kPausedLog), 1U) << logs.text();
+  EXPECT_NE(logs.text().find("\"max_outbox\":4"), std::string::npos) << logs.text();
+  EXPECT_EQ(CountOf(logs.text(), kResumedLog), 0U);
+
+  p.publisher.SetConnected(true);
+  for (int i = 0; i < 50 && p.publisher.accepted().size() < 12; ++i) {
+    clock_.Advance(std::chrono::milliseconds(200));
+    p.RunAll();
+  }
+  EXPECT_EQ(p.publisher.accepted().size(), 12U);
+  EXPECT_EQ(p.outbox.pending(), 0U);
+  EXPECT_EQ(p.reconciler.queue_depth(), 0U);
+  EXPECT_EQ(Paused(p), 0);
+  EXPECT_GE(CountOf(logs.text(), kResumedLog), 1U) << logs.text();
+  EXPECT_NE(logs.text().find("\"paused_ms\":"), std::string::npos) << logs.text();
+}
+
+// Fails every publish for `cluster` with kFailedPrecondition, as Maestro's gRPC server does for
+// a consumer it does not know (retried: the cluster may be registered any time); hands the
+// others to `inner`.
+class ClusterFailingPublisher final : public transport::Publisher {
+ public:
+  ClusterFailingPublisher(transport::Publisher& inner, std::string cluster)
+      : inner_(inner), cluster_(std::move(cluster)) {}
+  absl::Status Start() override { return inner_.Start(); }
+  void Publish(cloudevents::Event event, transport::PublishCallback done) override {
+    if (event.ClusterName().value_or("") == cluster_) {
+      ++failed_;
+      std::move(done)(absl::FailedPreconditionError("consumer is not registered"));
+      return;
+    }
+    inner_.Publish(std::move(event), std::move(done));
+  }
+  void Stop() override { inner_.Stop(); }
+  bool connected() const override { return inner_.connected(); }
+  size_t max_in_flight() const override { return inner_.max_in_flight(); }
+  int failed() const { return failed_.load(); }
+
+ private:
+  transport::Publisher& inner_;
+  const std::string cluster_;
+  std::atomic<int> failed_{0};
+};
+
+TEST_F(ReconcilerTest, EventsFailingForGoodInRetryBackoffDoNotHoldBackOtherClusters) {
+  clusters_.OnAdd(std::make_shared<const json>(ManagedCluster("cluster2")), false);
+  for (int i = 0; i < 10; ++i) {  // cluster2: known on the hub, unknown to Maestro
+    PutApp(PullApp("argocd", "lost-" + std::to_string(i), "cluster2"));
+  }
+  // Process with a publisher failing cluster2's events.
+  Loop loop(clock_, "loop");
+  WorkerPool workers(clock_, "workers", 1);
+  transport::testing::FakePublisher fake;
+  ClusterFailingPublisher publisher(fake, "cluster2");
+  ASSERT_TRUE(publisher.Start().ok());
+  prometheus::Registry registry;
+  DispatcherMetrics metrics(registry, "fake");
+  Outbox outbox(loop, workers, store_, publisher, clock_, metrics, {});
+  Reconciler reconciler(
+      ReconcilerDeps{loop, workers, store_, hub_, apps_, clusters_, outbox, metrics, clock_},
+      BoundedSettings(4));
+  const auto run_all = [&] {
+    while (loop.RunUntilIdleForTest() + workers.RunUntilIdleForTest() > 0) {
+    }
+  };
+  reconciler.Activate();
+  run_all();
+  ASSERT_EQ(outbox.pending(), 10U) << "all of cluster2's events recorded, none accepted";
+  ASSERT_EQ(publisher.failed(), 10);
+
+  // Ten events (more than the bound) fail over and over; cluster1's Applications still go out.
+  for (int i = 0; i < 6; ++i) {
+    const std::string name = "app-" + std::to_string(i);
+    apps_.Set(PullApp("argocd", name, "cluster1"));
+    reconciler.Enqueue("argocd/" + name);
+    clock_.Advance(std::chrono::seconds(1));  // and cluster2's retries come due meanwhile
+    run_all();
+    ASSERT_EQ(fake.accepted().size(), static_cast<size_t>(i + 1)) << name;
+    EXPECT_EQ(fake.accepted().back().ClusterName().value(), "cluster1");
+  }
+  EXPECT_GT(publisher.failed(), 10) << "cluster2's events were retried";
+  EXPECT_EQ(outbox.pending(), 10U);
+  EXPECT_EQ(outbox.ready_or_in_flight(), 0U) << "all in retry backoff";
+  EXPECT_EQ(reconciler.queue_depth(), 0U);
+  EXPECT_EQ(MetricValue(registry, "mmi_dispatcher_outbox_paused", {}), 0);
+}
+
+TEST_F(ReconcilerTest, WhilePausedNoTimerIsSetHoweverManyKeysArrive) {
+  for (int i = 0; i < 4; ++i) {
+    PutApp(PullApp("argocd", "app-" + std::to_string(i), "cluster1"));
+  }
+  LogCapture logs;
+  process_ = std::make_unique<Process>(clock_, store_, hub_, apps_, clusters_, BoundedSettings(4));
+  Process& p = *process_;
+  p.publisher.SetConnected(false);
+  p.reconciler.Activate();
+  p.RunAll();
+  ASSERT_EQ(p.outbox.ready_or_in_flight(), 4U);
+  // One more key: ProcessKeys finds the outbox full.
+  PutApp(PullApp("argocd", "app-4", "cluster1"));
+  p.RunAll();
+  ASSERT_EQ(Paused(p), 1);
+  // Many keys and ticks while paused: each key posts one ProcessKeys, which returns at once and
+  // sets no timer; the only timer left is the outbox's own reconnect poll.
+  for (int i = 5; i < 105; ++i) {
+    PutApp(PullApp("argocd", "app-" + std::to_string(i), "cluster1"));
+    clock_.Advance(std::chrono::milliseconds(50));
+    p.RunAll();
+    ASSERT_LE(p.loop.Pending(), 1U) << "round " << i;
+  }
+  EXPECT_EQ(p.reconciler.queue_depth(), 101U);
+  EXPECT_EQ(p.outbox.ready_or_in_flight(), 4U);
+  EXPECT_EQ(CountOf(logs.text(), kPausedLog), 1U) << "once per pause";
+
+  p.publisher.SetConnected(true);
+  for (int i = 0; i < 200 && p.publisher.accepted().size() < 105; ++i) {
+    clock_.Advance(std::chrono::milliseconds(200));
+    p.RunAll();
+  }
+  EXPECT_EQ(p.publisher.accepted().size(), 105U);
+  EXPECT_EQ(Paused(p), 0);
 }
 
 }  // namespace
