@@ -384,6 +384,7 @@ dispatcher:
     queueCapacity: 1234
     batchSize: 12
     maxInflightBatches: 3
+    maxOutbox: 777
     unknownClusterRetry: 2m
     deleteResendAfter: 3m
     unknownClusterEventInterval: 20m
@@ -492,6 +493,7 @@ TEST_F(ChartTest, EverySettingReachesTheServices) {
   EXPECT_EQ(d.reconciler.queue_capacity, 1234u);
   EXPECT_EQ(d.reconciler.batch_size, 12u);
   EXPECT_EQ(d.reconciler.max_inflight_batches, 3);
+  EXPECT_EQ(d.reconciler.max_outbox, 777u);
   EXPECT_EQ(d.reconciler.unknown_cluster_retry, seconds(120));
   EXPECT_EQ(d.reconciler.delete_resend_after, seconds(180));
   EXPECT_EQ(d.reconciler.unknown_cluster_event_interval, seconds(1200));
