@@ -340,11 +340,8 @@ absl::Status Informer::StartPagedList(const std::stop_token& stop) {
     // From here the watch buffers its events; those it applied while the pages were read are
     // newer than the list's (or as new) and stay.
     const internal::InformerStore::TouchedKeys touched = buffer_.TakeTouched();
-    Replace(std::move(list.listed), *list.resource_version, started, /*streamed=*/false, touched);
-    if (list.newest_listed_version > 0) {
-      // Until the watch is past what the pages held.
-      store_.GuardStaleEvents(list.newest_listed_version);
-    }
+    Replace(std::move(list.listed), *list.resource_version, started, /*streamed=*/false, touched,
+            list.newest_listed_version);
     DrainBuffered(worker_stop);
   });
   // Wait for the first page (the watch can start) or the list's failure.
@@ -396,12 +393,18 @@ void Informer::AbandonList() {
 
 void Informer::Replace(internal::ListedEntries listed, const std::string& resource_version,
                        std::chrono::steady_clock::time_point started, bool streamed,
-                       const internal::InformerStore::TouchedKeys& touched) {
+                       const internal::InformerStore::TouchedKeys& touched,
+                       int64_t newest_listed_version) {
   // One handler call at a time: the watch may still be handing over an event it applied
   // before the list stopped letting it (TakeTouched).
   absl::MutexLock notifying(&notify_mu_);
   const internal::ReconcileResult diff =
       store_.Reconcile(std::move(listed), resource_version, streamed, touched);
+  if (newest_listed_version > 0) {
+    // Until the watch is past what the pages held; set before a watch event the list let through
+    // (TakeTouched) is applied: it waits for notify_mu_, and may be older than a later page.
+    store_.GuardStaleEvents(newest_listed_version);
+  }
   if (diff.lists > 1 && metrics_->relists != nullptr) {
     metrics_->relists->Increment();
   }

@@ -234,9 +234,12 @@ class Informer {
   void AbandonList();
   // Reconciles the cache with a complete list (paged or streamed) and notifies handlers;
   // `touched` keys were changed by the watch while the pages were read (their state stays).
+  // `newest_listed_version` > 0: a paged list that continued at a newer state held versions up
+  // to this; older watch events are dropped until the watch is past it.
   void Replace(internal::ListedEntries listed, const std::string& resource_version,
                std::chrono::steady_clock::time_point started, bool streamed,
-               const internal::InformerStore::TouchedKeys& touched = {});
+               const internal::InformerStore::TouchedKeys& touched = {},
+               int64_t newest_listed_version = 0);
   // One watch, or (stream_list) a streamed list that goes on as a watch; returns how it ended.
   WatchOutcome WatchOnce(const std::stop_token& stop, bool stream_list);
   // A streamed list's event before its end bookmark; false to end the stream (ERROR events).

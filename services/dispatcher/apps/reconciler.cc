@@ -207,8 +207,12 @@ void Reconciler::WaitForSync() {
   loop_.PostAfter(std::chrono::milliseconds(200), [this] {
     sync_wait_posted_ = false;
     if (!CachesSynced()) {
-      WaitForSync();
+      WaitForSync();      // until both lists are complete
+      ScheduleProcess();  // keys queued while the ManagedCluster list was read go ahead now
       return;
+    }
+    if (active_.load() && !swept_) {
+      SweepConfirmedDeletions();
     }
     if (deferred_until_synced_) {
       // The absent keys put aside meanwhile (and every other): absence means something now.
@@ -272,6 +276,8 @@ void Reconciler::ProcessKeys() {
   const bool apps_synced = apps_.synced();
   if (apps_synced && !swept_) {
     SweepConfirmedDeletions();
+  } else if (!apps_synced) {
+    WaitForSync();  // the sweep and the deferred keys follow the list's end
   }
   std::vector<std::string> keys;
   while (keys.size() < settings_.batch_size) {
@@ -302,7 +308,6 @@ void Reconciler::ProcessKeys() {
     }
     deferred_until_synced_ = true;
     metrics_.deferred_until_synced().Increment(static_cast<double>(deferred));
-    WaitForSync();
   }
   if (resync) {
     Log().Warn("work queue overflowed; resyncing every Application");

@@ -20,8 +20,8 @@
 // (minutes for 300,000 after a restart; the informer hands out the watch's changes meanwhile),
 // keys whose Application is cached are decided at once, so new and changed Applications are
 // never held up by a relist; a key whose Application is absent waits for the complete list
-// (and no confirmed deletion is finished before it): a resource known from the store whose
-// Application is not cached *yet* must not be taken for a vanished one (that would publish a
+// (as does the sweep of deletions confirmed while we were down): a resource known from the store
+// whose Application is not cached *yet* must not be taken for a vanished one (that would publish a
 // delete for every live resource on a restart). Store calls and hub writes run on the worker
 // pool.
 //
@@ -134,8 +134,10 @@ class Reconciler {
   void InstallState(Loaded loaded);
   // Both hub caches hold their complete initial lists.
   bool CachesSynced() const;
-  // Checks every 200 ms until both caches synced, then enqueues every key if any was deferred
-  // (absent before the Application list was complete) and processes the queue. One chain.
+  // Checks every 200 ms until both caches synced, processing the queue meanwhile (decisions on
+  // cached Applications may start once the clusters synced); then sweeps confirmed deletions,
+  // enqueues every key if any was deferred (absent before the Application list was complete)
+  // and processes the queue. One chain.
   void WaitForSync();
   // Finishes the deletions found confirmed in the store (once, when the caches synced).
   void SweepConfirmedDeletions();

@@ -519,6 +519,37 @@ TEST_F(ReconcilerTest, NothingIsDecidedBeforeTheManagedClusterCacheHasSynced) {
   EXPECT_EQ(process_->publisher.accepted().size(), 1U);
 }
 
+// A restart where the ManagedCluster list completes first: the keys queued by the warm load
+// (the watch's changes find theirs queued already) are decided then, not after the Application
+// list.
+TEST_F(ReconcilerTest, QueuedChangesGoOutOnceTheClustersSyncedWhileApplicationsAreStillListed) {
+  PutApp(PullApp("argocd", "b", "cluster1"));
+  {
+    Process& p = Start();
+    ASSERT_EQ(p.publisher.accepted().size(), 1U);
+  }
+  process_.reset();
+  ManagedClusterTracker unsynced;
+  unsynced.OnAdd(std::make_shared<const json>(ManagedCluster("cluster1")), true);
+  apps_.Remove("argocd/b");
+  apps_.SetSynced(false);
+  process_ = std::make_unique<Process>(clock_, store_, hub_, apps_, unsynced, ReconcilerSettings{});
+  process_->reconciler.Activate();
+  process_->RunAll();  // the warm load queued argocd/b
+  json b = hub_.Get(ApplicationsRef("argocd"), "b").value();
+  b["spec"]["source"]["targetRevision"] = "v2";
+  PutApp(b);  // the watch's change: its key is queued already
+  clock_.Advance(std::chrono::seconds(1));
+  process_->RunAll();
+  EXPECT_TRUE(process_->publisher.published().empty());
+  unsynced.OnSynced();
+  clock_.Advance(std::chrono::seconds(1));
+  process_->RunAll();
+  ASSERT_EQ(process_->publisher.accepted().size(), 1U);
+  EXPECT_EQ(process_->publisher.accepted()[0].type, cloudevents::kSpecUpdateRequestType);
+  EXPECT_FALSE(apps_.synced());
+}
+
 TEST_F(ReconcilerTest, AConfirmedDeletionWaitsForTheCacheToReleaseTheFinalizer) {
   PutApp(PullApp("argocd", "guestbook", "cluster1"));
   const std::string id = IdOf("cluster1", "argocd", "guestbook");
