@@ -253,17 +253,32 @@ void MqttPublisher::Complete(uint64_t id, absl::Status status) {
       metrics_.SetPublishHeld(held());
     }
   }
+  if (entry.expired) {
+    return;  // its caller heard of the deadline already; only its slot was still taken
+  }
   Finish(std::move(entry), std::move(status));
 }
 
 void MqttPublisher::FailWhere(absl::FunctionRef<bool(const InFlight&)> selected,
-                              absl::FunctionRef<absl::Status()> status) {
+                              absl::FunctionRef<absl::Status()> status, bool paho_still_holds) {
   std::vector<InFlight> failed;
   {
     // All at once: the sender must not hand Paho an event that is failing.
     absl::MutexLock lock(&inflight_mu_);
     for (auto it = inflight_.begin(); it != inflight_.end();) {
-      if (!selected(it->second)) {
+      if (it->second.expired || !selected(it->second)) {
+        ++it;
+        continue;
+      }
+      if (it->first < next_send_ && paho_still_holds) {
+        // Failed for its caller, but Paho still waits for its PUBACK: the slot stays taken
+        // until that comes or the connection drops, so Paho never holds more than the window.
+        InFlight caller;
+        caller.done = std::move(it->second.done);
+        caller.started = it->second.started;
+        caller.event_id = std::move(it->second.event_id);
+        it->second.expired = true;
+        failed.push_back(std::move(caller));
         ++it;
         continue;
       }
@@ -304,7 +319,20 @@ void MqttPublisher::Reject(PublishCallback done, absl::Status status,
 }
 
 void MqttPublisher::FailAllInFlight(const absl::Status& status) {
-  FailWhere([](const InFlight&) { return true; }, [&status] { return status; });
+  {
+    // Slots kept for expired events Paho held: the connection (and what Paho held) is gone.
+    absl::MutexLock lock(&inflight_mu_);
+    for (auto it = inflight_.begin(); it != inflight_.end();) {
+      if (!it->second.expired) {
+        ++it;
+        continue;
+      }
+      --handed_;  // expired entries are always handed ones
+      it = inflight_.erase(it);
+    }
+  }
+  FailWhere([](const InFlight&) { return true; }, [&status] { return status; },
+            /*paho_still_holds=*/false);
 }
 
 bool MqttPublisher::UpdateWindow() {
@@ -325,7 +353,8 @@ void MqttPublisher::ExpireDeadlines() {
               return absl::DeadlineExceededError(absl::StrCat(
                   "no PUBACK from MQTT broker ", settings_.broker_host, " within ",
                   settings_.publish_timeout.count(), "ms of the Publish() call; retry"));
-            });
+            },
+            /*paho_still_holds=*/true);
 }
 
 }  // namespace mmi::transport

@@ -67,6 +67,9 @@ class MqttPublisher final : public Publisher {
     std::chrono::steady_clock::time_point deadline;
     std::string event_id;
     mqtt::message_ptr message;  // until handed to Paho
+    // Its deadline passed while Paho held it: the caller was told, the slot stays taken until
+    // the PUBACK or the connection's loss (Paho must not hold more than the window).
+    bool expired = false;
   };
 
   class DeliveryListener : public mqtt::iaction_listener {
@@ -82,8 +85,10 @@ class MqttPublisher final : public Publisher {
   // Completes the entry `id` (if still pending) with `status`.
   void Complete(uint64_t id, absl::Status status);
   // Completes every pending entry `selected` picks (held or handed to Paho) with `status()`.
+  // `paho_still_holds`: entries handed to Paho keep their slot (marked expired) until their
+  // PUBACK or the connection's loss.
   void FailWhere(absl::FunctionRef<bool(const InFlight&)> selected,
-                 absl::FunctionRef<absl::Status()> status);
+                 absl::FunctionRef<absl::Status()> status, bool paho_still_holds);
   // Records the outcome and posts the callback; no lock held.
   void Finish(InFlight entry, absl::Status status);
   // Completes a publish that never reached Paho.
