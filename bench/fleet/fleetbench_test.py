@@ -9,7 +9,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from fleetbench import baseline, prom  # noqa: E402
+from fleetbench import baseline, prom, restart_probe  # noqa: E402
 
 TEXT = '''# HELP mmi_status_lag_seconds lag
 # TYPE mmi_status_lag_seconds histogram
@@ -130,6 +130,23 @@ class BaselineTest(unittest.TestCase):
         self.assertEqual(ss['bytes']['status_poll_gets'], 1800000 * 2000)
         self.assertEqual(ss['bytes']['total'], 1800000 * 2000 + 123000 * 3 * 2000 +
                          3000 * 3 * 6000)
+
+
+
+class RestartProbeTest(unittest.TestCase):
+    def test_an_application_arrives_with_its_first_event_carrying_the_new_revision(self):
+        w = restart_probe.BrokerWatch(None, ['c1-a1', 'c1-a10'], 'restart-7', subscribe=False)
+        w.note('100.5 {"resourceIdentifier":{"name":"c1-a1"},"targetRevision":"old"}\n')
+        w.note('101.25 {"resourceIdentifier":{"name":"c1-a10"},"targetRevision":"restart-7"}\n')
+        w.note('102.0 {"resourceIdentifier":{"name":"c1-a10"},"targetRevision":"restart-7"}\n')
+        w.note('not-a-time {"name":"c1-a1","targetRevision":"restart-7"}\n')
+        self.assertEqual(w.arrivals(), {'c1-a10': 101.25})  # c1-a1 is not a prefix match
+        w.stop()
+
+    def test_percentiles(self):
+        self.assertIsNone(restart_probe.percentile([], 0.5))
+        self.assertEqual(restart_probe.percentile([3, 1, 2], 0.5), 2)
+        self.assertEqual(restart_probe.percentile(list(range(101)), 0.99), 99)
 
 
 if __name__ == '__main__':

@@ -100,7 +100,8 @@ int main(int argc, char** argv) {
   cli.add_flag("--small", o.small, "few events (the ctest run)");
   cli.add_flag("--stages-only", o.stages_only, "only the in-process stage measures");
   cli.add_option("--transports", o.transports)->delimiter(',');
-  cli.add_option("--resources", o.resources, "distinct resources (hub Applications)");
+  cli.add_option("--resources", o.resources, "distinct resources (hub Applications)")
+      ->check(CLI::PositiveNumber);
   cli.add_option("--publisher", o.publisher, "path of sink_publisher");
   CLI11_PARSE(cli, argc, argv);
   mmi::log::SetMinLevel(mmi::log::Level::kWarn);  // the sink's per-start info lines

@@ -9,6 +9,7 @@
 #include <mqtt/async_client.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <deque>
@@ -95,11 +96,23 @@ double PublishMqtt(const Options& o) {
   }
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
+  std::atomic<int> failed{0};
   for (std::size_t i = 0; i < n_clients; ++i) {
-    threads.emplace_back([&, i] { PublishWindowed(*clients[i], messages[i]); });
+    threads.emplace_back([&, i] {
+      try {
+        PublishWindowed(*clients[i], messages[i]);
+      } catch (const std::exception& e) {  // a lost broker: say so, never terminate
+        std::fprintf(stderr, "mqtt publisher %zu: %s\n", i, e.what());
+        ++failed;
+      }
+    });
   }
   for (auto& thread : threads) {
     thread.join();
+  }
+  if (failed.load() > 0) {
+    std::fprintf(stderr, "%d of %zu MQTT connections failed\n", failed.load(), n_clients);
+    std::exit(1);
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -187,7 +200,7 @@ int main(int argc, char** argv) {
   cli.add_option("--source-id", o.shape.source_id);
   cli.add_option("--cluster", o.shape.cluster);
   cli.add_option("--bytes", o.shape.target_bytes, "size of one event");
-  cli.add_option("--resources", o.shape.resources);
+  cli.add_option("--resources", o.shape.resources)->check(CLI::PositiveNumber);
   cli.add_option("--events", o.events);
   cli.add_option("--connections", o.connections, "MQTT connections publishing at once");
   cli.add_flag("--prepare", o.prepare, "only create the Kafka topic");

@@ -20,41 +20,50 @@ SPEC_TOPIC = 'sources/+/consumers/+/sourceevents'
 class BrokerWatch:
     """Notes when each of `names` first passes the broker with `marker` in its payload."""
 
-    def __init__(self, host_port, names, marker):
-        binary = shutil.which('mosquitto_sub')
-        if binary is None:
-            raise RuntimeError('mosquitto_sub not found (Debian package mosquitto-clients)')
-        host, port = host_port.rsplit(':', 1)
+    def __init__(self, host_port, names, marker, subscribe=True):
         self.marker = marker
         self.needles = {f'"name":"{n}"': n for n in names}
         self.seen = {}
         self.lock = threading.Lock()
+        self.proc = self.thread = None
+        if not subscribe:
+            return  # lines are handed to note() (tests)
+        binary = shutil.which('mosquitto_sub')
+        if binary is None:
+            raise RuntimeError('mosquitto_sub not found (Debian package mosquitto-clients)')
+        host, port = host_port.rsplit(':', 1)
         self.proc = subprocess.Popen(
             [binary, '-h', host, '-p', port, '-V', 'mqttv5', '-q', '1', '-t', SPEC_TOPIC,
              '-F', '%U %p'],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
     def _read(self):
         for line in self.proc.stdout:
-            if self.marker not in line:
-                continue
-            stamp, _, payload = line.partition(' ')
-            try:
-                at = float(stamp)
-            except ValueError:
-                continue
-            for needle, name in self.needles.items():
-                if needle in payload:
-                    with self.lock:
-                        self.seen.setdefault(name, at)
+            self.note(line)
+
+    def note(self, line):
+        """One `mosquitto_sub -F '%U %p'` line: its arrival time and payload."""
+        if self.marker not in line:
+            return
+        stamp, _, payload = line.partition(' ')
+        try:
+            at = float(stamp)
+        except ValueError:
+            return
+        for needle, name in self.needles.items():
+            if needle in payload:
+                with self.lock:
+                    self.seen.setdefault(name, at)
 
     def arrivals(self):
         with self.lock:
             return dict(self.seen)
 
     def stop(self):
+        if self.proc is None or self.proc.poll() is not None:
+            return
         self.proc.terminate()
         try:
             self.proc.wait(5)
@@ -96,12 +105,13 @@ class RestartChanges:
                 f'dispatcher started (its /readyz {"200" if self.synced_before else "not 200 yet"})')
 
             def patch(name):
+                sent = time.time()  # the change exists on the hub from about now
                 status, body = self.bench.hub.merge_patch(
                     f'{APPS}/namespaces/{NS}/applications/{name}',
                     {'spec': {'source': {'targetRevision': self.rev}}}, resource='applications')
                 if status != 200:
                     raise RuntimeError(f'PATCH {name}: HTTP {status}: {body[:200]!r}')
-                self.patched[name] = time.time()
+                self.patched[name] = sent
 
             _, failures, errors = parallel(self.names, patch, 16)
             if failures:
@@ -118,7 +128,6 @@ class RestartChanges:
         while time.monotonic() < deadline and len(self.watch.arrivals()) < len(self.patched):
             time.sleep(0.5)
         arrivals = self.watch.arrivals()
-        self.watch.stop()
         latencies = sorted(arrivals[n] - self.patched[n] for n in self.patched if n in arrivals)
         missing = [n for n in self.patched if n not in arrivals]
         res = {'applications': len(self.names), 'patched': len(self.patched),

@@ -107,17 +107,23 @@ class ScenariosMixin:
             log(f'(c) restart of {name} (SIGTERM, start again), nothing changed on the hub' +
                 (f' but {len(changes.names)} Applications {changes.delay_s} s after its start'
                  if changes else ''))
-            before = self.snapshot()
-            at_stop = self.snapshot()
-            t0 = time.monotonic()
-            rc = st.stop_process(name, signal.SIGTERM, timeout=self.args.stop_timeout)
-            stop_s = time.monotonic() - t0
-            started = self.start_async(name)
-            sampler = RelistSampler(st, name, started) if name == 'dispatcher' else None
-            if changes:
-                changes.start(started['t0'], started)
-            settle_s = self.settle(name, self.args.settle_max)
-            not_ready = self.wait_ready(name, started, 60)
+            try:
+                before = self.snapshot()
+                at_stop = self.snapshot()
+                t0 = time.monotonic()
+                rc = st.stop_process(name, signal.SIGTERM, timeout=self.args.stop_timeout)
+                stop_s = time.monotonic() - t0
+                started = self.start_async(name)
+                sampler = RelistSampler(st, name, started) if name == 'dispatcher' else None
+                if changes:
+                    changes.start(started['t0'], started)
+                settle_s = self.settle(name, self.args.settle_max)
+                not_ready = self.wait_ready(name, started, 60)
+                # The changes' arrivals before the window's end: their dispatches are in it.
+                change_res = changes.result(300) if changes else None
+            finally:
+                if changes:
+                    changes.watch.stop()
             after = self.snapshot()
             w = window(before, after, restarted={name: at_stop})
             r = {'exit_code': rc, 'stop_s': round(stop_s, 1),
@@ -130,10 +136,10 @@ class ScenariosMixin:
             if name == 'dispatcher':
                 r['relist'] = sampler.result()
                 changed = 0
-                if changes:
-                    r['changes_during_restart'] = c = changes.result(self.args.timeout)
-                    res['failures'].extend(c['failures'])
-                    changed = c['patched']
+                if change_res:
+                    r['changes_during_restart'] = change_res
+                    res['failures'].extend(change_res['failures'])
+                    changed = change_res['patched']
                 republished = sum(w['dispatcher']['dispatches'].values())
                 published = sum(w['broker_messages']['dispatcher_published'].values())
                 r['republished'] = max(0, republished - changed)
