@@ -37,19 +37,21 @@ kube::Transform ApplicationTransform() {
   return kube::DropFields({"/status", "/metadata/managedFields"});
 }
 
-void AppEventHandler::OnAdd(const kube::ObjectPtr& object, bool /*in_initial_list*/) {
-  reconciler_.Enqueue(kube::ObjectKey(*object));
+// A change the informer saw (watch event, or what a relist found changed) goes ahead of the
+// initial list's keys and of resyncs: it never waits behind 300,000 unchanged Applications.
+void AppEventHandler::OnAdd(const kube::ObjectPtr& object, bool in_initial_list) {
+  reconciler_.Enqueue(kube::ObjectKey(*object), /*urgent=*/!in_initial_list);
 }
 
 void AppEventHandler::OnUpdate(const kube::ObjectPtr& old_object,
                                const kube::ObjectPtr& new_object) {
   if (DispatchRelevantChange(*old_object, *new_object)) {
-    reconciler_.Enqueue(kube::ObjectKey(*new_object));
+    reconciler_.Enqueue(kube::ObjectKey(*new_object), /*urgent=*/true);
   }
 }
 
 void AppEventHandler::OnDelete(const kube::ObjectPtr& last_state) {
-  reconciler_.Enqueue(kube::ObjectKey(*last_state));
+  reconciler_.Enqueue(kube::ObjectKey(*last_state), /*urgent=*/true);
 }
 
 }  // namespace mmi::dispatcher

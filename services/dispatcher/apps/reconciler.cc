@@ -165,8 +165,8 @@ void Reconciler::EnqueueAll() {
 // ---------------------------------------------------------------------------------------------
 // Key queue
 
-void Reconciler::Enqueue(const std::string& key) {
-  const kube::WorkQueue::AddResult added = queue_.Add(key);
+void Reconciler::Enqueue(const std::string& key, bool urgent) {
+  const kube::WorkQueue::AddResult added = queue_.Add(key, urgent);
   // Dropped on a full queue: a full resync follows once it drained (ProcessKeys).
   metrics_.queue_depth().Set(static_cast<double>(queue_.Len()));
   if (added == kube::WorkQueue::AddResult::kAdded && active_.load() &&

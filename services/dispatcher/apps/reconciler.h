@@ -84,8 +84,9 @@ class Reconciler {
   // Any thread. Stops taking keys (shutdown); decisions already handed to the store complete.
   void Deactivate();
 
-  // Any thread. Queues an Application key ("<namespace>/<name>") for the loop.
-  void Enqueue(const std::string& key);
+  // Any thread. Queues an Application key ("<namespace>/<name>") for the loop. `urgent`: a
+  // change the informer saw; it is decided before keys queued by a list or a resync.
+  void Enqueue(const std::string& key, bool urgent = false);
   // Any thread. A ManagedCluster appeared: retry the Applications parked for it.
   void OnClusterAdded(const std::string& cluster);
   // Any thread. The status sink recorded the agent's Deleted confirmation for `resource_id`.

@@ -550,6 +550,33 @@ TEST_F(ReconcilerTest, QueuedChangesGoOutOnceTheClustersSyncedWhileApplicationsA
   EXPECT_FALSE(apps_.synced());
 }
 
+// A change the informer saw is decided before keys a list or a resync queued: at 300,000 it
+// would otherwise wait behind every unchanged Application.
+TEST_F(ReconcilerTest, AnUrgentKeyIsDecidedBeforeKeysQueuedByAResync) {
+  for (const char* name : {"a", "b", "c"}) {
+    PutApp(PullApp("argocd", name, "cluster1"));
+  }
+  ReconcilerSettings settings;
+  settings.batch_size = 1;
+  settings.max_inflight_batches = 1;
+  Process& p = Start(settings);
+  ASSERT_EQ(p.publisher.accepted().size(), 3U);
+  for (const char* name : {"a", "b", "c"}) {
+    json app = hub_.Get(ApplicationsRef("argocd"), name).value();
+    app["spec"]["source"]["targetRevision"] = "v2";
+    ASSERT_TRUE(hub_.Update(ApplicationsRef("argocd"), app, {}).ok());
+    apps_.Set(hub_.Get(ApplicationsRef("argocd"), name).value());
+  }
+  p.reconciler.Enqueue("argocd/a");  // a resync's keys
+  p.reconciler.Enqueue("argocd/b");
+  p.reconciler.Enqueue("argocd/c", /*urgent=*/true);  // the informer's event
+  p.RunAll();
+  ASSERT_EQ(p.publisher.accepted().size(), 6U);
+  EXPECT_EQ(p.publisher.accepted()[3].ResourceId().value(), IdOf("cluster1", "argocd", "c"));
+  EXPECT_EQ(p.publisher.accepted()[4].ResourceId().value(), IdOf("cluster1", "argocd", "a"));
+  EXPECT_EQ(p.publisher.accepted()[5].ResourceId().value(), IdOf("cluster1", "argocd", "b"));
+}
+
 TEST_F(ReconcilerTest, AConfirmedDeletionWaitsForTheCacheToReleaseTheFinalizer) {
   PutApp(PullApp("argocd", "guestbook", "cluster1"));
   const std::string id = IdOf("cluster1", "argocd", "guestbook");
