@@ -390,7 +390,7 @@ dispatcher:
     unknownClusterEventInterval: 20m
     workers: 5
     specResync: false
-    compactInformerStorage: true
+    compactInformerStorage: false
   outbox: {maxInFlight: 99, retryInitial: 1s, retryMax: 2m}
   gitopsCluster:
     enabled: false
@@ -499,7 +499,7 @@ TEST_F(ChartTest, EverySettingReachesTheServices) {
   EXPECT_EQ(d.reconciler.unknown_cluster_event_interval, seconds(1200));
   EXPECT_EQ(d.workers, 5);
   EXPECT_FALSE(d.spec_resync);
-  EXPECT_TRUE(d.compact_informer_storage);
+  EXPECT_FALSE(d.compact_informer_storage);  // the default is true
   EXPECT_EQ(d.outbox.max_in_flight, 99u);
   EXPECT_EQ(d.outbox.retry.initial, seconds(1));
   EXPECT_EQ(d.outbox.retry.max, seconds(120));
