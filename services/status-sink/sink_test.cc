@@ -6,7 +6,6 @@
 
 #include <deque>
 #include <set>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/mqtt_codec.h"
@@ -18,6 +17,7 @@
 #include "libs/common/log.h"
 #include "libs/common/testing/fake_clock.h"
 #include "libs/common/testing/inline_executor.h"
+#include "libs/common/testing/log_capture.h"
 #include "libs/kube/testing/fake_kube_client.h"
 #include "libs/store/testing/fake_status_store.h"
 #include "libs/transport/metrics.h"
@@ -91,18 +91,7 @@ std::string FeedbackData(const std::string& json_raw) {
   return data.dump();
 }
 
-// Captures the log lines written while it lives.
-class LogCapture {
- public:
-  LogCapture() { log::SetOutputForTest(&out_); }
-  ~LogCapture() { log::SetOutputForTest(nullptr); }
-  LogCapture(const LogCapture&) = delete;
-  LogCapture& operator=(const LogCapture&) = delete;
-  std::string text() const { return out_.str(); }
-
- private:
-  std::ostringstream out_;
-};
+using mmi::testing::LogCapture;
 
 cloudevents::Event StatusEventOf(int seq, const json& status) {
   return StatusEvent(seq, FeedbackData(status.dump()));

@@ -3,11 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <sstream>
 
 #include "libs/cloudevents/manifest_bundle.h"
 #include "libs/cloudevents/resource_id.h"
 #include "libs/common/log.h"
+#include "libs/common/testing/log_capture.h"
 #include "libs/transport/testing/metric_value.h"
 #include "services/dispatcher/apps/testing/pipeline_fixture.h"
 
@@ -63,6 +63,28 @@ class ReconcilerTest : public ::testing::Test {
     process_ = std::make_unique<Process>(clock_, store_, hub_, apps_, clusters_, settings);
     clusters_.SetOnAdded(
         [this](const std::string& cluster) { process_->reconciler.OnClusterAdded(cluster); });
+    process_->reconciler.Activate();
+    process_->RunAll();
+    return *process_;
+  }
+
+  // The Applications argocd/<name> on cluster1, dispatched by a process that then stops: a
+  // restart follows.
+  void DispatchedThenStopped(std::initializer_list<const char*> names) {
+    for (const char* name : names) {
+      PutApp(PullApp("argocd", name, "cluster1"));
+    }
+    {
+      Process& p = Start();
+      ASSERT_EQ(p.publisher.accepted().size(), names.size());
+    }
+    process_.reset();
+  }
+
+  // A process started on `clusters` (cluster1 known, not synced yet), not through Start().
+  Process& StartOn(const ManagedClusterTracker& clusters) {
+    process_ =
+        std::make_unique<Process>(clock_, store_, hub_, apps_, clusters, ReconcilerSettings{});
     process_->reconciler.Activate();
     process_->RunAll();
     return *process_;
@@ -390,14 +412,7 @@ TEST_F(ReconcilerTest, AnUnknownClusterIsReportedAndRetriedNotDropped) {
 }
 
 TEST_F(ReconcilerTest, ARestartWithAWarmStoreRepublishesNothingUnchanged) {
-  for (const char* name : {"a", "b", "c"}) {
-    PutApp(PullApp("argocd", name, "cluster1"));
-  }
-  {
-    Process& p = Start();
-    ASSERT_EQ(p.publisher.accepted().size(), 3U);
-  }
-  process_.reset();
+  ASSERT_NO_FATAL_FAILURE(DispatchedThenStopped({"a", "b", "c"}));
 
   // Restart: same store, same hub; one Application changed while we were down.
   json changed = hub_.Get(ApplicationsRef("argocd"), "b").value();
@@ -414,14 +429,7 @@ TEST_F(ReconcilerTest, ARestartWithAWarmStoreRepublishesNothingUnchanged) {
 }
 
 TEST_F(ReconcilerTest, ARestartDecidesNoAbsenceBeforeTheApplicationCacheHasSynced) {
-  for (const char* name : {"a", "b"}) {
-    PutApp(PullApp("argocd", name, "cluster1"));
-  }
-  {
-    Process& p = Start();
-    ASSERT_EQ(p.publisher.accepted().size(), 2U);
-  }
-  process_.reset();
+  ASSERT_NO_FATAL_FAILURE(DispatchedThenStopped({"a", "b"}));
 
   // Restart while the Application informer is still listing: the store knows two resources the
   // cache does not hold yet. They have not vanished; no delete may go out.
@@ -459,14 +467,7 @@ TEST_F(ReconcilerTest, ARestartDecidesNoAbsenceBeforeTheApplicationCacheHasSynce
 // rest on absence (a resource whose Application vanished while the dispatcher was down) wait
 // for the complete list.
 TEST_F(ReconcilerTest, ARestartDispatchesCachedChangesBeforeTheApplicationListIsComplete) {
-  for (const char* name : {"a", "b", "gone"}) {
-    PutApp(PullApp("argocd", name, "cluster1"));
-  }
-  {
-    Process& p = Start();
-    ASSERT_EQ(p.publisher.accepted().size(), 3U);
-  }
-  process_.reset();
+  ASSERT_NO_FATAL_FAILURE(DispatchedThenStopped({"a", "b", "gone"}));
   ASSERT_TRUE(hub_.Delete(ApplicationsRef("argocd"), "gone", {}).ok());  // while we were down
 
   // Restarted; the list is still read. The watch delivers a change of b and a new c.
@@ -507,9 +508,7 @@ TEST_F(ReconcilerTest, NothingIsDecidedBeforeTheManagedClusterCacheHasSynced) {
   ManagedClusterTracker unsynced;
   unsynced.OnAdd(std::make_shared<const json>(ManagedCluster("cluster1")), true);
   PutApp(PullApp("argocd", "guestbook", "cluster1"));
-  process_ = std::make_unique<Process>(clock_, store_, hub_, apps_, unsynced, ReconcilerSettings{});
-  process_->reconciler.Activate();
-  process_->RunAll();
+  StartOn(unsynced);
   clock_.Advance(std::chrono::seconds(1));
   process_->RunAll();
   EXPECT_TRUE(process_->publisher.published().empty());
@@ -523,19 +522,12 @@ TEST_F(ReconcilerTest, NothingIsDecidedBeforeTheManagedClusterCacheHasSynced) {
 // (the watch's changes find theirs queued already) are decided then, not after the Application
 // list.
 TEST_F(ReconcilerTest, QueuedChangesGoOutOnceTheClustersSyncedWhileApplicationsAreStillListed) {
-  PutApp(PullApp("argocd", "b", "cluster1"));
-  {
-    Process& p = Start();
-    ASSERT_EQ(p.publisher.accepted().size(), 1U);
-  }
-  process_.reset();
+  ASSERT_NO_FATAL_FAILURE(DispatchedThenStopped({"b"}));
   ManagedClusterTracker unsynced;
   unsynced.OnAdd(std::make_shared<const json>(ManagedCluster("cluster1")), true);
   apps_.Remove("argocd/b");
   apps_.SetSynced(false);
-  process_ = std::make_unique<Process>(clock_, store_, hub_, apps_, unsynced, ReconcilerSettings{});
-  process_->reconciler.Activate();
-  process_->RunAll();  // the warm load queued argocd/b
+  StartOn(unsynced);  // the warm load queued argocd/b
   json b = hub_.Get(ApplicationsRef("argocd"), "b").value();
   b["spec"]["source"]["targetRevision"] = "v2";
   PutApp(b);  // the watch's change: its key is queued already
@@ -671,18 +663,7 @@ size_t CountOf(const std::string& text, const std::string& what) {
   return n;
 }
 
-// Captures the log lines written while it lives.
-class LogCapture {
- public:
-  LogCapture() { log::SetOutputForTest(&out_); }
-  ~LogCapture() { log::SetOutputForTest(nullptr); }
-  LogCapture(const LogCapture&) = delete;
-  LogCapture& operator=(const LogCapture&) = delete;
-  std::string text() const { return out_.str(); }
-
- private:
-  std::ostringstream out_;
-};
+using mmi::testing::LogCapture;
 
 constexpr char kPausedLog[] = "outbox full: taking no new keys";
 constexpr char kResumedLog[] = "outbox drained: taking keys again";

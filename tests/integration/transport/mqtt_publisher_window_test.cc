@@ -20,6 +20,7 @@
 #include "libs/cloudevents/mqtt_codec.h"
 #include "libs/common/clock.h"
 #include "libs/transport/mqtt/mqtt_publisher.h"
+#include "libs/transport/mqtt/paho_message.h"
 #include "libs/transport/testing/metric_value.h"
 #include "libs/transport/testing/test_events.h"
 #include "tests/support/peer.h"
@@ -155,17 +156,7 @@ class Agent {
   Agent(const std::string& host, const std::string& source_id)
       : client_("tcp://" + host, source_id + "-agent", mqtt::create_options(MQTTVERSION_5)) {
     client_.set_message_callback([this](mqtt::const_message_ptr message) {
-      cloudevents::MqttMessage m;
-      m.payload = message->get_payload_str();
-      const auto& props = message->get_properties();
-      if (props.contains(mqtt::property::CONTENT_TYPE)) {
-        m.content_type = mqtt::get<std::string>(props, mqtt::property::CONTENT_TYPE);
-      }
-      for (size_t i = 0; i < props.count(mqtt::property::USER_PROPERTY); ++i) {
-        auto kv = mqtt::get<mqtt::string_pair>(props, mqtt::property::USER_PROPERTY, i);
-        m.user_properties.emplace_back(std::get<0>(kv), std::get<1>(kv));
-      }
-      auto event = cloudevents::DecodeMqtt(m);
+      auto event = cloudevents::DecodeMqtt(FromPahoMessage(*message));
       absl::MutexLock lock(&mu_);
       if (event.ok()) {
         by_cluster_[*event->ClusterName()].push_back(SeqOf(*event));
