@@ -49,6 +49,18 @@ def one(pid):
         return None
 
 
+def peak_rss_bytes(pid):
+    """The most RSS the process ever had (VmHWM), or None when it is gone."""
+    try:
+        with open(f'/proc/{pid}/status') as f:
+            for line in f:
+                if line.startswith('VmHWM:'):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def stats(pid, with_children=False):
     """Summed RSS and CPU seconds of pid (and its descendants), or None when pid is gone.
 

@@ -11,6 +11,7 @@ import subprocess
 import threading
 import time
 
+from . import procstat
 from .common import NS, log
 from .hub import APPS, parallel
 
@@ -172,14 +173,8 @@ class RelistSampler:
     def result(self):
         self.stop.set()
         self.thread.join(5)
-        peak = None
-        try:
-            with open(f'/proc/{self.stack.pid(self.name)}/status') as f:
-                for line in f:
-                    if line.startswith('VmHWM:'):
-                        peak = round(int(line.split()[1]) / 1024, 1)
-        except (OSError, ValueError):
-            pass
+        peak = procstat.peak_rss_bytes(self.stack.pid(self.name))
+        peak = None if peak is None else round(peak / 1024 / 1024, 1)
         return {'cpu_seconds_until_ready': self.cpu_at_ready, 'peak_rss_mib': peak,
                 'note': 'the restarted dispatcher: CPU from its start to /readyz 200 (its '
                         'Application list complete), peak RSS (VmHWM) once settled'}
