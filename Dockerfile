@@ -20,6 +20,7 @@ RUN apt-get update -qq \
       build-essential cmake ninja-build pkg-config git python3 python3-pip openssl curl ca-certificates \
       libabsl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
       librdkafka-dev libpaho-mqtt-dev libpaho-mqttpp-dev libpqxx-dev nlohmann-json3-dev libsimdjson-dev \
+      libjemalloc-dev \
       prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev \
       libyaml-cpp-dev libcli11-dev libspdlog-dev ccache \
  && rm -rf /var/lib/apt/lists/*
@@ -47,7 +48,7 @@ FROM ${DEBIAN_IMAGE}
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       ca-certificates tzdata \
-      libabsl20220623 libc-ares2 libcivetweb1 libcurl4 libgrpc++1.51 libgrpc29 \
+      libabsl20220623 libc-ares2 libcivetweb1 libcurl4 libgrpc++1.51 libgrpc29 libjemalloc2 \
       libpaho-mqtt1.3 libpaho-mqttpp3-1 libpq5 libpqxx-6.4 libprometheus-cpp-core1.0 libsimdjson14 \
       libprotobuf32 librdkafka++1 librdkafka1 libre2-9 libssl3 libstdc++6 libyaml-cpp0.7 \
  && rm -rf /var/lib/apt/lists/* \
@@ -55,9 +56,11 @@ RUN apt-get update -qq \
  && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin mmi
 COPY --from=build /out/ /usr/local/bin/
-# Every binary fails at start if a library is missing: check it at build time.
+# Every binary fails at start if a library is missing, and runs on jemalloc (MMI_ALLOCATOR):
+# check both at build time.
 RUN for b in /usr/local/bin/mmi-dispatcher /usr/local/bin/mmi-status-sink; do \
       if ldd "$b" | grep -q 'not found'; then ldd "$b"; exit 1; fi; "$b" --help >/dev/null; \
+      ldd "$b" | grep -q libjemalloc || { echo "$b is not linked with jemalloc"; exit 1; }; \
     done
 LABEL org.opencontainers.image.title="multicluster-maestro-integrations" \
       org.opencontainers.image.description="Argo CD pull model over Maestro/OCM CloudEvents: dispatcher and status sink" \

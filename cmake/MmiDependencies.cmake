@@ -26,6 +26,19 @@ if(MMI_WITH_KAFKA)
   pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka++ rdkafka)
 endif()
 
+# The services' allocator (MMI_ALLOCATOR; see mmi_link_allocator in MmiHelpers.cmake).
+if(MMI_SANITIZE OR MMI_FUZZ)
+  set(MMI_ALLOCATOR_USED system)
+elseif(MMI_ALLOCATOR STREQUAL "jemalloc")
+  pkg_check_modules(JEMALLOC REQUIRED IMPORTED_TARGET jemalloc)  # libjemalloc-dev
+  set(MMI_ALLOCATOR_USED jemalloc)
+elseif(MMI_ALLOCATOR STREQUAL "system")
+  set(MMI_ALLOCATOR_USED system)
+else()
+  message(FATAL_ERROR "MMI_ALLOCATOR must be 'jemalloc' or 'system', not '${MMI_ALLOCATOR}'")
+endif()
+message(STATUS "Allocator of the services: ${MMI_ALLOCATOR_USED}")
+
 if(MMI_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
   find_package(benchmark CONFIG QUIET)

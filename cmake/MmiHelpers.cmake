@@ -4,6 +4,21 @@
 #   mmi_cc_test) are not declared when MMI_BUILD_TESTS is OFF (the image's build).
 # mmi_cc_test(NAME <name> SRCS ... [DEPS ...] [LABELS unit|integration|e2e] [TIMEOUT s])
 #   Declares a GoogleTest binary and registers it with ctest under the given label (default unit).
+# mmi_link_allocator(<executable>)
+#   Links the services' allocator (MMI_ALLOCATOR_USED, cmake/MmiDependencies.cmake) into an
+#   executable: its malloc, free and operator new then serve the whole process. Not as-needed:
+#   the executable need not name a jemalloc symbol for it to be loaded.
+set(CMAKE_LINK_LIBRARY_USING_MMI_NO_AS_NEEDED
+    "LINKER:--push-state,--no-as-needed" "<LINK_ITEM>" "LINKER:--pop-state")
+set(CMAKE_LINK_LIBRARY_USING_MMI_NO_AS_NEEDED_SUPPORTED TRUE)
+function(mmi_link_allocator target)
+  if(MMI_ALLOCATOR_USED STREQUAL "jemalloc")
+    # The library file itself: a link feature does not apply to an INTERFACE target.
+    target_link_libraries(${target} PRIVATE
+                          "$<LINK_LIBRARY:MMI_NO_AS_NEEDED,${JEMALLOC_LINK_LIBRARIES}>")
+  endif()
+endfunction()
+
 function(mmi_cc_library)
   cmake_parse_arguments(MMI "TESTONLY" "NAME" "SRCS;HDRS;DEPS;PRIVATE_DEPS" ${ARGN})
   if(MMI_TESTONLY AND NOT MMI_BUILD_TESTS)

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
 
+#include <map>
+#include <string>
+
 #include "libs/metrics/build_info.h"
 
 namespace mmi::metrics {
@@ -35,6 +38,14 @@ TEST(BuildInfoTest, RegistersOneSeriesWithServiceAndVersion) {
   EXPECT_EQ(families[0].name, "mmi_build_info");
   ASSERT_EQ(families[0].metric.size(), 1U);
   EXPECT_EQ(families[0].metric[0].gauge.value, 1);
+  std::map<std::string, std::string> labels;
+  for (const auto& label : families[0].metric[0].label) {
+    labels[label.name] = label.value;
+  }
+  EXPECT_EQ(labels["service"], "dispatcher");
+  EXPECT_EQ(labels["version"], Version());
+  // Tests link the system allocator (only the services and their benches link jemalloc).
+  EXPECT_EQ(labels["allocator"], "system");
 }
 
 }  // namespace

@@ -54,7 +54,9 @@ absl::StatusOr<HubConnection> AnnounceAndConnectHub(const log::Logger& log,
                                                     const HubSettings& settings, const Clock& clock,
                                                     prometheus::Registry& registry) {
   metrics::RegisterBuildInfo(registry, std::string(service));
-  log.Info("starting", {{"version", metrics::Version()}, {"config", config_summary}});
+  log.Info("starting", {{"version", metrics::Version()},
+                        {"allocator", metrics::Allocator()},
+                        {"config", config_summary}});
   return ConnectHub(settings, service, clock, &registry);
 }
 
