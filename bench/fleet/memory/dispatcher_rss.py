@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""The dispatcher's memory at a fleet size, without the rest of the fleet bench (issue #21 item 1).
+
+Runs the fleet bench's own setup (hub, etcd seeded with clusters x ApplicationSets Applications,
+PostgreSQL, the broker), then only the dispatcher, through the three moments that set its peak:
+
+  cold    started on the full hub, until every Application is recorded as published;
+  relist  etcd compacted and kube-apiserver restarted: the watch resumes from a compacted version,
+          gets 410 and lists again next to its cache;
+  restart SIGTERM and a new process: warm load from PostgreSQL, then the list.
+
+Each phase reports the process's peak RSS (VmHWM, a new process for `restart`), its RSS when
+settled and its CPU seconds. No fleet-sim and no status sink: nothing acknowledges or writes
+statuses, so the hub and the two cores serve the dispatcher alone (the full bench measures it
+with everything else running). Takes ~20 min at 300,000 (setup ~8 min).
+
+    bench/fleet/memory/dispatcher_rss.py --clusters 3000 --appsets 100 --ci \
+        --build-dir build/release --work-dir /tmp/rss300k --json /tmp/rss300k/report.json
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(HERE, '..', '..', '..', 'tools', 'stack'))
+
+import fleet_bench as fb  # noqa: E402
+from fleetbench import procstat, prom  # noqa: E402
+from fleetbench.common import log  # noqa: E402
+from fleetbench.report import git_commit, machine_info, write_json  # noqa: E402
+from mmi_stack import Stack, StackConfig, prepare_work_dir  # noqa: E402
+
+APPS = {'resource': 'applications.argoproj.io'}
+
+
+def mib(b):
+    return None if b is None else round(b / 1024 / 1024, 1)
+
+
+class Phase:
+    """Samples the dispatcher's RSS every second until done(); reports peak and last."""
+
+    def __init__(self, bench, name):
+        self.bench, self.name, self.t0 = bench, name, time.monotonic()
+        self.peak = 0
+        self.timeline = []
+
+    def sample(self):
+        st = self.bench.stack
+        s = procstat.one(st.pid('dispatcher'))
+        self.peak = max(self.peak, s['rss_bytes'])
+        el = time.monotonic() - self.t0
+        if not self.timeline or el - self.timeline[-1][0] >= 10:
+            m = self.bench.metrics('dispatcher')
+            self.timeline.append((round(el), mib(s['rss_bytes']),
+                                  int(prom.total(m, 'mmi_dispatcher_decisions_total')),
+                                  int(prom.total(m, 'mmi_dispatch_queue_depth')),
+                                  int(prom.total(m, 'mmi_dispatcher_outbox_pending'))))
+        return s
+
+    def result(self, **extra):
+        pid = self.bench.stack.pid('dispatcher')
+        s = procstat.one(pid)
+        r = {'seconds': round(time.monotonic() - self.t0, 1), 'rss_mib_end': mib(s['rss_bytes']),
+             'peak_rss_mib_sampled': mib(self.peak), 'vmhwm_mib': mib(procstat.peak_rss_bytes(pid)),
+             'cpu_seconds_process': round(s['cpu_seconds'], 1),
+             'timeline': [dict(zip(('s', 'rss_mib', 'decisions', 'queue', 'outbox'), t))
+                          for t in self.timeline]}
+        r.update(extra)
+        log(f"  {self.name}: {json.dumps({k: v for k, v in r.items() if k != 'timeline'})}")
+        return r
+
+
+def wait_published(bench, ph, n, timeout):
+    while time.monotonic() - ph.t0 < timeout:
+        time.sleep(1)
+        ph.sample()
+        published, _ = bench.pg_progress()
+        if published >= n:
+            return round(time.monotonic() - ph.t0, 1)
+        if not bench.stack.running('dispatcher'):
+            raise RuntimeError('dispatcher exited during the cold start')
+    raise RuntimeError(f'not all {n} published within {timeout} s')
+
+
+def hold(ph, seconds):
+    t = time.monotonic()
+    while time.monotonic() - t < seconds:
+        time.sleep(1)
+        ph.sample()
+
+
+def main():
+    args = fb.parse_args(sys.argv[1:])
+    args.json = args.json or os.path.join(args.work_dir, 'dispatcher-rss.json')
+    prepare_work_dir(args.work_dir)
+    stack = Stack(StackConfig(work_dir=args.work_dir, build_dir=args.build_dir,
+                              transport=args.transport, clusters=args.clusters,
+                              log_level=args.log_level, helm_set=list(args.set),
+                              ready_timeout=float(min(max(args.timeout, 600), 3600))))
+    bench = fb.FleetBench(args, stack)
+    n = bench.n_apps
+    report = {'meta': {'started': fb.iso_now(), 'commit': git_commit(), 'machine': machine_info(),
+                       'applications': n, 'set': list(args.set)}, 'phases': {}, 'ok': False}
+    signal.signal(signal.SIGTERM, lambda s, f: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        bench.setup()
+        report['setup'] = bench.report.get('setup')
+
+        log(f'cold start of the dispatcher on {n} Applications')
+        ph = Phase(bench, 'cold')
+        stack.start_dispatcher()
+        ready = round(time.monotonic() - ph.t0, 1)
+        published = wait_published(bench, ph, n, args.timeout)
+        settled = bench.settle('dispatcher', args.settle_max)
+        hold(ph, 30)
+        report['phases']['cold'] = ph.result(ready_s=ready, all_published_s=published,
+                                             settled_s=settled)
+
+        log('relist: etcd compacted, kube-apiserver restarted')
+        ph = Phase(bench, 'relist')
+        rel0 = prom.total(bench.metrics('dispatcher'), 'mmi_kube_relists_total', APPS)
+        stack.compact_etcd()
+        stack.restart_kube_apiserver()
+        relisted = None
+        while time.monotonic() - ph.t0 < args.timeout:
+            time.sleep(1)
+            ph.sample()
+            if prom.total(bench.metrics('dispatcher'), 'mmi_kube_relists_total', APPS) > rel0:
+                relisted = round(time.monotonic() - ph.t0, 1)
+                break
+        settled = bench.settle('dispatcher', args.settle_max)
+        hold(ph, 30)
+        m = bench.metrics('dispatcher')
+        report['phases']['relist'] = ph.result(
+            relisted_s=relisted, settled_s=settled,
+            dispatches_total=int(prom.total(m, 'mmi_dispatcher_dispatches_total')))
+
+        log('restart: SIGTERM, a new dispatcher on the same state')
+        rc = stack.stop_process('dispatcher', signal.SIGTERM, timeout=args.stop_timeout)
+        ph = Phase(bench, 'restart')
+        stack.start_dispatcher()
+        ready = round(time.monotonic() - ph.t0, 1)
+        settled = bench.settle('dispatcher', args.settle_max)
+        hold(ph, 30)
+        m = bench.metrics('dispatcher')
+        report['phases']['restart'] = ph.result(
+            stop_exit_code=rc, ready_s=ready, settled_s=settled,
+            republished=int(prom.total(m, 'mmi_dispatcher_dispatches_total')))
+        report['ok'] = rc == 0
+    except (Exception, KeyboardInterrupt) as e:  # noqa: BLE001 - recorded in the report
+        report['error'] = f'{type(e).__name__}: {e}'
+        log(f'FAILED: {report["error"]}')
+    finally:
+        stack.stop()
+        report['meta']['finished'] = fb.iso_now()
+        write_json(args.json, report)
+        log(f'report: {args.json}')
+    return 0 if report['ok'] else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
