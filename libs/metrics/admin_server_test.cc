@@ -44,7 +44,8 @@ TEST(BuildInfoTest, RegistersOneSeriesWithServiceAndVersion) {
   }
   EXPECT_EQ(labels["service"], "dispatcher");
   EXPECT_EQ(labels["version"], Version());
-  // Tests link the system allocator (only the services and their benches link jemalloc).
+  // Tests never link jemalloc (mmi_link_allocator is for the service, bench and simulator
+  // binaries), so the system allocator serves them.
   EXPECT_EQ(labels["allocator"], "system");
 }
 
