@@ -15,8 +15,8 @@ if [ -n "$MMI_HEAPTRACK" ]; then
   out=$HEAP_DIR/heaptrack.dispatcher.$(date -u +%H%M%S).$$.zst
   pipe=$HEAP_DIR/fifo.$$
   rm -f "$pipe"; mkfifo "$pipe"
-  setsid bash -c "/usr/lib/heaptrack/libexec/heaptrack_interpret < '$pipe' | zstd -q -c > '$out'; rm -f '$pipe'" \
-    </dev/null >>"$HEAP_DIR/interpret.log" 2>&1 &
+  setsid bash -c '/usr/lib/heaptrack/libexec/heaptrack_interpret < "$1" | zstd -q -c > "$2"; rm -f "$1"' \
+    _ "$pipe" "$out" </dev/null >>"$HEAP_DIR/interpret.log" 2>&1 &
   echo "  heaptrack -> $out" >> "$HEAP_DIR/starts.log"
   export LD_PRELOAD=/usr/lib/heaptrack/libheaptrack_preload.so DUMP_HEAPTRACK_OUTPUT=$pipe
 fi

@@ -9,12 +9,13 @@ PostgreSQL, the broker), then only the dispatcher, through the three moments tha
           gets 410 and lists again next to its cache;
   restart SIGTERM and a new process: warm load from PostgreSQL, then the list.
 
-Each phase reports the process's peak RSS (VmHWM, a new process for `restart`), its RSS when
-settled and its CPU seconds. No fleet-sim and no status sink: nothing acknowledges or writes
+Each phase reports the process's peak RSS in that phase (VmHWM, reset at the phase's start
+through /proc/PID/clear_refs), its RSS when settled and the process's CPU seconds so far. No fleet-sim and no status sink: nothing acknowledges or writes
 statuses, so the hub and the two cores serve the dispatcher alone (the full bench measures it
-with everything else running). Takes ~20 min at 300,000 (setup ~8 min).
+with everything else running). Took ~12 min at 300,000 here (setup ~4 min). A phase that does
+not complete (no relist seen, a settle that stopped at --settle-max) fails the run.
 
-    bench/fleet/memory/dispatcher_rss.py --clusters 3000 --appsets 100 --ci \
+    bench/fleet/memory/dispatcher_rss.py --scale full --clusters 3000 --appsets 100 --ci \
         --build-dir build/release --work-dir /tmp/rss300k --json /tmp/rss300k/report.json
 """
 
@@ -48,10 +49,19 @@ class Phase:
         self.bench, self.name, self.t0 = bench, name, time.monotonic()
         self.peak = 0
         self.timeline = []
+        if bench.stack.running('dispatcher'):
+            # VmHWM from here on (Linux: "5" resets the peak RSS to the current RSS).
+            with open(f"/proc/{bench.stack.pid('dispatcher')}/clear_refs", 'w') as f:
+                f.write('5')
+
+    def stats(self):
+        s = procstat.one(self.bench.stack.pid('dispatcher'))
+        if s is None:
+            raise RuntimeError(f'the dispatcher exited during the {self.name} phase')
+        return s
 
     def sample(self):
-        st = self.bench.stack
-        s = procstat.one(st.pid('dispatcher'))
+        s = self.stats()
         self.peak = max(self.peak, s['rss_bytes'])
         el = time.monotonic() - self.t0
         if not self.timeline or el - self.timeline[-1][0] >= 10:
@@ -64,7 +74,7 @@ class Phase:
 
     def result(self, **extra):
         pid = self.bench.stack.pid('dispatcher')
-        s = procstat.one(pid)
+        s = self.stats()
         r = {'seconds': round(time.monotonic() - self.t0, 1), 'rss_mib_end': mib(s['rss_bytes']),
              'peak_rss_mib_sampled': mib(self.peak), 'vmhwm_mib': mib(procstat.peak_rss_bytes(pid)),
              'cpu_seconds_process': round(s['cpu_seconds'], 1),
@@ -87,6 +97,14 @@ def wait_published(bench, ph, n, timeout):
     raise RuntimeError(f'not all {n} published within {timeout} s')
 
 
+def settle(bench, args, phase):
+    """bench.settle, failing the run when it only stopped at --settle-max."""
+    s = bench.settle('dispatcher', args.settle_max)
+    if s >= args.settle_max:
+        raise RuntimeError(f'{phase}: the dispatcher did not settle within {args.settle_max} s')
+    return s
+
+
 def hold(ph, seconds):
     t = time.monotonic()
     while time.monotonic() - t < seconds:
@@ -96,7 +114,6 @@ def hold(ph, seconds):
 
 def main():
     args = fb.parse_args(sys.argv[1:])
-    args.json = args.json or os.path.join(args.work_dir, 'dispatcher-rss.json')
     prepare_work_dir(args.work_dir)
     stack = Stack(StackConfig(work_dir=args.work_dir, build_dir=args.build_dir,
                               transport=args.transport, clusters=args.clusters,
@@ -116,7 +133,7 @@ def main():
         stack.start_dispatcher()
         ready = round(time.monotonic() - ph.t0, 1)
         published = wait_published(bench, ph, n, args.timeout)
-        settled = bench.settle('dispatcher', args.settle_max)
+        settled = settle(bench, args, 'cold')
         hold(ph, 30)
         report['phases']['cold'] = ph.result(ready_s=ready, all_published_s=published,
                                              settled_s=settled)
@@ -133,19 +150,21 @@ def main():
             if prom.total(bench.metrics('dispatcher'), 'mmi_kube_relists_total', APPS) > rel0:
                 relisted = round(time.monotonic() - ph.t0, 1)
                 break
-        settled = bench.settle('dispatcher', args.settle_max)
+        if relisted is None:
+            raise RuntimeError(f'no relist of Applications within {args.timeout} s')
+        settled = settle(bench, args, 'relist')
         hold(ph, 30)
         m = bench.metrics('dispatcher')
         report['phases']['relist'] = ph.result(
             relisted_s=relisted, settled_s=settled,
-            dispatches_total=int(prom.total(m, 'mmi_dispatcher_dispatches_total')))
+            dispatches_since_start=int(prom.total(m, 'mmi_dispatcher_dispatches_total')))
 
         log('restart: SIGTERM, a new dispatcher on the same state')
         rc = stack.stop_process('dispatcher', signal.SIGTERM, timeout=args.stop_timeout)
         ph = Phase(bench, 'restart')
         stack.start_dispatcher()
         ready = round(time.monotonic() - ph.t0, 1)
-        settled = bench.settle('dispatcher', args.settle_max)
+        settled = settle(bench, args, 'restart')
         hold(ph, 30)
         m = bench.metrics('dispatcher')
         report['phases']['restart'] = ph.result(

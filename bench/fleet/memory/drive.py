@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""h7 driver: the fleet bench's own setup and scenarios (a) and (c), with memory probes between them.
+"""[Record of the 2026-11-26 measurement, kept as it ran: paths of its clean clone /tmp/h7 and
+the H7_* variables of dispatcher-wrapper.sh as of 6868a54. To measure the code of now from the
+repository use dispatcher_rss.py and the MMI_* variables of dispatcher-wrapper.sh.]
+h7 driver: the fleet bench's own setup and scenarios (a) and (c), with memory probes between them.
 Usage: H7_HEAPTRACK=1 H7_ARENA=2 h7-drive.py LABEL [fleet_bench args...]
 Phases (marks in /tmp/h7-<LABEL>-marks.log): setup, (a) cold start, 120 s steady, malloc_stats +
 malloc_trim probe, relist (etcd compacted + kube-apiserver restarted: the dispatcher's watch gets

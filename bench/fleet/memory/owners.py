@@ -11,43 +11,40 @@ Prints a Markdown table: owner, MiB, bytes per Application, the top allocating f
 import collections
 import sys
 
-# (owner, predicate on the ';'-joined stack), first match wins.
+# (owner, substrings of a function name). Each stack goes to the owner of its innermost frame
+# that names one: the code that asked for the bytes, not a caller further up (frames carry their
+# signatures, so matching the whole stack would let an argument type decide).
 RULES = [
+    ('dispatch state: tracked resources (node map, strings)', ('DispatchState::',)),
     ('warm load: dispatch-state rows read from PostgreSQL',
-     lambda s: ('Reconciler::LoadState' in s or 'ForEachResource' in s)
-     and 'Reconciler::InstallState' not in s),
-    ('PostgreSQL client (libpq/libpqxx)',
-     lambda s: ('pqxx' in s or 'PQ' in s or 'ConnectionPool' in s) and 'InstallState' not in s),
-    ('outbox: events waiting for the broker', lambda s: 'Outbox::' in s),
-    ('spec resync responder', lambda s: 'SpecResync' in s),
-    ('dispatch state: tracked resources (node map, strings)',
-     lambda s: 'DispatchState::' in s or 'TrackedResource' in s or 'Reconciler::InstallState' in s),
-    ('reconciler: payload/event being built or recorded',
-     lambda s: 'Reconciler::' in s and ('BuildDispatch' in s or 'SpecEvent' in s
-                                        or 'EncodeStructuredJson' in s or 'PendingChange' in s)),
-    ('reconciler: key queue (WorkQueue)', lambda s: 'WorkQueue' in s),
-    ('reconciler: other', lambda s: 'Reconciler::' in s),
-    ('informer cache: MessagePack bytes', lambda s: 'InformerStore::MakeEntry' in s
-     or 'InformerStore::MakeListedEntry' in s or 'to_msgpack' in s),
-    ('informer: watch events kept while a list is read', lambda s: 'ListBuffer::' in s),
-    ('informer handler: DispatchRelevantChange copies',
-     lambda s: 'DispatchRelevantChange' in s or 'WithoutBookkeeping' in s),
-    ('informer cache: hash map slots and keys', lambda s: 'InformerStore::' in s),
+     ('Reconciler::LoadState', 'ForEachResource', 'DispatchedResource::DispatchedResource')),
+    ('events built for the outbox (bundle, metadata, event)',
+     ('MakeSpecEvent', 'EncodedWorkMeta', 'EncodeStructuredJson', 'BuildDispatch',
+      'PendingChange')),
+    ('outbox: entries waiting for the broker', ('Outbox::',)),
+    ('spec resync responder', ('SpecResync',)),
+    ('informer cache: MessagePack bytes', ('InformerStore::MakeEntry', 'InformerStore::MakeListedEntry')),
+    ('informer: watch events kept while a list is read', ('ListBuffer::',)),
+    ('informer handler: DispatchRelevantChange copies', ('DispatchRelevantChange', 'WithoutBookkeeping')),
+    ('informer cache: hash map slots and keys', ('InformerStore::',)),
     ('informer: list pages and watch events being parsed (nlohmann trees)',
-     lambda s: 'ParseWatchEvent' in s or 'HttpKubeClient::List' in s or 'PagedList' in s
-     or 'ListPages' in s or 'Informer::' in s),
-    ('GitOpsCluster controller', lambda s: 'GitOpsCluster' in s or 'AppSetRefresh' in s),
-    ('transport (Paho MQTT)', lambda s: 'MQTT' in s or 'Mqtt' in s or 'paho' in s.lower()),
-    ('kube client: curl/TLS, threads', lambda s: 'HttpKubeClient' in s or 'CurlTransport' in s
-     or 'LeaderElector' in s),
-    ('metrics', lambda s: 'prometheus' in s),
+     ('ParseWatchEvent', 'HttpKubeClient::List', 'PagedList', 'ListPages', 'Informer::')),
+    ('reconciler: key queue (WorkQueue)', ('WorkQueue',)),
+    ('PostgreSQL client (libpq/libpqxx)', ('ConnectionPool', 'pqxx::', 'PQexec', 'PQgetResult')),
+    ('GitOpsCluster controller', ('GitOpsCluster', 'AppSetRefresh')),
+    ('transport (Paho MQTT)', ('Mqtt', 'MQTT', 'mqtt::')),
+    ('kube client: curl/TLS, threads', ('HttpKubeClient', 'CurlTransport', 'LeaderElector')),
+    ('metrics', ('prometheus::',)),
+    ('reconciler: other', ('Reconciler::',)),
 ]
 
 
 def owner(stack):
-    for name, test in RULES:
-        if test(stack):
-            return name
+    for frame in reversed(stack.split(';')):
+        name = frame.split('(', 1)[0]
+        for owner_name, keys in RULES:
+            if any(k in name for k in keys):
+                return owner_name
     return 'other (startup, TLS, libraries)'
 
 

@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Samples RSS of my dispatcher (exe = /tmp/h7/build/release/.../dispatcher) every N s, with a few
+"""[Record of the 2026-11-26 measurement, kept as it ran: paths of its clean clone /tmp/h7 and
+the H7_* variables of dispatcher-wrapper.sh as of 6868a54. To measure the code of now from the
+repository use dispatcher_rss.py and the MMI_* variables of dispatcher-wrapper.sh.]
+Samples RSS of my dispatcher (exe = /tmp/h7/build/release/.../dispatcher) every N s, with a few
 of its metrics. Usage: h7-rss.py OUT.csv [interval]. Runs until killed."""
 import os, sys, time, re, urllib.request
 REAL = '/tmp/h7/build/release/services/dispatcher/dispatcher'
