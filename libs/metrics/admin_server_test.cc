@@ -30,7 +30,7 @@ TEST(RunChecksTest, NoChecksMeansHealthy) {
   EXPECT_EQ(body, "ok\n");
 }
 
-TEST(BuildInfoTest, RegistersOneSeriesWithServiceAndVersion) {
+TEST(BuildInfoTest, RegistersOneSeriesWithServiceVersionAndAllocator) {
   prometheus::Registry registry;
   RegisterBuildInfo(registry, "dispatcher");
   const auto families = registry.Collect();

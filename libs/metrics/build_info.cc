@@ -13,7 +13,9 @@ const char* Version() { return MMI_VERSION; }
 std::string Allocator() {
   // jemalloc's control interface, looked up at run time: no link dependency on jemalloc here.
   using Mallctl = int (*)(const char*, void*, size_t*, void*, size_t);
-  auto* mallctl = reinterpret_cast<Mallctl>(dlsym(RTLD_DEFAULT, "mallctl"));
+  void* symbol = dlsym(RTLD_DEFAULT, "mallctl");
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): dlsym gives an object pointer
+  auto* mallctl = reinterpret_cast<Mallctl>(symbol);
   if (mallctl == nullptr) {
     return "system";
   }
