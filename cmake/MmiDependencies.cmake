@@ -30,7 +30,7 @@ endif()
 if(MMI_SANITIZE OR MMI_FUZZ)
   set(MMI_ALLOCATOR_USED system)
 elseif(MMI_ALLOCATOR STREQUAL "jemalloc")
-  pkg_check_modules(JEMALLOC REQUIRED IMPORTED_TARGET jemalloc)  # libjemalloc-dev
+  pkg_check_modules(JEMALLOC REQUIRED jemalloc)  # libjemalloc-dev; JEMALLOC_LINK_LIBRARIES
   set(MMI_ALLOCATOR_USED jemalloc)
 elseif(MMI_ALLOCATOR STREQUAL "system")
   set(MMI_ALLOCATOR_USED system)
