@@ -33,6 +33,7 @@ struct Options {
   std::size_t stage_apps = 5'000;
   int workers = 4;
   std::size_t max_in_flight = 64;  // cheaper than the default 256 (README.md, 2)
+  int mark_linger_ms = 20;         // the dispatcher's outbox.markLinger
   std::string json_path;
 };
 
@@ -114,7 +115,8 @@ absl::StatusOr<json> RunAll(const Options& o) {
                          .mqtt_host = (*broker)->Get("MQTT_HOST"),
                          .mqtt_pid = std::stoi((*broker)->Get("MOSQUITTO_PID")),
                          .workers = o.workers,
-                         .max_in_flight = o.max_in_flight};
+                         .max_in_flight = o.max_in_flight,
+                         .mark_linger_ms = o.mark_linger_ms};
     auto result = RunDispatch(settings);
     if (!result.ok()) {
       return result.status();
@@ -136,7 +138,10 @@ absl::StatusOr<json> RunAll(const Options& o) {
 }
 
 int Run(const Options& o) {
-  json report = {{"bench", "dispatch"}, {"workers", o.workers}};
+  json report = {{"bench", "dispatch"},
+                 {"workers", o.workers},
+                 {"max_in_flight", o.max_in_flight},
+                 {"mark_linger_ms", o.mark_linger_ms}};
   report["stages_in_process"] = Report(MeasureStages(
       {.applications = o.stage_apps, .clusters = o.clusters}, o.stage_apps, o.small ? 1 : 3));
   std::fflush(stdout);
@@ -168,6 +173,9 @@ int main(int argc, char** argv) {
   cli.add_option("--stage-apps", o.stage_apps, "Applications of the in-process stage measures");
   cli.add_option("--workers", o.workers, "worker threads and PostgreSQL connections");
   cli.add_option("--max-in-flight", o.max_in_flight, "outbox publishes awaiting a PUBACK at most");
+  cli.add_option(
+      "--mark-linger-ms", o.mark_linger_ms,
+      "how long published seqs wait for others before MarkPublished (outbox.markLinger)");
   cli.add_option("--json", o.json_path, "also write the report here");
   CLI11_PARSE(cli, argc, argv);
   if (o.small) {

@@ -44,6 +44,7 @@ absl::StatusOr<DispatcherSettings> ParseSettingsYaml(std::string_view yaml) {
   o.Scalar("maxInFlight", s.outbox.max_in_flight);
   o.Duration("retryInitial", s.outbox.retry.initial);
   o.Duration("retryMax", s.outbox.retry.max);
+  o.Duration("markLinger", s.outbox.mark_linger);
 
   config::YamlSection g = root.Section("gitopsCluster");
   g.Scalar("enabled", s.gitops_cluster_enabled);
@@ -140,6 +141,10 @@ absl::Status FinalizeSettings(DispatcherSettings& s) {
   }
   if (s.outbox.max_in_flight < 1) {
     errors.push_back("outbox.maxInFlight: must be >= 1");
+  }
+  if (s.outbox.mark_linger < std::chrono::milliseconds(0) ||
+      s.outbox.mark_linger > std::chrono::seconds(10)) {
+    errors.push_back("outbox.markLinger: must be between 0 and 10s");
   }
   if (!kube::IsDns1123Label(s.reconciler.payload.default_app_namespace)) {
     errors.push_back("dispatch.defaultAppNamespace: must be a DNS-1123 label");

@@ -36,8 +36,9 @@ struct DispatcherSettings {
   // The transport's sourceId is also the source id of every resource id (payload).
   transport::TransportSettings transport;
   ReconcilerSettings reconciler;  // (dispatch)
-  OutboxSettings outbox;          // (outbox)
-  int workers = 4;                // (dispatch.workers) worker pool threads (store, hub writes)
+  // (outbox) markLinger 20 ms: see OutboxSettings::mark_linger.
+  OutboxSettings outbox{.mark_linger = std::chrono::milliseconds(20)};
+  int workers = 4;  // (dispatch.workers) worker pool threads (store, hub writes)
   // (dispatch.specResync) answer agents' spec resync requests (MQTT, Kafka; gRPC never gets
   // them).
   bool spec_resync = true;

@@ -33,7 +33,7 @@ dispatch:
   unknownClusterRetry: 2m
   workers: 6
   maxOutbox: 5000
-outbox: {maxInFlight: 64, retryMax: 10s}
+outbox: {maxInFlight: 64, retryMax: 10s, markLinger: 5ms}
 gitopsCluster: {enabled: false, orphanSecretPolicy: DeleteWhenUndecided}
 )";
 
@@ -56,6 +56,7 @@ TEST(SettingsTest, ParsesTheConfigFileOneSectionPerTransport) {
   EXPECT_EQ(s->reconciler.max_outbox, 5000U);
   EXPECT_EQ(s->outbox.max_in_flight, 64U);
   EXPECT_EQ(s->outbox.retry.max, std::chrono::seconds(10));
+  EXPECT_EQ(s->outbox.mark_linger, std::chrono::milliseconds(5));
   EXPECT_FALSE(s->gitops_cluster_enabled);
   EXPECT_EQ(s->gitops_cluster.orphan_secret_policy, OrphanSecretPolicy::kDeleteWhenUndecided);
 }
@@ -69,6 +70,21 @@ TEST(SettingsTest, TheOutboxBoundIsDispatchMaxOutboxAndZeroTurnsItOff) {
   auto bad = ParseSettingsYaml("dispatch: {maxOutbox: lots}\n");
   ASSERT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("dispatch.maxOutbox"), std::string::npos) << bad.status();
+}
+
+TEST(SettingsTest, AcceptedEventsLingerTwentyMillisecondsBeforeLeavingTheOutbox) {
+  EXPECT_EQ(DispatcherSettings{}.outbox.mark_linger, std::chrono::milliseconds(20));
+  EXPECT_EQ(OutboxSettings{}.mark_linger, std::chrono::milliseconds(0));  // the class: at once
+  auto off = ParseSettingsYaml("outbox: {markLinger: 0}\n");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(off->outbox.mark_linger, std::chrono::milliseconds(0));
+  auto bad = ParseSettingsYaml("outbox: {markLinger: 1m}\n");
+  ASSERT_TRUE(bad.ok()) << bad.status();
+  const absl::Status finalized = FinalizeSettings(*bad);
+  ASSERT_EQ(finalized.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(finalized.message().find("outbox.markLinger: must be between 0 and 10s"),
+            std::string::npos)
+      << finalized;
 }
 
 TEST(SettingsTest, ReportsEveryBadFieldByItsPath) {

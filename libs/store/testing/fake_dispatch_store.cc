@@ -7,6 +7,11 @@ int FakeDispatchStore::record_calls() const {
   return record_calls_;
 }
 
+int FakeDispatchStore::mark_published_calls() const {
+  absl::MutexLock lock(&mu_);
+  return mark_published_calls_;
+}
+
 absl::Status FakeDispatchStore::ForEachResource(
     const std::function<void(const DispatchedResource&)>& fn) {
   return VisitCopies<DispatchedResource>(
@@ -89,6 +94,7 @@ absl::StatusOr<std::vector<OutboxEntry>> FakeDispatchStore::PendingOutbox(int64_
 absl::Status FakeDispatchStore::MarkPublished(const std::vector<int64_t>& seqs,
                                               std::chrono::system_clock::time_point at) {
   absl::MutexLock lock(&mu_);
+  ++mark_published_calls_;
   if (!fault_.ok()) {
     return fault_;
   }

@@ -27,12 +27,14 @@ class FakeDispatchStore final : public DispatchStore, public FakeLockedStore {
 
   // FailWithForTest() and notifications() (of kDeletionConfirmedChannel): see FakeLockedStore.
   int record_calls() const;
+  int mark_published_calls() const;
 
  private:
   std::map<std::string, DispatchedResource> resources_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, OutboxEntry> outbox_ ABSL_GUARDED_BY(mu_);
   int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   int record_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  int mark_published_calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace mmi::store::testing

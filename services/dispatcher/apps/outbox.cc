@@ -243,6 +243,23 @@ void Outbox::Finish(int64_t seq) {
 }
 
 void Outbox::FlushMarks() {
+  if (marks_in_flight_ == 0 && !marks_.empty() && marks_.size() < settings_.mark_batch &&
+      settings_.mark_linger.count() > 0) {
+    // Let more acceptances join this batch: one statement and commit for many.
+    if (!mark_timer_) {
+      mark_timer_ = true;
+      loop_.PostAfter(settings_.mark_linger, [this] {
+        mark_timer_ = false;
+        SendMarks();
+      });
+    }
+    UpdateOutstanding();
+    return;
+  }
+  SendMarks();
+}
+
+void Outbox::SendMarks() {
   if (marks_in_flight_ > 0 || marks_.empty()) {
     UpdateOutstanding();
     return;

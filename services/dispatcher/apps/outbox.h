@@ -54,6 +54,13 @@ struct OutboxSettings {
                         .jitter = 0.2};
   // Published seqs removed from the store per MarkPublished call at most.
   size_t mark_batch = 500;
+  // How long published seqs wait for others to join them before a MarkPublished call (a full
+  // batch goes at once). Each call is one PostgreSQL statement and commit: with 0, a cold
+  // dispatch made ~14,000 calls of ~7 seqs per 100,000 Applications; with 20 ms ~500, and
+  // PostgreSQL spent ~25 % less CPU (bench/dispatch). Seqs not yet marked when the process
+  // dies are published again at its restart (receivers are idempotent). The dispatcher's
+  // default is 20 ms (services/dispatcher/settings.h).
+  std::chrono::milliseconds mark_linger{0};
   // While the transport reports itself disconnected nothing is published; re-checked this often.
   std::chrono::milliseconds reconnect_poll{200};
   // Accepted events remembered for TakeRecentlyAccepted(): those within `recent_window` of the
@@ -128,7 +135,9 @@ class Outbox {
   bool ResendWithOtherVerb(int64_t seq, Item& item, const absl::Status& status);
   // Removes `seq` (head of its resource) and readies the resource's next event.
   void Finish(int64_t seq);
+  // Sends the published seqs to the store now, or once mark_linger passed.
   void FlushMarks();
+  void SendMarks();
   // Recomputes pending() and ready_or_in_flight() (and fires the drained hook) after any change.
   void UpdateOutstanding();
   // The head of `resource_id` sleeps in retry backoff (Hold) or is ready again (Release).
@@ -153,6 +162,7 @@ class Outbox {
   bool pump_scheduled_ = false;
   std::vector<int64_t> marks_;
   size_t marks_in_flight_ = 0;
+  bool mark_timer_ = false;  // a SendMarks() is scheduled after mark_linger
   std::mt19937_64 rng_{0x5eed};
   RecentAcceptances recent_;
   // Resources whose head sleeps in retry backoff, and how many items they hold (their whole

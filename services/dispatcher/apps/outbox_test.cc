@@ -97,6 +97,47 @@ TEST_F(OutboxTest, AFailedPublishStaysInTheOutboxAndIsRetried) {
   EXPECT_EQ(hooked, std::vector<std::string>{"r1"});
 }
 
+TEST_F(OutboxTest, AcceptedEventsLeaveTheStoreTogetherAfterTheLinger) {
+  FakePublisher publisher(FakePublisher::Mode::kManual);
+  ASSERT_TRUE(publisher.Start().ok());
+  OutboxSettings settings;
+  settings.mark_linger = std::chrono::milliseconds(20);
+  settings.mark_batch = 3;
+  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, settings);
+  auto entries =
+      Record({Change("r1", 1), Change("r2", 1), Change("r3", 1), Change("r4", 1), Change("r5", 1)});
+  loop_.Post([&] { outbox.Add(entries); });
+  RunAll();
+  ASSERT_EQ(publisher.pending(), 5);
+
+  // Two accepted: they wait for others, still counted as pending.
+  ASSERT_TRUE(publisher.CompleteNext());
+  ASSERT_TRUE(publisher.CompleteNext());
+  RunAll();
+  EXPECT_EQ(store_.mark_published_calls(), 0);
+  EXPECT_EQ(store_.PendingOutbox(0, 10)->size(), 5U);
+  EXPECT_EQ(outbox.pending(), 5U);
+  EXPECT_FALSE(outbox.WaitDrained(std::chrono::milliseconds(0)));
+
+  // A third fills a batch: it goes at once, without waiting for the linger.
+  ASSERT_TRUE(publisher.CompleteNext());
+  RunAll();
+  EXPECT_EQ(store_.mark_published_calls(), 1);
+  EXPECT_EQ(store_.PendingOutbox(0, 10)->size(), 2U);
+
+  // The last two: one call once the linger has passed.
+  publisher.CompleteAll();
+  RunAll();
+  EXPECT_EQ(store_.mark_published_calls(), 1);
+  EXPECT_EQ(outbox.pending(), 2U);
+  clock_.Advance(std::chrono::milliseconds(20));
+  RunAll();
+  EXPECT_EQ(store_.mark_published_calls(), 2);
+  EXPECT_TRUE(store_.PendingOutbox(0, 10)->empty());
+  EXPECT_EQ(outbox.pending(), 0U);
+  EXPECT_TRUE(outbox.WaitDrained(std::chrono::milliseconds(0)));
+}
+
 TEST_F(OutboxTest, AnEventHandedOverInMemoryIsPublishedAsItWasAndAgainAfterAFailure) {
   FakePublisher publisher;
   ASSERT_TRUE(publisher.Start().ok());

@@ -391,7 +391,7 @@ dispatcher:
     workers: 5
     specResync: false
     compactInformerStorage: false
-  outbox: {maxInFlight: 99, retryInitial: 1s, retryMax: 2m}
+  outbox: {maxInFlight: 99, retryInitial: 1s, retryMax: 2m, markLinger: 7ms}
   gitopsCluster:
     enabled: false
     resyncPeriod: 7m
@@ -503,6 +503,7 @@ TEST_F(ChartTest, EverySettingReachesTheServices) {
   EXPECT_EQ(d.outbox.max_in_flight, 99u);
   EXPECT_EQ(d.outbox.retry.initial, seconds(1));
   EXPECT_EQ(d.outbox.retry.max, seconds(120));
+  EXPECT_EQ(d.outbox.mark_linger, std::chrono::milliseconds(7));
   EXPECT_FALSE(d.gitops_cluster_enabled);
   EXPECT_EQ(d.gitops_cluster.resync_period, seconds(420));
   EXPECT_EQ(d.gitops_cluster.field_manager, "fm-d");
