@@ -10,6 +10,8 @@ find_package(prometheus-cpp CONFIG REQUIRED)
 find_package(yaml-cpp CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 pkg_check_modules(PQXX REQUIRED IMPORTED_TARGET libpqxx)
+# simdjson (Debian libsimdjson-dev) indexes status payloads for the status sink's one-pass decoder.
+find_package(simdjson REQUIRED)
 
 if(MMI_WITH_GRPC)
   find_package(Protobuf CONFIG QUIET)

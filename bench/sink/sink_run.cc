@@ -178,7 +178,8 @@ double Metric(status_sink::StatusSinkApp& app, const char* name,
 
 // Waits for `events` handled events; the times of the first and the last.
 absl::Status AwaitHandled(status_sink::StatusSinkApp& app, std::size_t events,
-                          Clock::time_point* first, Clock::time_point* last) {
+                          Clock::time_point* first, double* handled_at_first,
+                          Clock::time_point* last) {
   const auto deadline = Clock::now() + std::chrono::seconds(60 + events / 500);
   bool started = false;
   while (Clock::now() < deadline) {
@@ -186,6 +187,7 @@ absl::Status AwaitHandled(status_sink::StatusSinkApp& app, std::size_t events,
     if (!started && handled > 0) {
       started = true;
       *first = Clock::now();
+      *handled_at_first = handled;
     }
     if (handled >= static_cast<double>(events)) {
       *last = Clock::now();
@@ -227,9 +229,19 @@ absl::StatusOr<RunResult> RunSink(const RunSettings& s) {
   if (auto st = PrepareStore((*db)->Get("PG_DSN"), s.shape); !st.ok()) {
     return st;
   }
+  if (s.prefill && s.transport != "kafka") {
+    return absl::InvalidArgumentError("prefill needs Kafka (the topic keeps the events)");
+  }
+  std::optional<absl::StatusOr<double>> published;
   if (s.transport == "kafka") {  // the topic, before the sink's consumer joins
     if (auto prepared = Publish(PublisherCommand(s, **broker, true)); !prepared.ok()) {
       return prepared.status();
+    }
+    if (s.prefill) {
+      published = Publish(PublisherCommand(s, **broker, false));
+      if (!published->ok()) {
+        return published->status();
+      }
     }
   }
   auto settings = SinkSettings(s, **hub, **db, **broker);
@@ -237,24 +249,30 @@ absl::StatusOr<RunResult> RunSink(const RunSettings& s) {
     return st;
   }
   status_sink::StatusSinkApp app(settings);
+  auto before = ThreadCpuByGroup(GroupOf);
   if (auto st = app.Start(); !st.ok()) {
     return st;
   }
-  const auto ready_deadline = Clock::now() + std::chrono::seconds(60);
-  while (!app.sink_ready()) {
-    if (Clock::now() > ready_deadline) {
-      return absl::DeadlineExceededError("the sink did not lead, resume and subscribe in 60 s");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  std::this_thread::sleep_for(std::chrono::seconds(1));  // subscription settled, resync sent
-  const auto before = ThreadCpuByGroup(GroupOf);
-  std::optional<absl::StatusOr<double>> published;
-  std::thread publisher([&] { published = Publish(PublisherCommand(s, **broker, false)); });
   Clock::time_point first;
+  double handled_at_first = 0;
   Clock::time_point last;
-  absl::Status handled = AwaitHandled(app, s.events, &first, &last);
-  publisher.join();
+  absl::Status handled = absl::OkStatus();
+  if (s.prefill) {  // events flow as soon as the consumer joins
+    handled = AwaitHandled(app, s.events, &first, &handled_at_first, &last);
+  } else {
+    const auto ready_deadline = Clock::now() + std::chrono::seconds(60);
+    while (!app.sink_ready()) {
+      if (Clock::now() > ready_deadline) {
+        return absl::DeadlineExceededError("the sink did not lead, resume and subscribe in 60 s");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));  // subscription settled, resync sent
+    before = ThreadCpuByGroup(GroupOf);
+    std::thread publisher([&] { published = Publish(PublisherCommand(s, **broker, false)); });
+    handled = AwaitHandled(app, s.events, &first, &handled_at_first, &last);
+    publisher.join();
+  }
   if (handled.ok()) {
     AwaitWritesSettled(app);
   }
@@ -273,7 +291,8 @@ absl::StatusOr<RunResult> RunSink(const RunSettings& s) {
   }
   result.publisher_events_per_second = **published;
   result.seconds = std::chrono::duration<double>(last - first).count();
-  result.events_per_second = static_cast<double>(s.events) / std::max(result.seconds, 1e-9);
+  result.events_per_second =
+      (static_cast<double>(s.events) - handled_at_first) / std::max(result.seconds, 1e-9);
   result.groups = GroupCosts(before, after, s.events, &result.total_us_per_event);
   return result;
 }

@@ -4,7 +4,8 @@
 // the service runs it (StatusSinkApp), with an intake queue large enough to hold the whole run,
 // so that it works at its own pace and drops nothing.
 //
-// Reported: events/s through the sink (first to last event handled) and CPU per event of each
+// Reported: events/s through the sink (from the first poll that saw an event handled to the last
+// event, counting those handled in between) and CPU per event of each
 // group of sink threads, from /proc/self/task/*/schedstat: the transport's threads (Paho's
 // callback thread, "mqtt-conn"; "kafka-consume" and librdkafka's "rdk:*"), the loop
 // ("status-sink": decode, id lookup, coalesce, write dispatch), the store workers
@@ -25,6 +26,10 @@ struct RunSettings {
   EventShape shape;
   std::size_t events = 20'000;
   std::string publisher;  // path of the sink_publisher binary
+  // Kafka only: every event is in the topic before the sink starts, so that the publisher
+  // cannot be the bound (the sink's consumer starts at the earliest offset): the sink's own
+  // intake capacity. Its CPU then includes its start-up.
+  bool prefill = false;
 };
 
 struct ThreadGroupCost {

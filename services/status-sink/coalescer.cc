@@ -3,9 +3,11 @@
 #include <compare>
 #include <utility>
 
+#include "libs/cloudevents/codec_options.h"
 #include "libs/cloudevents/sequence_id.h"
 #include "libs/cloudevents/status_hash.h"
 #include "libs/kube/object.h"
+#include "services/status-sink/internal/json_tree.h"
 
 namespace mmi::status_sink {
 namespace {
@@ -38,12 +40,40 @@ void MoveAcks(std::vector<transport::AckFn>& from, std::vector<transport::AckFn>
   from.clear();
 }
 
-// Members of an Application status that are not material (see the header).
+// The tree of a status the one-pass decoder vouched for (its parser agrees with nlohmann on
+// it; nlohmann's own parser only if it did not).
+nlohmann::json ParseStatusText(const std::string& text) {
+  thread_local internal::JsonTreeParser parser;
+  if (auto tree = parser.Parse(text, cloudevents::CodecLimits{}.max_json_depth)) {
+    return *std::move(tree);
+  }
+  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
+
+}  // namespace
+
 bool IsVolatileMember(std::string_view key) {
   return key == "reconciledAt" || key == "observedAt" || key == "controllerNamespace";
 }
 
-}  // namespace
+std::string MaterialHashOf(const StatusUpdate& update, bool ignore_resource_health_messages) {
+  if (!update.material_hash.empty() &&
+      update.material_hash_ignores_health_messages == ignore_resource_health_messages) {
+    return update.material_hash;
+  }
+  if (update.status.is_null() && !update.status_text.empty()) {
+    return MaterialHash(ParseStatusText(update.status_text), ignore_resource_health_messages);
+  }
+  return MaterialHash(update.status, ignore_resource_health_messages);
+}
+
+const nlohmann::json& StatusTree(StatusUpdate& update) {
+  if (update.status.is_null() && !update.status_text.empty()) {
+    update.status = ParseStatusText(update.status_text);
+    std::string().swap(update.status_text);
+  }
+  return update.status;
+}
 
 std::string MaterialHash(const nlohmann::json& status, bool ignore_resource_health_messages) {
   using Json = nlohmann::json;
@@ -242,7 +272,7 @@ Coalescer::OfferOutcome Coalescer::Offer(StatusUpdate update, transport::AckFn a
     // Shed another resource's write only for a report that will need a slot itself.
     bool needs_slot = update.deleted;
     if (!needs_slot) {
-      material = MaterialHash(update.status, settings_.ignore_resource_health_messages);
+      material = MaterialHashOf(update, settings_.ignore_resource_health_messages);
       needs_slot = *material != (st.in_flight ? st.in_flight_material : st.applied_material) ||
                    VolatileDue(st);
     }
@@ -272,9 +302,8 @@ Coalescer::OfferOutcome Coalescer::Offer(StatusUpdate update, transport::AckFn a
     return out;
   }
 
-  task.material_hash = material
-                           ? *std::move(material)
-                           : MaterialHash(update.status, settings_.ignore_resource_health_messages);
+  task.material_hash = material ? *std::move(material)
+                                : MaterialHashOf(update, settings_.ignore_resource_health_messages);
   task.update = std::move(update);
   const std::string& hub_material = st.in_flight ? st.in_flight_material : st.applied_material;
   if (task.material_hash != hub_material) {
@@ -367,6 +396,7 @@ Coalescer::Ready Coalescer::TakeReady(std::size_t max) {
     st.in_flight = true;
     st.in_flight_material = task.material_hash;
     ++in_flight_count_;
+    StatusTree(task.update);  // the hub write is made from the tree
     out.tasks.push_back(std::move(task));
   }
   return out;

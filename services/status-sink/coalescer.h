@@ -38,6 +38,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -63,13 +64,27 @@ struct StatusUpdate {
   std::string resource_id;
   std::optional<int64_t> sequence_id;  // snowflake value; nullopt = absent
   std::string status_hash;
-  bool deleted = false;   // work-level Deleted=True: the deletion is complete
-  nlohmann::json status;  // the spoke Application's `.status` (an object; null when deleted)
+  bool deleted = false;  // work-level Deleted=True: the deletion is complete
+  // The spoke Application's `.status` (an object; null when deleted): a tree, or from the
+  // one-pass decoder its JSON text, `status` staying null until StatusTree() builds it for a
+  // hub write (most reports are dropped unwritten).
+  nlohmann::json status;
+  std::string status_text;
+  // MaterialHash() of the status computed by the decoder from its text, for the setting
+  // `material_hash_ignores_health_messages`; empty when not computed.
+  std::string material_hash;
+  bool material_hash_ignores_health_messages = false;
   std::optional<std::chrono::system_clock::time_point> event_time;  // the agent's `time`
 };
 
+// Members of an Application `.status` that are not material (see the file comment).
+bool IsVolatileMember(std::string_view key);
 // Hash over the material fields of an Application `.status` (see the file comment).
 std::string MaterialHash(const nlohmann::json& status, bool ignore_resource_health_messages);
+// MaterialHash() of `update`'s status: the decoder's when it computed it for this setting.
+std::string MaterialHashOf(const StatusUpdate& update, bool ignore_resource_health_messages);
+// The `.status` tree of `update`, built from `status_text` the first time.
+const nlohmann::json& StatusTree(StatusUpdate& update);
 
 enum class OfferResult {
   kQueued,     // a write (or deletion hand-off) is now pending
@@ -114,8 +129,9 @@ class Coalescer {
     std::vector<transport::AckFn> release;  // reports that turned out to need no write
     int unchanged = 0;                      // how many pending reports were dropped that way
   };
-  // Up to `max` tasks whose resources have no write in flight and whose retry delay passed;
-  // they count as in flight until Written / Dropped / Requeue.
+  // Up to `max` tasks whose resources have no write in flight and whose retry delay passed,
+  // each with its status tree built (StatusTree); they count as in flight until Written /
+  // Dropped / Requeue.
   Ready TakeReady(std::size_t max);
 
   // The write landed: returns the row to persist (appset fields left empty) - the task's acks

@@ -10,10 +10,12 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/types/span.h"
 #include "libs/cloudevents/codec_options.h"
 #include "libs/cloudevents/json_format.h"
 #include "libs/cloudevents/manifest_bundle.h"
 #include "libs/cloudevents/sequence_id.h"
+#include "libs/cloudevents/status_hash.h"
 #include "libs/transport/metrics.h"
 #include "services/status-sink/internal/json_tree.h"
 #include "services/status-sink/status_report.h"
@@ -146,22 +148,44 @@ bool ResourceMeta(const Member& member, std::string_view* group, std::string_vie
 }
 
 // What FeedbackStatus (status_patch.h) picks: the first "status" value of the first
-// Application manifest that has one.
+// Application manifest that has one, as JSON text, with its material hash.
 struct Feedback {
   bool found = false;
   bool json_raw = false;
-  nlohmann::json value;
+  bool object = false;
+  std::string text;
+  std::string material_hash;
 };
 
 struct PayloadReader {
   internal::JsonTreeParser& raw_parser;
   const cloudevents::CodecLimits& limits;
+  const bool ignore_resource_health_messages;
+  std::string& scratch;
   std::optional<bool> deleted;
   Feedback feedback;
 
+  // MaterialHash() of the tree BuildTree makes of `status`, written straight from the index;
+  // false where BuildTree refuses.
+  bool Material(const element& status, std::string* hash) {
+    scratch.clear();
+    const auto skip = [this](absl::Span<const std::string_view> path, std::string_view key) {
+      if (path.empty()) {
+        return IsVolatileMember(key);
+      }
+      return ignore_resource_health_messages && key == "message" && path.size() == 3 &&
+             path[0] == "resources" && path[1] == "[]" && path[2] == "health";
+    };
+    if (!internal::AppendDump(status, limits.max_json_depth, skip, scratch)) {
+      return false;
+    }
+    *hash = cloudevents::Sha256Hex(scratch);
+    return true;
+  }
+
   // FieldValueFromJson's checks; a JsonRaw value is parsed (the full path does that for
-  // every one) and kept in `*tree`.
-  bool FieldValue(const Member& member, bool* json_raw, nlohmann::json* tree) {
+  // every one). The `wanted` one (the Application's status) is kept in `feedback`.
+  bool FieldValue(const Member& member, bool wanted) {
     if (!IsObject(member)) {
       return false;  // required
     }
@@ -170,7 +194,11 @@ struct PayloadReader {
     if (!String(m[0], &type)) {
       return false;
     }
-    *json_raw = type == "JsonRaw";
+    const bool json_raw = type == "JsonRaw";
+    if (wanted) {
+      feedback.found = true;
+      feedback.json_raw = json_raw;
+    }
     std::int64_t integer = 0;
     std::string_view text;
     if (type == "Integer") {
@@ -182,15 +210,20 @@ struct PayloadReader {
     if (type == "Boolean") {
       return m[3].has_value() && m[3]->is_bool();
     }
-    if (!*json_raw || !m[4].has_value() || !String(m[4], &text)) {
+    if (!json_raw || !m[4].has_value() || !String(m[4], &text)) {
       return false;
     }
-    auto parsed = raw_parser.Parse(text, limits.max_json_depth);
-    if (!parsed.has_value()) {
+    element root;
+    if (!raw_parser.Index(text, root)) {
       return false;
     }
-    *tree = *std::move(parsed);
-    return true;
+    if (wanted && root.is_object()) {
+      feedback.object = true;
+      feedback.text.assign(text);
+      return Material(root, &feedback.material_hash);
+    }
+    scratch.clear();  // checked as BuildTree would build it
+    return internal::AppendDump(root, 0, limits.max_json_depth, scratch);
   }
 
   bool StatusFeedback(const Member& member, bool application) {
@@ -207,15 +240,10 @@ struct PayloadReader {
       }
       const auto v = Members<2>(item, {"name", "fieldValue"});
       std::string_view name;
-      bool json_raw = false;
-      nlohmann::json tree;
-      if (!String(v[0], &name) || !FieldValue(v[1], &json_raw, &tree)) {
+      if (!String(v[0], &name)) {
         return false;
       }
-      if (application && name == "status" && !feedback.found) {
-        feedback = Feedback{true, json_raw, std::move(tree)};
-      }
-      return true;
+      return FieldValue(v[1], application && name == "status" && !feedback.found);
     });
   }
 
@@ -324,6 +352,7 @@ struct OnePassDecoder::Parsers {
   simdjson::dom::parser data;
   simdjson::dom::parser metadata;
   internal::JsonTreeParser raw;
+  std::string scratch;                      // the material text of a status, kept between events
   const cloudevents::CodecLimits limits{};  // the full path's (defaults)
 };
 
@@ -376,7 +405,7 @@ std::optional<std::string> OnePassDecoder::MetadataApp(const cloudevents::Event&
 }
 
 std::optional<std::variant<StatusReport, Rejection>> OnePassDecoder::Decode(
-    const cloudevents::Event& event) {
+    const cloudevents::Event& event, bool ignore_resource_health_messages) {
   if (cloudevents::ClassifyReceived(event) != cloudevents::ReceivedKind::kStatus) {
     return std::nullopt;
   }
@@ -392,7 +421,8 @@ std::optional<std::variant<StatusReport, Rejection>> OnePassDecoder::Decode(
       parsers_->data.parse(data).get(root) != simdjson::SUCCESS) {
     return std::nullopt;
   }
-  PayloadReader payload{parsers_->raw, parsers_->limits, std::nullopt, {}};
+  PayloadReader payload{parsers_->raw,     parsers_->limits, ignore_resource_health_messages,
+                        parsers_->scratch, std::nullopt,     {}};
   if (!payload.Read(root)) {
     return std::nullopt;
   }
@@ -401,10 +431,12 @@ std::optional<std::variant<StatusReport, Rejection>> OnePassDecoder::Decode(
     if (!payload.feedback.found) {
       return Rejection{DropReason::kNoFeedback, "no status feedback yet"};
     }
-    if (!payload.feedback.json_raw || !payload.feedback.value.is_object()) {
+    if (!payload.feedback.json_raw || !payload.feedback.object) {
       return std::nullopt;  // malformed: the full path words the rejection
     }
-    report.update.status = std::move(payload.feedback.value);
+    report.update.status_text = std::move(payload.feedback.text);
+    report.update.material_hash = std::move(payload.feedback.material_hash);
+    report.update.material_hash_ignores_health_messages = ignore_resource_health_messages;
   }
   auto app = MetadataApp(event);
   if (!app.has_value()) {

@@ -1,9 +1,10 @@
 // The status sink's fast decode of a status event (issue #21): the event's `data` and its
-// `metadata` extension are each indexed once by simdjson and read in place, and only the
-// Application's `status` feedback is built into a tree (the coalescer and the hub patch need
-// one). The full path (DecodeStatusReportFull, status_report.h) builds the typed
-// ManifestBundleStatus and ObjectMeta with nlohmann::json first, parsing the feedback twice and
-// copying it once more.
+// `metadata` extension are each indexed once by simdjson and read in place. The Application's
+// `status` feedback is kept as its JSON text, with its material hash (coalescer.h) written
+// straight from simdjson's index: no tree is built (StatusTree() builds one from the text for
+// the few reports that become a hub write). The full path (DecodeStatusReportFull,
+// status_report.h) builds the typed ManifestBundleStatus and ObjectMeta with nlohmann::json
+// first, parsing the feedback twice and copying it once more.
 //
 // It checks every member the full path checks, with the same rules, and answers only when it is
 // sure to give the full path's answer: a StatusReport, or the kNoFeedback rejection. Anything
@@ -35,8 +36,10 @@ class OnePassDecoder {
   OnePassDecoder(const OnePassDecoder&) = delete;
   OnePassDecoder& operator=(const OnePassDecoder&) = delete;
 
-  // The full path's answer for `event`, or nullopt when this decoder cannot vouch for it.
-  std::optional<std::variant<StatusReport, Rejection>> Decode(const cloudevents::Event& event);
+  // The full path's answer for `event`, or nullopt when this decoder cannot vouch for it. The
+  // material hash is computed for `ignore_resource_health_messages` (CoalescerSettings).
+  std::optional<std::variant<StatusReport, Rejection>> Decode(
+      const cloudevents::Event& event, bool ignore_resource_health_messages = false);
 
  private:
   struct Parsers;

@@ -264,7 +264,7 @@ void Sink::Release(std::vector<transport::AckFn>& acks) {
 
 void Sink::HandleEvent(cloudevents::Event event, transport::AckFn ack) {
   metrics_.Received();
-  auto decoded = DecodeStatusReport(event);
+  auto decoded = DecodeStatusReport(event, settings_.coalescer.ignore_resource_health_messages);
   if (auto* rejection = std::get_if<Rejection>(&decoded)) {
     metrics_.Dropped(rejection->reason);
     if (rejection->reason == DropReason::kMalformed) {

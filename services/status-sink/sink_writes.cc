@@ -37,7 +37,7 @@ void Sink::Dispatch(WriteTask task) {
     });
     return;
   }
-  auto patch = BuildStatusPatch(task.update.status, settings_.patch, clock_.Now());
+  auto patch = BuildStatusPatch(StatusTree(task.update), settings_.patch, clock_.Now());
   if (!patch.ok()) {
     metrics_.Write(WriteResult::kInvalid, {});
     warnings_.bad_patch.Add(

@@ -44,10 +44,11 @@ std::string MetadataApp(const cloudevents::Event& event) {
 
 }  // namespace
 
-std::variant<StatusReport, Rejection> DecodeStatusReport(const cloudevents::Event& event) {
+std::variant<StatusReport, Rejection> DecodeStatusReport(const cloudevents::Event& event,
+                                                         bool ignore_resource_health_messages) {
   // One decoder per thread (in the sink: the loop thread) keeps its parse buffers warm.
   thread_local OnePassDecoder decoder;
-  auto decoded = decoder.Decode(event);
+  auto decoded = decoder.Decode(event, ignore_resource_health_messages);
   if (decoded.has_value()) {
     return *std::move(decoded);
   }

@@ -37,8 +37,11 @@ struct Rejection {
 
 // Decodes `event` (any event received on the status subscription): the one-pass decoder
 // (one_pass_decoder.h, one per calling thread), and the full path wherever that one cannot
-// vouch for its answer. Always equal to DecodeStatusReportFull.
-std::variant<StatusReport, Rejection> DecodeStatusReport(const cloudevents::Event& event);
+// vouch for its answer. Always equal to DecodeStatusReportFull, the status as a tree or as its
+// text with the material hash for `ignore_resource_health_messages` (StatusTree(),
+// MaterialHashOf()).
+std::variant<StatusReport, Rejection> DecodeStatusReport(
+    const cloudevents::Event& event, bool ignore_resource_health_messages = false);
 
 // What every decode path takes from the event's attributes alone: its time and its cluster.
 void TakeEventFacts(const cloudevents::Event& event, StatusReport& report);

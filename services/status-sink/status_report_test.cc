@@ -89,7 +89,11 @@ TEST(StatusReportTest, CarriesTheResourceClusterSequenceHashAndStatusOfTheEvent)
   EXPECT_EQ(report.update.sequence_id, Sequence().Value());
   EXPECT_EQ(report.update.status_hash, "agent-hash");
   EXPECT_FALSE(report.update.deleted);
-  EXPECT_EQ(report.update.status["health"]["status"], "Healthy");
+  // The one-pass decoder keeps the status as its text, with its material hash.
+  EXPECT_TRUE(report.update.status.is_null());
+  EXPECT_FALSE(report.update.status_text.empty());
+  EXPECT_EQ(StatusTree(report.update)["health"]["status"], "Healthy");
+  EXPECT_EQ(report.update.material_hash, MaterialHash(report.update.status, false));
   ASSERT_TRUE(report.update.event_time.has_value());
   EXPECT_EQ(report.update.event_time->time_since_epoch(), std::chrono::seconds(1'780'308'000));
   EXPECT_EQ(report.metadata_app, "");

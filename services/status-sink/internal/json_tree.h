@@ -15,8 +15,11 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
+#include "absl/functional/function_ref.h"
+#include "absl/types/span.h"
 #include "nlohmann/json.hpp"
 
 namespace simdjson::dom {
@@ -34,6 +37,21 @@ bool IsPlainJsonText(std::string_view text);
 // root container counts 1, as CodecLimits::max_json_depth does).
 bool BuildTree(const simdjson::dom::element& element, int max_depth, nlohmann::json& out);
 
+// Appends to `out` the text nlohmann's dump() (compact, error_handler replace) writes for the tree
+// BuildTree makes of `element`, without building it: object members in key order, the last of
+// duplicate keys. False (and `out` partly written) where BuildTree refuses; `depth` is the
+// nesting of `element` itself (0 for a root).
+bool AppendDump(const simdjson::dom::element& element, int depth, int max_depth, std::string& out);
+// Whether AppendDump leaves an object member out: `path` names the containers from the root
+// down to the member's object (a member's key, "[]" for an array's items), `key` the member.
+using DumpSkip =
+    absl::FunctionRef<bool(absl::Span<const std::string_view> path, std::string_view key)>;
+// AppendDump without the members `skip` names (the skipped values are still checked).
+bool AppendDump(const simdjson::dom::element& element, int max_depth, DumpSkip skip,
+                std::string& out);
+// Appends `text` as dump() writes a string (valid UTF-8, as simdjson hands it out).
+void AppendDumpString(std::string_view text, std::string& out);
+
 class JsonTreeParser {
  public:
   JsonTreeParser();
@@ -44,6 +62,10 @@ class JsonTreeParser {
   // What nlohmann::json::parse(text) returns, or nullopt when this parser cannot vouch for it
   // (not plain text, invalid, deeper than `max_depth`, or an edge case above).
   std::optional<nlohmann::json> Parse(std::string_view text, int max_depth);
+  // Parse() without the tree: its checks up to the tree (plain text, valid JSON), and the root
+  // element in `root`, valid until the next call. False where Parse() gives nullopt for them;
+  // BuildTree's own checks (depth, -0) are the caller's, e.g. through AppendDump().
+  bool Index(std::string_view text, simdjson::dom::element& root);
 
  private:
   struct Impl;

@@ -40,8 +40,20 @@ inline std::string ReportDifference(const std::variant<StatusReport, Rejection>&
       u.status_hash != v.status_hash || u.deleted != v.deleted || u.event_time != v.event_time) {
     return "resource id, sequence id, status hash, deletion or event time differ";
   }
-  if (u.status != v.status || u.status.dump() != v.status.dump()) {
-    return "status feedback differs: " + u.status.dump() + " | " + v.status.dump();
+  // The status as a tree (built from the text a decoder kept), and the material hash a decoder
+  // computed against the other's tree.
+  StatusUpdate tu = u;
+  StatusUpdate tv = v;
+  const auto& su = StatusTree(tu);
+  const auto& sv = StatusTree(tv);
+  if (su != sv || su.dump() != sv.dump()) {
+    return "status feedback differs: " + su.dump() + " | " + sv.dump();
+  }
+  for (const auto* update : {&u, &v}) {
+    if (!update->material_hash.empty() &&
+        update->material_hash != MaterialHash(su, update->material_hash_ignores_health_messages)) {
+      return "the decoder's material hash differs from MaterialHash() of the status: " + su.dump();
+    }
   }
   return "";
 }
