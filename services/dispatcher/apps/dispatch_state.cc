@@ -52,13 +52,14 @@ const TrackedResource* DispatchState::Find(const std::string& resource_id) const
 
 TrackedResource* DispatchState::FindByKey(const std::string& key) {
   auto it = by_key_.find(key);
-  return it == by_key_.end() ? nullptr : Find(it->second);
+  return it == by_key_.end() ? nullptr : it->second;
 }
 
 TrackedResource& DispatchState::Track(TrackedResource resource) {
   const std::string id = resource.id();
-  by_key_[resource.Key()] = id;
+  std::string key = resource.Key();
   TrackedResource& tracked = resources_[id] = std::move(resource);
+  by_key_[std::move(key)] = &tracked;
   tracked_gauge_.Set(static_cast<double>(resources_.size()));
   return tracked;
 }
@@ -70,7 +71,7 @@ void DispatchState::Untrack(const std::string& resource_id) {
     return;
   }
   if (auto kit = by_key_.find(it->second.Key());
-      kit != by_key_.end() && kit->second == resource_id) {
+      kit != by_key_.end() && kit->second == &it->second) {
     by_key_.erase(kit);
   }
   resources_.erase(it);

@@ -157,8 +157,8 @@ void Reconciler::EnqueueAll() {
   for (const auto& key : apps_.Keys()) {
     Enqueue(key);
   }
-  for (const auto& [key, id] : state_.keys()) {
-    Enqueue(key);
+  for (const auto& entry : state_.keys()) {
+    Enqueue(entry.first);
   }
 }
 
