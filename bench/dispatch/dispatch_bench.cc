@@ -116,7 +116,7 @@ absl::StatusOr<json> RunAll(const Options& o) {
                          .mqtt_pid = std::stoi((*broker)->Get("MOSQUITTO_PID")),
                          .workers = o.workers,
                          .max_in_flight = o.max_in_flight,
-                         .mark_linger_ms = o.mark_linger_ms};
+                         .mark_linger = std::chrono::milliseconds(o.mark_linger_ms)};
     auto result = RunDispatch(settings);
     if (!result.ok()) {
       return result.status();

@@ -105,7 +105,7 @@ struct Pipeline {
     if (s.max_in_flight > 0) {
       o.max_in_flight = s.max_in_flight;
     }
-    o.mark_linger = std::chrono::milliseconds(s.mark_linger_ms);
+    o.mark_linger = s.mark_linger;
     return o;
   }
   dispatcher::ReconcilerDeps Deps() {

@@ -7,6 +7,7 @@
 // the CPU went, by thread and by stage (metered.h).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -27,7 +28,7 @@ struct RunSettings {
   int workers = 4;           // the dispatcher's default (dispatch.workers, store.poolSize)
   // Outbox publishes awaiting their PUBACK at most (outbox.maxInFlight; 0: the default).
   std::size_t max_in_flight = 0;
-  int mark_linger_ms = 20;  // outbox.markLinger (the dispatcher's default)
+  std::chrono::milliseconds mark_linger{20};  // outbox.markLinger (the dispatcher's default)
   double timeout_seconds = 1800;
 };
 

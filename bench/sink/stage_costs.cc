@@ -122,7 +122,8 @@ std::vector<StageCost> DecodeStages(const Inputs& in, std::size_t n, int rounds)
                      if (tree_parser.Index(feedback, root) &&
                          status_sink::internal::AppendDump(
                              root, 100,
-                             [](absl::Span<const std::string_view> path, std::string_view key) {
+                             [](absl::Span<const status_sink::internal::DumpPathStep> path,
+                                std::string_view key) {
                                return path.empty() && status_sink::IsVolatileMember(key);
                              },
                              text)) {

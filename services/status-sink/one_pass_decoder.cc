@@ -169,12 +169,15 @@ struct PayloadReader {
   // false where BuildTree refuses.
   bool Material(const element& status, std::string* hash) {
     scratch.clear();
-    const auto skip = [this](absl::Span<const std::string_view> path, std::string_view key) {
+    using Step = internal::DumpPathStep;
+    const auto skip = [this](absl::Span<const Step> path, std::string_view key) {
       if (path.empty()) {
         return IsVolatileMember(key);
       }
+      // resources[].health.message
       return ignore_resource_health_messages && key == "message" && path.size() == 3 &&
-             path[0] == "resources" && path[1] == "[]" && path[2] == "health";
+             path[0] == Step{.key = "resources"} &&
+             path[1] == Step{.key = {}, .array_items = true} && path[2] == Step{.key = "health"};
     };
     if (!internal::AppendDump(status, limits.max_json_depth, skip, scratch)) {
       return false;

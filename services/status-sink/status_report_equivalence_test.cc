@@ -102,16 +102,46 @@ std::string Nested(int depth) {
 }
 
 TEST(StatusReportEquivalenceTest, FeedbackEdgeCasesDecodeAlike) {
+  const std::vector<std::string> raws = {R"({"n":-0})",
+                                         R"({"n":-0.0})",
+                                         R"({"n":1.0})",
+                                         R"({"n":1e2})",
+                                         R"({"n":-5})",
+                                         R"({"n":18446744073709551615})",
+                                         R"({"n":18446744073709551616})",
+                                         R"({"n":-9223372036854775809})",
+                                         R"({"n":1e400})",
+                                         R"({"n":1e-400})",
+                                         R"({"a":1,"a":2})",
+                                         R"({"a":{"b":1},"a":[2]})",
+                                         R"({"s":"\ud800"})",
+                                         R"({"s":"\ud83d\ude00"})",
+                                         "{\"s\":\"a\tb\"}",
+                                         "{ \"pretty\": true }\n",
+                                         R"([1])",
+                                         R"("text")",
+                                         R"({})",
+                                         R"({"s":"\u0000"})",
+                                         R"({"s":"\u003c&"})",
+                                         "not json",
+                                         "",
+                                         "{\"a\":" + Nested(98) + "}",
+                                         "{\"a\":" + Nested(99) + "}",
+                                         "{\"a\":" + Nested(100) + "}",
+                                         "\xEF\xBB\xBF{}",
+                                         R"({"health":{"status":"Healthy"}} x)"};
+  for (const auto& raw : raws) {
+    SCOPED_TRACE(raw);
+    auto event = CapturedStatusUpdate();
+    event.data = WithFeedback(raw);
+    EXPECT_EQ(SameAnswer(event), "");
+  }
+}
+
+// Statuses whose material hash the one-pass decoder writes itself (what is left out, key order,
+// text): it must answer for each, with its hash, and that hash must be the full path's.
+TEST(StatusReportEquivalenceTest, MaterialHashesOfTheOnePassDecoderAreTheFullPaths) {
   const std::vector<std::string> raws = {
-      R"({"n":-0})", R"({"n":-0.0})", R"({"n":1.0})", R"({"n":1e2})", R"({"n":-5})",
-      R"({"n":18446744073709551615})", R"({"n":18446744073709551616})",
-      R"({"n":-9223372036854775809})", R"({"n":1e400})", R"({"n":1e-400})", R"({"a":1,"a":2})",
-      R"({"a":{"b":1},"a":[2]})", R"({"s":"\ud800"})", R"({"s":"\ud83d\ude00"})",
-      "{\"s\":\"a\tb\"}", "{ \"pretty\": true }\n", R"([1])", R"("text")", R"({})",
-      R"({"s":"\u0000"})", R"({"s":"\u003c&"})", "not json", "", "{\"a\":" + Nested(98) + "}",
-      "{\"a\":" + Nested(99) + "}", "{\"a\":" + Nested(100) + "}", "\xEF\xBB\xBF{}",
-      R"({"health":{"status":"Healthy"}} x)",
-      // material hash: what is left out, key order, text
       R"({"reconciledAt":"x","sync":{"status":"Synced"},)"
       R"("observedAt":"y","controllerNamespace":"argocd",)"
       R"("b":[1,{"z":1,"a":2}]})",
@@ -122,14 +152,24 @@ TEST(StatusReportEquivalenceTest, FeedbackEdgeCasesDecodeAlike) {
       R"("health":{"status":"Healthy","message":"top"}})",
       R"({"resources":{"health":{"message":"no array"}}})",
       R"({"resources":[{"health":{"message":{"deep":1}}}]})",
+      R"({"resources":{"[]":{"health":{"message":"a key, not items","s":1}}}})",
       R"({"b":1,"B":2,"\u00e9":3,"a":{"y":1,"x":2},"":0})",
       R"({"s":"q\" b\\ s\/ t\t c\u0001 d\u007f \u2028"})",
       R"({"n":[0.1,1e2,-1.5e-7,123456789.125,1e300,-7]})"};
+  OnePassDecoder one_pass;
   for (const auto& raw : raws) {
     SCOPED_TRACE(raw);
     auto event = CapturedStatusUpdate();
     event.data = WithFeedback(raw);
     EXPECT_EQ(SameAnswer(event), "");
+    for (const bool ignore_health_messages : {false, true}) {
+      auto answer = one_pass.Decode(event, ignore_health_messages);
+      ASSERT_TRUE(answer.has_value()) << "the one-pass decoder did not answer";
+      const auto* report = std::get_if<StatusReport>(&*answer);
+      ASSERT_NE(report, nullptr);
+      EXPECT_FALSE(report->update.material_hash.empty());
+      EXPECT_EQ(report->update.material_hash_ignores_health_messages, ignore_health_messages);
+    }
   }
 }
 

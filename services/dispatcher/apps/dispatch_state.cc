@@ -56,9 +56,18 @@ TrackedResource* DispatchState::FindByKey(const std::string& key) {
 }
 
 TrackedResource& DispatchState::Track(TrackedResource resource) {
-  const std::string id = resource.id();
   std::string key = resource.Key();
-  TrackedResource& tracked = resources_[id] = std::move(resource);
+  auto [it, added] = resources_.try_emplace(resource.id());
+  TrackedResource& tracked = it->second;
+  if (!added) {
+    // The same resource under another key (two Applications whose work names collide; the
+    // decision refuses that today): the old key must not keep pointing at it.
+    if (auto old = by_key_.find(tracked.Key());
+        old != by_key_.end() && old->second == &tracked && old->first != key) {
+      by_key_.erase(old);
+    }
+  }
+  tracked = std::move(resource);
   by_key_[std::move(key)] = &tracked;
   tracked_gauge_.Set(static_cast<double>(resources_.size()));
   return tracked;

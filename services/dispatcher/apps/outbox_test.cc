@@ -138,6 +138,62 @@ TEST_F(OutboxTest, AcceptedEventsLeaveTheStoreTogetherAfterTheLinger) {
   EXPECT_TRUE(outbox.WaitDrained(std::chrono::milliseconds(0)));
 }
 
+TEST_F(OutboxTest, TheLingerTimerFiringWhileABatchIsInFlightSendsNothingTwice) {
+  FakePublisher publisher(FakePublisher::Mode::kManual);
+  ASSERT_TRUE(publisher.Start().ok());
+  OutboxSettings settings;
+  settings.mark_linger = std::chrono::milliseconds(20);
+  settings.mark_batch = 2;
+  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, settings);
+  auto entries = Record({Change("r1", 1), Change("r2", 1), Change("r3", 1)});
+  loop_.Post([&] { outbox.Add(entries); });
+  RunAll();
+  ASSERT_TRUE(publisher.CompleteNext());  // one accepted: the linger timer starts
+  while (loop_.RunUntilIdleForTest() > 0) {
+  }
+  ASSERT_TRUE(publisher.CompleteNext());  // a full batch: sent at once, still on the workers
+  while (loop_.RunUntilIdleForTest() > 0) {
+  }
+  clock_.Advance(std::chrono::milliseconds(20));  // the timer fires with the batch in flight
+  while (loop_.RunUntilIdleForTest() > 0) {
+  }
+  RunAll();
+  EXPECT_EQ(store_.mark_published_calls(), 1);
+  EXPECT_EQ(store_.PendingOutbox(0, 10)->size(), 1U);
+  publisher.CompleteAll();
+  RunAll();
+  clock_.Advance(std::chrono::milliseconds(20));
+  RunAll();
+  EXPECT_EQ(store_.mark_published_calls(), 2);
+  EXPECT_TRUE(store_.PendingOutbox(0, 10)->empty());
+  EXPECT_EQ(outbox.pending(), 0U);
+}
+
+TEST_F(OutboxTest, LingeringMarksAreKeptAndSentAgainWhenTheStoreFails) {
+  FakePublisher publisher;
+  ASSERT_TRUE(publisher.Start().ok());
+  OutboxSettings settings;
+  settings.mark_linger = std::chrono::milliseconds(20);
+  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, settings);
+  auto entries = Record({Change("r1", 1), Change("r2", 1)});
+  loop_.Post([&] { outbox.Add(entries); });
+  RunAll();
+  EXPECT_EQ(store_.mark_published_calls(), 0);
+  store_.FailWithForTest(absl::UnavailableError("database down"));
+  clock_.Advance(std::chrono::milliseconds(20));
+  RunAll();
+  EXPECT_EQ(store_.mark_published_calls(), 1);
+  EXPECT_EQ(outbox.pending(), 2U);  // the two marks wait for the retry
+  store_.FailWithForTest(absl::OkStatus());
+  clock_.Advance(std::chrono::seconds(2));
+  RunAll();
+  clock_.Advance(std::chrono::milliseconds(20));
+  RunAll();
+  EXPECT_EQ(store_.mark_published_calls(), 2);
+  EXPECT_TRUE(store_.PendingOutbox(0, 10)->empty());
+  EXPECT_EQ(outbox.pending(), 0U);
+}
+
 TEST_F(OutboxTest, AnEventHandedOverInMemoryIsPublishedAsItWasAndAgainAfterAFailure) {
   FakePublisher publisher;
   ASSERT_TRUE(publisher.Start().ok());

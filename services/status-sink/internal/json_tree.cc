@@ -101,6 +101,9 @@ void AppendInt(Int value, std::string& out) {
   out.append(buffer, end);
 }
 
+static_assert(std::endian::native == std::endian::little,
+              "NextEscape reads the lowest byte of a word first");
+
 // The first position at or after `from` of a byte dump() escapes ('"', '\\', below 0x20), or
 // text.size(). Eight bytes at a time: most strings have none.
 std::size_t NextEscape(std::string_view text, std::size_t from) {
@@ -195,8 +198,6 @@ void AppendDumpString(std::string_view text, std::string& out) {
 
 namespace {
 
-constexpr std::string_view kArrayItems = "[]";
-
 using Member = std::pair<std::string_view, simdjson::dom::element>;
 
 // AppendDump's walk. With `skip` (and `path`) the members it names are left out, and `path` is
@@ -204,9 +205,9 @@ using Member = std::pair<std::string_view, simdjson::dom::element>;
 // walk (a stack of ranges, one per open object): no allocation per object once warm.
 class Dumper {
  public:
-  Dumper(int max_depth, std::vector<Member>& members, std::vector<std::string_view>* path,
-         const DumpSkip* skip)
-      : max_depth_(max_depth), members_(members), path_(path), skip_(skip) {}
+  Dumper(int max_depth, std::vector<Member>& members, std::string& discard,
+         std::vector<DumpPathStep>* path, const DumpSkip* skip)
+      : max_depth_(max_depth), members_(members), discard_(discard), path_(path), skip_(skip) {}
 
   bool Value(const simdjson::dom::element& element, int depth, std::string& out) {
     switch (element.type()) {
@@ -264,9 +265,10 @@ class Dumper {
       const Member member = members_[i];
       const bool overwritten = i + 1 < end && members_[i + 1].first == member.first;
       if (overwritten || (path_ != nullptr && (*skip_)(*path_, member.first))) {
-        std::string ignored;  // not written, but checked as BuildTree would build it
-        Dumper check(max_depth_, members_, nullptr, nullptr);
-        ok = check.Value(member.second, depth + 1, ignored);
+        // Not written, but checked as BuildTree would build it.
+        discard_.clear();
+        Dumper check(max_depth_, members_, discard_, nullptr, nullptr);
+        ok = check.Value(member.second, depth + 1, discard_);
         continue;
       }
       if (!first) {
@@ -276,7 +278,7 @@ class Dumper {
       AppendDumpString(member.first, out);
       out.push_back(':');
       if (path_ != nullptr) {
-        path_->push_back(member.first);
+        path_->push_back({.key = member.first});
       }
       ok = Value(member.second, depth + 1, out);
       if (path_ != nullptr) {
@@ -294,7 +296,7 @@ class Dumper {
     }
     out.push_back('[');
     if (path_ != nullptr) {
-      path_->push_back(kArrayItems);
+      path_->push_back({.key = {}, .array_items = true});
     }
     bool ok = true;
     bool first = true;
@@ -318,28 +320,34 @@ class Dumper {
 
   const int max_depth_;
   std::vector<Member>& members_;
-  std::vector<std::string_view>* const path_;
+  std::string& discard_;  // what checked-only values write
+  std::vector<DumpPathStep>* const path_;
   const DumpSkip* const skip_;
 };
 
-// The walk's member stack, kept per thread between calls.
+// The walk's member stack and the text of checked-only values, kept per thread between calls.
 std::vector<Member>& MemberStack() {
   thread_local std::vector<Member> members;
   members.clear();
   return members;
 }
 
+std::string& Discard() {
+  thread_local std::string discard;
+  return discard;
+}
+
 }  // namespace
 
 bool AppendDump(const simdjson::dom::element& element, int depth, int max_depth, std::string& out) {
-  return Dumper(max_depth, MemberStack(), nullptr, nullptr).Value(element, depth, out);
+  return Dumper(max_depth, MemberStack(), Discard(), nullptr, nullptr).Value(element, depth, out);
 }
 
 bool AppendDump(const simdjson::dom::element& element, int max_depth, DumpSkip skip,
                 std::string& out) {
-  thread_local std::vector<std::string_view> path;
+  thread_local std::vector<DumpPathStep> path;
   path.clear();
-  return Dumper(max_depth, MemberStack(), &path, &skip).Value(element, 0, out);
+  return Dumper(max_depth, MemberStack(), Discard(), &path, &skip).Value(element, 0, out);
 }
 
 bool IsPlainJsonText(std::string_view text) {

@@ -42,11 +42,17 @@ bool BuildTree(const simdjson::dom::element& element, int max_depth, nlohmann::j
 // duplicate keys. False (and `out` partly written) where BuildTree refuses; `depth` is the
 // nesting of `element` itself (0 for a root).
 bool AppendDump(const simdjson::dom::element& element, int depth, int max_depth, std::string& out);
-// Whether AppendDump leaves an object member out: `path` names the containers from the root
-// down to the member's object (a member's key, "[]" for an array's items), `key` the member.
-using DumpSkip =
-    absl::FunctionRef<bool(absl::Span<const std::string_view> path, std::string_view key)>;
+// One step from the root down to an object: into a member (`key`), or into an array's items.
+struct DumpPathStep {
+  std::string_view key;  // empty for array items
+  bool array_items = false;
+  friend bool operator==(const DumpPathStep&, const DumpPathStep&) = default;
+};
+// Whether AppendDump leaves an object member out: `path` leads from the root to the member's
+// object, `key` names the member.
+using DumpSkip = absl::FunctionRef<bool(absl::Span<const DumpPathStep> path, std::string_view key)>;
 // AppendDump without the members `skip` names (the skipped values are still checked).
+// Both AppendDump()s keep per-thread scratch: `skip` must not call AppendDump.
 bool AppendDump(const simdjson::dom::element& element, int max_depth, DumpSkip skip,
                 std::string& out);
 // Appends `text` as dump() writes a string (valid UTF-8, as simdjson hands it out).
