@@ -10,17 +10,16 @@
 #include <utility>
 #include <variant>
 
-#include "absl/types/span.h"
 #include "libs/cloudevents/kafka_codec.h"
 #include "libs/cloudevents/manifest_bundle.h"
 #include "libs/cloudevents/mqtt_codec.h"
 #include "libs/cloudevents/object_meta.h"
-#include "libs/cloudevents/status_hash.h"
 #include "libs/common/clock.h"
 #include "libs/store/status_store.h"
 #include "nlohmann/json.hpp"
 #include "services/status-sink/coalescer.h"
 #include "services/status-sink/internal/json_tree.h"
+#include "services/status-sink/one_pass_decoder.h"
 #include "services/status-sink/status_report.h"
 
 namespace mmi::bench {
@@ -114,20 +113,14 @@ std::vector<StageCost> DecodeStages(const Inputs& in, std::size_t n, int rounds)
                  })});
   status_sink::internal::JsonTreeParser tree_parser;
   std::string text;
+  std::string hash;
   out.push_back({"  of which the status's material hash (simdjson index, dump, SHA-256)",
                  MicrosPerEvent(n, rounds, [&] {
                    for (const auto& feedback : in.feedback) {
                      simdjson::dom::element root;
-                     text.clear();
                      if (tree_parser.Index(feedback, root) &&
-                         status_sink::internal::AppendDump(
-                             root, 100,
-                             [](absl::Span<const status_sink::internal::DumpPathStep> path,
-                                std::string_view key) {
-                               return path.empty() && status_sink::IsVolatileMember(key);
-                             },
-                             text)) {
-                       Keep(cloudevents::Sha256Hex(text));
+                         status_sink::MaterialHashOfIndex(root, 100, false, text, hash)) {
+                       Keep(hash);
                      }
                    }
                  })});

@@ -165,27 +165,6 @@ struct PayloadReader {
   std::optional<bool> deleted;
   Feedback feedback;
 
-  // MaterialHash() of the tree BuildTree makes of `status`, written straight from the index;
-  // false where BuildTree refuses.
-  bool Material(const element& status, std::string* hash) {
-    scratch.clear();
-    using Step = internal::DumpPathStep;
-    const auto skip = [this](absl::Span<const Step> path, std::string_view key) {
-      if (path.empty()) {
-        return IsVolatileMember(key);
-      }
-      // resources[].health.message
-      return ignore_resource_health_messages && key == "message" && path.size() == 3 &&
-             path[0] == Step{.key = "resources"} &&
-             path[1] == Step{.key = {}, .array_items = true} && path[2] == Step{.key = "health"};
-    };
-    if (!internal::AppendDump(status, limits.max_json_depth, skip, scratch)) {
-      return false;
-    }
-    *hash = cloudevents::Sha256Hex(scratch);
-    return true;
-  }
-
   // FieldValueFromJson's checks; a JsonRaw value is parsed (the full path does that for
   // every one). The `wanted` one (the Application's status) is kept in `feedback`.
   bool FieldValue(const Member& member, bool wanted) {
@@ -223,10 +202,11 @@ struct PayloadReader {
     if (wanted && root.is_object()) {
       feedback.object = true;
       feedback.text.assign(text);
-      return Material(root, &feedback.material_hash);
+      return MaterialHashOfIndex(root, limits.max_json_depth, ignore_resource_health_messages,
+                                 scratch, feedback.material_hash);
     }
     scratch.clear();  // checked as BuildTree would build it
-    return internal::AppendDump(root, 0, limits.max_json_depth, scratch);
+    return internal::AppendDump(root, limits.max_json_depth, scratch);
   }
 
   bool StatusFeedback(const Member& member, bool application) {
@@ -350,6 +330,28 @@ bool AnyList(const Member& member) {
 }
 
 }  // namespace
+
+bool MaterialHashOfIndex(const simdjson::dom::element& status, int max_depth,
+                         bool ignore_resource_health_messages, std::string& scratch,
+                         std::string& hash) {
+  using Step = internal::DumpPathStep;
+  const auto skip = [ignore_resource_health_messages](absl::Span<const Step> path,
+                                                      std::string_view key) {
+    if (path.empty()) {
+      return IsVolatileMember(key);
+    }
+    // resources[].health.message
+    return ignore_resource_health_messages && key == "message" && path.size() == 3 &&
+           path[0] == Step{.key = "resources"} && path[1] == Step{.key = {}, .array_items = true} &&
+           path[2] == Step{.key = "health"};
+  };
+  scratch.clear();
+  if (!internal::AppendDump(status, max_depth, skip, scratch)) {
+    return false;
+  }
+  hash = cloudevents::Sha256Hex(scratch);
+  return true;
+}
 
 struct OnePassDecoder::Parsers {
   simdjson::dom::parser data;

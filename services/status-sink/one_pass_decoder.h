@@ -27,7 +27,18 @@
 #include "libs/cloudevents/event.h"
 #include "services/status-sink/status_report.h"
 
+namespace simdjson::dom {
+class element;
+}  // namespace simdjson::dom
+
 namespace mmi::status_sink {
+
+// MaterialHash() (coalescer.h) of the tree BuildTree makes of `status`, written straight from
+// simdjson's index through `scratch`; false where BuildTree refuses (the caller then cannot
+// vouch for the status).
+bool MaterialHashOfIndex(const simdjson::dom::element& status, int max_depth,
+                         bool ignore_resource_health_messages, std::string& scratch,
+                         std::string& hash);
 
 class OnePassDecoder {
  public:

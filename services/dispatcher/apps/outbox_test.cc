@@ -56,6 +56,18 @@ class OutboxTest : public ::testing::Test {
     while (loop_.RunUntilIdleForTest() + workers_.RunUntilIdleForTest() > 0) {
     }
   }
+  // The loop only: store calls posted to the workers stay in flight.
+  void RunLoop() {
+    while (loop_.RunUntilIdleForTest() > 0) {
+    }
+  }
+  // Marks wait 20 ms for others, at most `batch` per call.
+  static OutboxSettings Lingering(size_t batch = OutboxSettings{}.mark_batch) {
+    OutboxSettings settings;
+    settings.mark_linger = std::chrono::milliseconds(20);
+    settings.mark_batch = batch;
+    return settings;
+  }
 
   mmi::testing::FakeClock clock_;
   Loop loop_{clock_, "loop"};
@@ -100,10 +112,7 @@ TEST_F(OutboxTest, AFailedPublishStaysInTheOutboxAndIsRetried) {
 TEST_F(OutboxTest, AcceptedEventsLeaveTheStoreTogetherAfterTheLinger) {
   FakePublisher publisher(FakePublisher::Mode::kManual);
   ASSERT_TRUE(publisher.Start().ok());
-  OutboxSettings settings;
-  settings.mark_linger = std::chrono::milliseconds(20);
-  settings.mark_batch = 3;
-  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, settings);
+  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, Lingering(3));
   auto entries =
       Record({Change("r1", 1), Change("r2", 1), Change("r3", 1), Change("r4", 1), Change("r5", 1)});
   loop_.Post([&] { outbox.Add(entries); });
@@ -141,22 +150,16 @@ TEST_F(OutboxTest, AcceptedEventsLeaveTheStoreTogetherAfterTheLinger) {
 TEST_F(OutboxTest, TheLingerTimerFiringWhileABatchIsInFlightSendsNothingTwice) {
   FakePublisher publisher(FakePublisher::Mode::kManual);
   ASSERT_TRUE(publisher.Start().ok());
-  OutboxSettings settings;
-  settings.mark_linger = std::chrono::milliseconds(20);
-  settings.mark_batch = 2;
-  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, settings);
+  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, Lingering(2));
   auto entries = Record({Change("r1", 1), Change("r2", 1), Change("r3", 1)});
   loop_.Post([&] { outbox.Add(entries); });
   RunAll();
   ASSERT_TRUE(publisher.CompleteNext());  // one accepted: the linger timer starts
-  while (loop_.RunUntilIdleForTest() > 0) {
-  }
+  RunLoop();
   ASSERT_TRUE(publisher.CompleteNext());  // a full batch: sent at once, still on the workers
-  while (loop_.RunUntilIdleForTest() > 0) {
-  }
+  RunLoop();
   clock_.Advance(std::chrono::milliseconds(20));  // the timer fires with the batch in flight
-  while (loop_.RunUntilIdleForTest() > 0) {
-  }
+  RunLoop();
   RunAll();
   EXPECT_EQ(store_.mark_published_calls(), 1);
   EXPECT_EQ(store_.PendingOutbox(0, 10)->size(), 1U);
@@ -172,9 +175,7 @@ TEST_F(OutboxTest, TheLingerTimerFiringWhileABatchIsInFlightSendsNothingTwice) {
 TEST_F(OutboxTest, LingeringMarksAreKeptAndSentAgainWhenTheStoreFails) {
   FakePublisher publisher;
   ASSERT_TRUE(publisher.Start().ok());
-  OutboxSettings settings;
-  settings.mark_linger = std::chrono::milliseconds(20);
-  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, settings);
+  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, Lingering());
   auto entries = Record({Change("r1", 1), Change("r2", 1)});
   loop_.Post([&] { outbox.Add(entries); });
   RunAll();

@@ -151,6 +151,28 @@ void SortByKey(It begin, It end) {
   }
 }
 
+// The letter of the two-character escape dump() writes for `c`, or 0 for \u00xx.
+char ShortEscape(unsigned char c) {
+  switch (c) {
+    case '"':
+      return '"';
+    case '\\':
+      return '\\';
+    case '\b':
+      return 'b';
+    case '\t':
+      return 't';
+    case '\n':
+      return 'n';
+    case '\f':
+      return 'f';
+    case '\r':
+      return 'r';
+    default:
+      return 0;
+  }
+}
+
 }  // namespace
 
 void AppendDumpString(std::string_view text, std::string& out) {
@@ -163,33 +185,13 @@ void AppendDumpString(std::string_view text, std::string& out) {
     const auto c = static_cast<unsigned char>(text[i]);
     out.append(text.data() + plain, i - plain);
     plain = i + 1;
-    switch (c) {
-      case '"':
-        out.append("\\\"");
-        break;
-      case '\\':
-        out.append("\\\\");
-        break;
-      case '\b':
-        out.append("\\b");
-        break;
-      case '\t':
-        out.append("\\t");
-        break;
-      case '\n':
-        out.append("\\n");
-        break;
-      case '\f':
-        out.append("\\f");
-        break;
-      case '\r':
-        out.append("\\r");
-        break;
-      default:
-        out.append("\\u00");
-        out.push_back(kHex[c >> 4]);
-        out.push_back(kHex[c & 0xf]);
-        break;
+    out.push_back('\\');
+    if (const char letter = ShortEscape(c); letter != 0) {
+      out.push_back(letter);
+    } else {
+      out.append("u00");
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xf]);
     }
   }
   out.append(text.data() + plain, text.size() - plain);
@@ -339,8 +341,8 @@ std::string& Discard() {
 
 }  // namespace
 
-bool AppendDump(const simdjson::dom::element& element, int depth, int max_depth, std::string& out) {
-  return Dumper(max_depth, MemberStack(), Discard(), nullptr, nullptr).Value(element, depth, out);
+bool AppendDump(const simdjson::dom::element& element, int max_depth, std::string& out) {
+  return Dumper(max_depth, MemberStack(), Discard(), nullptr, nullptr).Value(element, 0, out);
 }
 
 bool AppendDump(const simdjson::dom::element& element, int max_depth, DumpSkip skip,

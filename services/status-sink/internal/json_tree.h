@@ -39,9 +39,8 @@ bool BuildTree(const simdjson::dom::element& element, int max_depth, nlohmann::j
 
 // Appends to `out` the text nlohmann's dump() (compact, error_handler replace) writes for the tree
 // BuildTree makes of `element`, without building it: object members in key order, the last of
-// duplicate keys. False (and `out` partly written) where BuildTree refuses; `depth` is the
-// nesting of `element` itself (0 for a root).
-bool AppendDump(const simdjson::dom::element& element, int depth, int max_depth, std::string& out);
+// duplicate keys. False (and `out` partly written) where BuildTree refuses.
+bool AppendDump(const simdjson::dom::element& element, int max_depth, std::string& out);
 // One step from the root down to an object: into a member (`key`), or into an array's items.
 struct DumpPathStep {
   std::string_view key;  // empty for array items

@@ -61,7 +61,7 @@ std::optional<std::string> Dumped(JsonTreeParser& parser, const std::string& tex
     return std::nullopt;
   }
   std::string out = "prefix:";  // appended to, never replaced
-  if (!AppendDump(root, 0, max_depth, out)) {
+  if (!AppendDump(root, max_depth, out)) {
     return std::nullopt;
   }
   EXPECT_EQ(out.substr(0, 7), "prefix:");
