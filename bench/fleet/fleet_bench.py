@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.join(REPO_ROOT, 'tools', 'stack'))
 from fleetbench.cli import parse_args  # noqa: E402
 from fleetbench.cold_start import ColdStartMixin  # noqa: E402
 from fleetbench.common import APPSET_PREFIX, SCENARIO_NAMES, iso_now, log, mib  # noqa: E402
+from fleetbench.goals import goals  # noqa: E402
 from fleetbench.observe import ObserveMixin  # noqa: E402
 from fleetbench.report import git_commit, machine_info, print_report, write_json  # noqa: E402
 from fleetbench.scenarios import ScenariosMixin  # noqa: E402
@@ -112,6 +113,10 @@ class FleetBench(ObserveMixin, SeedingMixin, ColdStartMixin, ScenariosMixin, Ups
         self.report['final_processes'] = {
             k: {'rss_mib': mib(v['rss_bytes']), 'cpu_seconds': round(v['cpu_seconds'], 1)}
             for k, v in self.proc_stats().items()}
+        for name in ('dispatcher', 'status-sink'):
+            if name in self.report['final_processes']:
+                self.report['final_processes'][name]['peak_rss_mib'] = self.peak_rss_mib(name)
+        self.report['goals'] = goals(self.report)
         self.report['meta']['finished'] = iso_now()
         self.report['ok'] = all(s.get('ok') for s in self.report['scenarios'].values())
         return self.report

@@ -2,6 +2,7 @@
 """Unit tests of bench/fleet's helpers (no peers): histogram quantiles, counter deltas across a
 restart, the upstream ManifestWork and cost model."""
 
+import json
 import math
 import os
 import sys
@@ -9,7 +10,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from fleetbench import baseline, prom, restart_probe  # noqa: E402
+from fleetbench import baseline, goals, prom, restart_probe  # noqa: E402
 
 TEXT = '''# HELP mmi_status_lag_seconds lag
 # TYPE mmi_status_lag_seconds histogram
@@ -147,6 +148,67 @@ class RestartProbeTest(unittest.TestCase):
         self.assertIsNone(restart_probe.percentile([], 0.5))
         self.assertEqual(restart_probe.percentile([3, 1, 2], 0.5), 2)
         self.assertEqual(restart_probe.percentile(list(range(101)), 0.99), 99)
+
+
+class GoalsTest(unittest.TestCase):
+    REPORT = {
+        'scenarios': {
+            'a_cold_start': {'dispatch_throughput_per_s': 3100.0,
+                             'dispatcher_peak_rss_mib': 900.0,
+                             'peak_rss_mib': {'dispatcher': 850.0}},
+            'b_steady_state': {'window': {
+                'status_sink': {'events_received': 1000,
+                                'hub_writes': {'ok': 100}},
+                'processes': {'status-sink': {'cpu_seconds': 0.05}}}},
+            'c_restart_no_change': {'dispatcher': {
+                'ready_after_start_s': 60.0, 'peak_rss_before_stop_mib': 1100.5,
+                'relist': {'cpu_seconds_until_ready': 9.0, 'peak_rss_mib': 700.0},
+                'changes_during_restart': {'patched': 100, 'arrived': 100,
+                                           'dispatcher_ready_when_changed': False,
+                                           'to_broker_s': {'p50': 1.0, 'p99': 4.0,
+                                                           'max': 4.5}}}}},
+        'ours_vs_upstream': {'request_ratio_upstream_over_ours': 300.0},
+        'final_processes': {'dispatcher': {'peak_rss_mib': 720.0}},
+    }
+
+    def rows(self, report):
+        return {r['goal']: r for r in goals.goals(report)}
+
+    def test_each_goal_is_read_from_its_scenario(self):
+        rows = self.rows(self.REPORT)
+        peak = rows['dispatcher peak RSS (MiB)']
+        # the highest of every process's high-water mark, not the first one found
+        self.assertEqual(peak['measured'], 1100.5)
+        self.assertIs(peak['met'], False)
+        self.assertIn('SIGTERM', peak['source'])
+        change = rows['Applications changed during a dispatcher restart: PATCH to broker']
+        self.assertEqual(change['measured']['max_s'], 4.5)
+        self.assertIs(change['met'], True)
+        self.assertIs(rows['cold dispatch in the full bench (Applications/s)']['met'], True)
+        sink = rows['status-sink CPU per status event (us), whole process']
+        self.assertEqual(sink['measured']['us_per_event'], 50.0)  # 0.05 s over 1,000 events
+        self.assertEqual(sink['measured']['us_per_hub_write'], 500.0)
+        self.assertIs(sink['met'], False)
+        self.assertIs(rows['hub requests, upstream over ours']['met'], False)
+
+    def test_a_change_that_never_arrived_misses_the_goal(self):
+        report = json_copy(self.REPORT)
+        report['scenarios']['c_restart_no_change']['dispatcher'][
+            'changes_during_restart']['arrived'] = 99
+        change = self.rows(report)[
+            'Applications changed during a dispatcher restart: PATCH to broker']
+        self.assertIs(change['met'], False)
+
+    def test_what_was_not_run_is_not_measured_rather_than_met(self):
+        rows = goals.goals({'scenarios': {}})
+        self.assertTrue(rows)
+        for r in rows:
+            self.assertIsNone(r['met'], r['goal'])
+        self.assertTrue(all('n/a' in line for line in goals.format_rows(rows)))
+
+
+def json_copy(obj):
+    return json.loads(json.dumps(obj))
 
 
 if __name__ == '__main__':

@@ -43,6 +43,8 @@ class ColdStartMixin:
         res['window'] = window(before, after, restarted={
             'fleet-sim': {'metrics': {'fleet-sim': fs_stop}, 'procs': {}}} if fs_stop else None)
         res['peak_rss_mib'] = {k: mib(v) for k, v in peak.items()}
+        # The sampled peak can miss a short spike; the kernel's high-water mark cannot.
+        res['dispatcher_peak_rss_mib'] = self.peak_rss_mib('dispatcher')
         res['postgres'] = self.pg_tables()
         if t_ack is not None:
             res['hub_check'] = self.verify_hub_statuses()

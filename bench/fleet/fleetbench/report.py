@@ -7,6 +7,7 @@ import platform
 import subprocess
 
 from .common import mib
+from .goals import format_rows
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
 
@@ -117,6 +118,11 @@ def print_report(r):
         print(f"baseline: not computed: {r['baseline_error']}")
     if 'hub_etcd' in r:
         print(f"hub etcd (measured): {r['hub_etcd']}")
+    if r.get('goals'):
+        print('-' * 78)
+        print('issue #21 goals (reported, not asserted):')
+        for line in format_rows(r['goals']):
+            print(line)
     print('=' * 78)
     print(f"result: {'OK' if r.get('ok') else 'FAILED'}")
 

@@ -110,6 +110,8 @@ class ScenariosMixin:
             try:
                 before = self.snapshot()
                 at_stop = self.snapshot()
+                # the outgoing process's high-water mark: it covers (a) and (b)
+                peak_before_stop = self.peak_rss_mib(name)
                 t0 = time.monotonic()
                 rc = st.stop_process(name, signal.SIGTERM, timeout=self.args.stop_timeout)
                 stop_s = time.monotonic() - t0
@@ -128,7 +130,8 @@ class ScenariosMixin:
             w = window(before, after, restarted={name: at_stop})
             r = {'exit_code': rc, 'stop_s': round(stop_s, 1),
                  'ready_after_start_s': started['ready_s'],
-                 'settled_after_start_s': settle_s, 'window': w}
+                 'settled_after_start_s': settle_s, 'window': w,
+                 'peak_rss_before_stop_mib': peak_before_stop}
             if not_ready:
                 res['failures'].append(not_ready)
             if rc != 0:

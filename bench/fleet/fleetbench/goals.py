@@ -1,0 +1,116 @@
+"""Issue #21's goals next to what this run measured (pure: reads a finished report).
+
+Each row names the goal, its target, the measured value and where it comes from. A goal the run
+could not measure (its scenario skipped or broken off) says so instead of passing. Timings here
+are reported, never asserted: the bench's pass/fail checks stay in the scenarios.
+"""
+
+DISPATCHER_RSS_MIB = 1024
+RESTART_CHANGE_S = 10
+COLD_DISPATCH_PER_S = 3000
+SINK_CPU_US_PER_EVENT = 25
+REQUEST_RATIO_RUN6 = 406.0
+
+
+def _row(goal, target, measured, met, source):
+    return {'goal': goal, 'target': target, 'measured': measured,
+            'met': met, 'source': source}
+
+
+def _dispatcher_peak(report):
+    """The most RSS any dispatcher process of the run had (VmHWM where read), with its source."""
+    sc = report.get('scenarios', {})
+    found = []
+    a = sc.get('a_cold_start', {})
+    if a.get('dispatcher_peak_rss_mib') is not None:
+        found.append((a['dispatcher_peak_rss_mib'], '(a) VmHWM after the cold start'))
+    elif a.get('peak_rss_mib', {}).get('dispatcher') is not None:
+        found.append((a['peak_rss_mib']['dispatcher'], '(a) sampled RSS'))
+    c = sc.get('c_restart_no_change', {}).get('dispatcher', {})
+    if c.get('peak_rss_before_stop_mib') is not None:
+        found.append((c['peak_rss_before_stop_mib'], 'first process VmHWM at its SIGTERM in (c)'))
+    if c.get('relist', {}).get('peak_rss_mib') is not None:
+        found.append((c['relist']['peak_rss_mib'], 'restarted process VmHWM once settled in (c)'))
+    final = report.get('final_processes', {}).get('dispatcher', {})
+    if final.get('peak_rss_mib') is not None:
+        found.append((final['peak_rss_mib'], 'restarted process VmHWM at the end of the run'))
+    if not found:
+        return None, 'not measured'
+    return max(found)
+
+
+def goals(report):
+    """Rows of the issue's goals with this run's figures (an empty list for an empty report)."""
+    sc = report.get('scenarios', {})
+    rows = []
+
+    peak, source = _dispatcher_peak(report)
+    rows.append(_row('dispatcher peak RSS (MiB)', f'<= {DISPATCHER_RSS_MIB}', peak,
+                     None if peak is None else peak <= DISPATCHER_RSS_MIB, source))
+
+    c = sc.get('c_restart_no_change', {}).get('dispatcher', {})
+    ch = c.get('changes_during_restart', {})
+    worst = ch.get('to_broker_s', {}).get('max')
+    if ch:
+        measured = {'p50_s': ch.get('to_broker_s', {}).get('p50'),
+                    'p99_s': ch.get('to_broker_s', {}).get('p99'), 'max_s': worst,
+                    'arrived': ch.get('arrived'), 'of': ch.get('patched'),
+                    'list_complete_when_changed': ch.get('dispatcher_ready_when_changed')}
+        met = (worst is not None and worst <= RESTART_CHANGE_S
+               and ch.get('arrived') == ch.get('patched'))
+    else:
+        measured, met = None, None
+    rows.append(_row('Applications changed during a dispatcher restart: PATCH to broker',
+                     f'every one <= {RESTART_CHANGE_S} s', measured, met,
+                     '(c) changes_during_restart'))
+    relist = c.get('relist', {})
+    rows.append(_row('restarted dispatcher until its list is complete', 'reported',
+                     None if not relist else {
+                         'ready_after_start_s': c.get('ready_after_start_s'),
+                         'cpu_seconds': relist.get('cpu_seconds_until_ready'),
+                         'peak_rss_mib': relist.get('peak_rss_mib')},
+                     None, '(c) relist'))
+
+    a = sc.get('a_cold_start', {})
+    rate = a.get('dispatch_throughput_per_s')
+    rows.append(_row('cold dispatch in the full bench (Applications/s)',
+                     f'>= {COLD_DISPATCH_PER_S}', rate,
+                     None if rate is None else rate >= COLD_DISPATCH_PER_S,
+                     '(a) Applications / seconds until all published, whole stack on this '
+                     'machine'))
+
+    b = sc.get('b_steady_state', {}).get('window', {})
+    received = b.get('status_sink', {}).get('events_received', 0) if b else 0
+    if isinstance(received, dict):  # by transport in some reports
+        received = sum(received.values())
+    cpu = b.get('processes', {}).get('status-sink', {}).get('cpu_seconds') if b else None
+    if received and cpu is not None:
+        writes = b['status_sink'].get('hub_writes', {}).get('ok', 0)
+        per_event = round(cpu / received * 1e6, 1)
+        rows.append(_row('status-sink CPU per status event (us), whole process',
+                         f'<= {SINK_CPU_US_PER_EVENT} (intake; bench/sink measures it alone)',
+                         {'us_per_event': per_event, 'events': received,
+                          'cpu_seconds': cpu, 'hub_writes': writes,
+                          'us_per_hub_write': round(cpu / writes * 1e6, 1) if writes else None},
+                         per_event <= SINK_CPU_US_PER_EVENT,
+                         '(b) the sink\'s CPU seconds over its received events: intake, '
+                         'coalescing, persisting and the hub writes together'))
+    else:
+        rows.append(_row('status-sink CPU per status event (us), whole process',
+                         f'<= {SINK_CPU_US_PER_EVENT}', None, None, '(b) not run'))
+
+    ratio = report.get('ours_vs_upstream', {}).get('request_ratio_upstream_over_ours')
+    rows.append(_row('hub requests, upstream over ours', f'keep run 6\'s {REQUEST_RATIO_RUN6}x',
+                     ratio, None if ratio is None else ratio >= REQUEST_RATIO_RUN6 * 0.9,
+                     'ours measured in (b), upstream computed (within 10 % counts as kept)'))
+    return rows
+
+
+def format_rows(rows):
+    """The rows as printed lines."""
+    out = []
+    for r in rows:
+        verdict = {True: 'met', False: 'MISSED', None: 'n/a'}[r['met']]
+        out.append(f"  [{verdict}] {r['goal']}: {r['measured']} (goal {r['target']}; "
+                   f"{r['source']})")
+    return out
