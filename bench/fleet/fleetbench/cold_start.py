@@ -9,7 +9,7 @@ import time
 from . import prom
 from .common import NS, log, mib
 from .hub import APPS, parallel
-from .window import window
+from .window import process_figures, window
 
 
 class ColdStartMixin:
@@ -43,6 +43,10 @@ class ColdStartMixin:
         res['window'] = window(before, after, restarted={
             'fleet-sim': {'metrics': {'fleet-sim': fs_stop}, 'procs': {}}} if fs_stop else None)
         res['peak_rss_mib'] = {k: mib(v) for k, v in peak.items()}
+        at_pub = getattr(self, 'procs_at_all_published', None)
+        if at_pub:
+            res['processes_until_all_published'] = process_figures(
+                before, at_pub, {}, max(1e-9, at_pub['t'] - before['t']))
         # The sampled peak can miss a short spike; the kernel's high-water mark cannot.
         res['dispatcher_peak_rss_mib'] = self.peak_rss_mib('dispatcher')
         res['postgres'] = self.pg_tables()
@@ -74,11 +78,15 @@ class ColdStartMixin:
                 recovered = True
                 self.recover_lost_spec_events(res, spoke, el)
                 continue
-            for name, s in self.proc_stats().items():
+            procs = self.proc_stats()
+            for name, s in procs.items():
                 peak[name] = max(peak.get(name, 0), s['rss_bytes'])
             for key, value in (('published', published), ('on_spokes', spoke), ('acknowledged', acked)):
                 if times[key] is None and value >= n:
                     times[key] = el
+                    if key == 'published':
+                        # who had the cores while the dispatcher published (its rate's bound)
+                        self.procs_at_all_published = {'t': time.monotonic(), 'procs': procs}
             if el - last_log >= 30:
                 last_log = el
                 log(f'  {el:.0f} s: published {published}, on spokes {spoke}, '
