@@ -101,7 +101,8 @@ def goals(report):
                          'coalescing, persisting and the hub writes together'))
     else:
         rows.append(_row('status-sink CPU per status event (us), whole process',
-                         f'<= {SINK_CPU_US_PER_EVENT}', None, None, '(b) not run'))
+                         f'<= {SINK_CPU_US_PER_EVENT}', None, None,
+                         '(b) not run, or no status event in it'))
 
     ratio = report.get('ours_vs_upstream', {}).get('request_ratio_upstream_over_ours')
     rows.append(_row('hub requests, upstream over ours', f'keep run 6\'s {REQUEST_RATIO_RUN6}x',
