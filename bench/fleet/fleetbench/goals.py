@@ -55,7 +55,10 @@ def goals(report):
         measured = {'p50_s': ch.get('to_broker_s', {}).get('p50'),
                     'p99_s': ch.get('to_broker_s', {}).get('p99'), 'max_s': worst,
                     'arrived': ch.get('arrived'), 'of': ch.get('patched'),
-                    'list_complete_when_changed': ch.get('dispatcher_ready_when_changed')}
+                    'changed_after_start_s': ch.get('changed_after_start_s'),
+                    'list_complete_when_changed': ch.get('dispatcher_ready_when_changed'),
+                    # nothing is decided before it ends
+                    'warm_load_s': c.get('warm_load_s')}
         met = (worst is not None and worst <= RESTART_CHANGE_S
                and ch.get('arrived') == ch.get('patched'))
     else:

@@ -138,6 +138,11 @@ class ScenariosMixin:
                 res['failures'].append(f'{name} exited with {rc} on SIGTERM')
             if name == 'dispatcher':
                 r['relist'] = sampler.result()
+                # Nothing is decided before the dispatch state is loaded from PostgreSQL: the
+                # new process's one for_each_resource call is that load.
+                r['warm_load_s'] = round(prom.total(
+                    after['metrics'].get(name, {}), 'mmi_store_query_duration_seconds_sum',
+                    {'operation': 'for_each_resource'}), 1)
                 changed = 0
                 if change_res:
                     r['changes_during_restart'] = change_res
