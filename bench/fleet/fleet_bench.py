@@ -116,7 +116,10 @@ class FleetBench(ObserveMixin, SeedingMixin, ColdStartMixin, ScenariosMixin, Ups
         for name in ('dispatcher', 'status-sink'):
             if name in self.report['final_processes']:
                 self.report['final_processes'][name]['peak_rss_mib'] = self.peak_rss_mib(name)
-        self.report['goals'] = goals(self.report)
+        try:
+            self.report['goals'] = goals(self.report)
+        except Exception as e:  # noqa: BLE001 - a report problem, not the run's
+            self.report['goals_error'] = f'{type(e).__name__}: {e}'
         self.report['meta']['finished'] = iso_now()
         self.report['ok'] = all(s.get('ok') for s in self.report['scenarios'].values())
         return self.report

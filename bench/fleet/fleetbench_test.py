@@ -10,7 +10,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from fleetbench import baseline, goals, prom, restart_probe  # noqa: E402
+from fleetbench import baseline, goals, prom, restart_probe, scenarios  # noqa: E402
 
 TEXT = '''# HELP mmi_status_lag_seconds lag
 # TYPE mmi_status_lag_seconds histogram
@@ -152,6 +152,7 @@ class RestartProbeTest(unittest.TestCase):
 
 class GoalsTest(unittest.TestCase):
     REPORT = {
+        'meta': {'applications': 300000},
         'scenarios': {
             'a_cold_start': {'dispatch_throughput_per_s': 3100.0,
                              'processes_until_all_published': {
@@ -166,7 +167,7 @@ class GoalsTest(unittest.TestCase):
                 'ready_after_start_s': 60.0, 'peak_rss_before_stop_mib': 1100.5,
                 'warm_load_s': 12.5,
                 'relist': {'cpu_seconds_until_ready': 9.0, 'peak_rss_mib': 700.0},
-                'changes_during_restart': {'patched': 100, 'arrived': 100,
+                'changes_during_restart': {'applications': 100, 'patched': 100, 'arrived': 100,
                                            'dispatcher_ready_when_changed': False,
                                            'to_broker_s': {'p50': 1.0, 'p99': 4.0,
                                                            'max': 4.5}}}}},
@@ -205,6 +206,44 @@ class GoalsTest(unittest.TestCase):
         change = self.rows(report)[
             'Applications changed during a dispatcher restart: PATCH to broker']
         self.assertIs(change['met'], False)
+
+    def test_a_change_never_patched_misses_the_goal(self):
+        report = json_copy(self.REPORT)
+        ch = report['scenarios']['c_restart_no_change']['dispatcher']['changes_during_restart']
+        ch['patched'], ch['arrived'] = 90, 90
+        change = self.rows(report)[
+            'Applications changed during a dispatcher restart: PATCH to broker']
+        self.assertIs(change['met'], False)
+
+    def test_goals_are_judged_only_at_full_scale(self):
+        report = json_copy(self.REPORT)
+        report['meta']['applications'] = 30000
+        rows = goals.goals(report)
+        self.assertTrue(all(r['met'] is None for r in rows))
+        self.assertIn('not judged', rows[0]['source'])
+        self.assertEqual(rows[0]['measured'], 1100.5)  # still printed
+
+    def test_a_sink_without_cpu_is_not_measured(self):
+        report = json_copy(self.REPORT)
+        report['scenarios']['b_steady_state']['window']['processes']['status-sink'][
+            'cpu_seconds'] = 0.0
+        sink = self.rows(report)['status-sink CPU per status event (us), whole process']
+        self.assertIsNone(sink['met'])
+
+    def test_a_broken_off_scenario_reads_n_a(self):
+        report = json_copy(self.REPORT)
+        report['scenarios']['c_restart_no_change'] = {'failures': ['KeyError: x'],
+                                                      'traceback': '...'}
+        change = self.rows(report)[
+            'Applications changed during a dispatcher restart: PATCH to broker']
+        self.assertIsNone(change['met'])
+
+    def test_warm_load_is_read_from_the_store_histogram(self):
+        text = ('mmi_store_query_duration_seconds_sum{operation="for_each_resource"} 57.25\n'
+                'mmi_store_query_duration_seconds_count{operation="for_each_resource"} 1\n'
+                'mmi_store_query_duration_seconds_sum{operation="record"} 9\n')
+        self.assertEqual(scenarios.warm_load(prom.parse(text)), (57.2, 1))
+        self.assertEqual(scenarios.warm_load(prom.parse('')), (None, 0))
 
     def test_what_was_not_run_is_not_measured_rather_than_met(self):
         rows = goals.goals({'scenarios': {}})

@@ -12,6 +12,16 @@ from .restart_probe import RestartChanges, RelistSampler
 from .window import window
 
 
+def warm_load(metrics):
+    """(seconds, calls) of the dispatcher's dispatch-state loads in a /metrics snapshot, or
+    (None, 0) when it has none."""
+    where = {'operation': 'for_each_resource'}
+    calls = int(prom.total(metrics, 'mmi_store_query_duration_seconds_count', where))
+    if not calls:
+        return None, 0
+    return round(prom.total(metrics, 'mmi_store_query_duration_seconds_sum', where), 1), calls
+
+
 class ScenariosMixin:
     """Part of FleetBench: scenarios (b) to (e)."""
 
@@ -139,10 +149,10 @@ class ScenariosMixin:
             if name == 'dispatcher':
                 r['relist'] = sampler.result()
                 # Nothing is decided before the dispatch state is loaded from PostgreSQL: the
-                # new process's one for_each_resource call is that load.
-                r['warm_load_s'] = round(prom.total(
-                    after['metrics'].get(name, {}), 'mmi_store_query_duration_seconds_sum',
-                    {'operation': 'for_each_resource'}), 1)
+                # new process's for_each_resource call is that load (the query and the rows'
+                # callbacks, not the start before it). None when the series is missing.
+                r['warm_load_s'], r['warm_load_calls'] = warm_load(
+                    after['metrics'].get(name, {}))
                 changed = 0
                 if change_res:
                     r['changes_during_restart'] = change_res
