@@ -2,7 +2,7 @@
 """Unit tests of bench/fleet's helpers (no peers): histogram quantiles, counter deltas across a
 restart, the upstream ManifestWork and cost model."""
 
-import json
+import copy
 import math
 import os
 import sys
@@ -200,7 +200,7 @@ class GoalsTest(unittest.TestCase):
         self.assertIs(rows['hub requests, upstream over ours']['met'], False)
 
     def test_a_change_that_never_arrived_misses_the_goal(self):
-        report = json_copy(self.REPORT)
+        report = copy.deepcopy(self.REPORT)
         report['scenarios']['c_restart_no_change']['dispatcher'][
             'changes_during_restart']['arrived'] = 99
         change = self.rows(report)[
@@ -208,7 +208,7 @@ class GoalsTest(unittest.TestCase):
         self.assertIs(change['met'], False)
 
     def test_a_change_never_patched_misses_the_goal(self):
-        report = json_copy(self.REPORT)
+        report = copy.deepcopy(self.REPORT)
         ch = report['scenarios']['c_restart_no_change']['dispatcher']['changes_during_restart']
         ch['patched'], ch['arrived'] = 90, 90
         change = self.rows(report)[
@@ -216,7 +216,7 @@ class GoalsTest(unittest.TestCase):
         self.assertIs(change['met'], False)
 
     def test_goals_are_judged_only_at_full_scale(self):
-        report = json_copy(self.REPORT)
+        report = copy.deepcopy(self.REPORT)
         report['meta']['applications'] = 30000
         rows = goals.goals(report)
         self.assertTrue(all(r['met'] is None for r in rows))
@@ -224,14 +224,14 @@ class GoalsTest(unittest.TestCase):
         self.assertEqual(rows[0]['measured'], 1100.5)  # still printed
 
     def test_a_sink_without_cpu_is_not_measured(self):
-        report = json_copy(self.REPORT)
+        report = copy.deepcopy(self.REPORT)
         report['scenarios']['b_steady_state']['window']['processes']['status-sink'][
             'cpu_seconds'] = 0.0
         sink = self.rows(report)['status-sink CPU per status event (us), whole process']
         self.assertIsNone(sink['met'])
 
     def test_a_broken_off_scenario_reads_n_a(self):
-        report = json_copy(self.REPORT)
+        report = copy.deepcopy(self.REPORT)
         report['scenarios']['c_restart_no_change'] = {'failures': ['KeyError: x'],
                                                       'traceback': '...'}
         change = self.rows(report)[
@@ -251,10 +251,6 @@ class GoalsTest(unittest.TestCase):
         for r in rows:
             self.assertIsNone(r['met'], r['goal'])
         self.assertTrue(all('n/a' in line for line in goals.format_rows(rows)))
-
-
-def json_copy(obj):
-    return json.loads(json.dumps(obj))
 
 
 if __name__ == '__main__':

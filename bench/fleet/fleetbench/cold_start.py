@@ -24,7 +24,7 @@ class ColdStartMixin:
         t0 = time.monotonic()
         started = self.start_async('dispatcher')
         res = {'applications': n, 'failures': []}
-        times, peak = self.await_cold_start(t0, started, res)
+        times, peak, at_pub = self.await_cold_start(t0, started, res)
         not_ready = self.wait_ready('dispatcher', started, 60)
         res['dispatcher_ready_s'] = started['ready_s']
         if not_ready:
@@ -43,7 +43,6 @@ class ColdStartMixin:
         res['window'] = window(before, after, restarted={
             'fleet-sim': {'metrics': {'fleet-sim': fs_stop}, 'procs': {}}} if fs_stop else None)
         res['peak_rss_mib'] = {k: mib(v) for k, v in peak.items()}
-        at_pub = getattr(self, 'procs_at_all_published', None)
         if at_pub:
             res['processes_until_all_published'] = process_figures(
                 before, at_pub, {}, max(1e-9, at_pub['t'] - before['t']))
@@ -63,6 +62,7 @@ class ColdStartMixin:
         or None, peak RSS by process); failures go to res."""
         n = self.n_apps
         times = {'published': None, 'on_spokes': None, 'acknowledged': None}
+        at_pub = None
         last_log = 0.0
         peak = {}
         spoke_seen, spoke_since, recovered = -1, time.monotonic(), False
@@ -86,7 +86,7 @@ class ColdStartMixin:
                     times[key] = el
                     if key == 'published':
                         # who had the cores while the dispatcher published (its rate's bound)
-                        self.procs_at_all_published = {'t': time.monotonic(), 'procs': procs}
+                        at_pub = {'t': time.monotonic(), 'procs': procs}
             if el - last_log >= 30:
                 last_log = el
                 log(f'  {el:.0f} s: published {published}, on spokes {spoke}, '
@@ -95,7 +95,7 @@ class ColdStartMixin:
                 break
             if self.cold_start_broke_off(started, res, el, (published, spoke, acked)):
                 break
-        return times, peak
+        return times, peak, at_pub
 
     def recover_lost_spec_events(self, res, spoke, el):
         """Spec events the agents never received: nothing re-sends them (the dispatcher waits for

@@ -48,10 +48,9 @@ class ObserveMixin:
     def peak_rss_mib(self, name):
         """The service's high-water RSS (VmHWM) in MiB, or None when it is not running."""
         try:
-            peak = procstat.peak_rss_bytes(self.stack.pid(name))
+            return procstat.peak_rss_mib(self.stack.pid(name))
         except Exception:  # noqa: BLE001 - no such process (any more)
             return None
-        return None if peak is None else mib(peak)
 
     def note_swap(self):
         """The most swap in use at any snapshot (meta.swap_used_max_mib): 0 means every figure

@@ -61,6 +61,12 @@ def peak_rss_bytes(pid):
     return None
 
 
+def peak_rss_mib(pid):
+    """peak_rss_bytes in MiB (one decimal), or None when the process is gone."""
+    peak = peak_rss_bytes(pid)
+    return None if peak is None else round(peak / 1048576.0, 1)
+
+
 def stats(pid, with_children=False):
     """Summed RSS and CPU seconds of pid (and its descendants), or None when pid is gone.
 

@@ -173,8 +173,7 @@ class RelistSampler:
     def result(self):
         self.stop.set()
         self.thread.join(5)
-        peak = procstat.peak_rss_bytes(self.stack.pid(self.name))
-        peak = None if peak is None else round(peak / 1024 / 1024, 1)
+        peak = procstat.peak_rss_mib(self.stack.pid(self.name))
         return {'cpu_seconds_until_ready': self.cpu_at_ready, 'peak_rss_mib': peak,
                 'note': 'the restarted dispatcher: CPU from its start to /readyz 200 (its '
                         'Application list complete), peak RSS (VmHWM) once settled'}
