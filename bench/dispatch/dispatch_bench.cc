@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
 #include "bench/dispatch/dispatch_run.h"
 #include "bench/dispatch/stage_costs.h"
 #include "libs/common/log.h"
@@ -34,6 +35,7 @@ struct Options {
   int workers = 4;
   std::size_t max_in_flight = 64;  // cheaper than the default 256 (README.md, 2)
   int mark_linger_ms = 20;         // the dispatcher's outbox.markLinger
+  std::size_t restart_changes = 0;
   std::string json_path;
 };
 
@@ -79,7 +81,32 @@ json Report(const RunResult& r, std::size_t clusters) {
   std::printf("checked: %lld rows published, %lld outbox rows left, %lld publish failures\n",
               static_cast<long long>(r.rows_published), static_cast<long long>(r.outbox_rows),
               static_cast<long long>(r.publish_failures));
+  json restart = nullptr;
+  if (r.restart) {
+    const RestartResult& x = *r.restart;
+    std::printf(
+        "\n### restart on the warm database: %zu Applications changed as it starts\n\n"
+        "| | s after Activate() |\n|---|---|\n"
+        "| dispatch state loaded (of which the ForEachResource query %.2f s) | %.2f |\n"
+        "| first change acknowledged by the broker | %.3f |\n"
+        "| median change | %.3f |\n| last change | %.3f |\n"
+        "| every Application reconciled again | %.2f |\n\n"
+        "%lld decided before the state was loaded; %lld events published by the restart\n",
+        x.changes, x.warm_load_query_seconds, x.state_loaded_seconds, x.first_change_seconds,
+        x.median_change_seconds, x.last_change_seconds, x.settled_seconds,
+        static_cast<long long>(x.decided_before_load), static_cast<long long>(x.published));
+    restart = {{"changes", x.changes},
+               {"state_loaded_s", x.state_loaded_seconds},
+               {"for_each_resource_s", x.warm_load_query_seconds},
+               {"first_change_s", x.first_change_seconds},
+               {"median_change_s", x.median_change_seconds},
+               {"last_change_s", x.last_change_seconds},
+               {"settled_s", x.settled_seconds},
+               {"decided_before_load", x.decided_before_load},
+               {"published", x.published}};
+  }
   return {{"applications", r.applications},
+          {"restart", restart},
           {"clusters", clusters},
           {"seconds", r.seconds},
           {"applications_per_second", r.apps_per_second},
@@ -116,7 +143,8 @@ absl::StatusOr<json> RunAll(const Options& o) {
                          .mqtt_pid = std::stoi((*broker)->Get("MOSQUITTO_PID")),
                          .workers = o.workers,
                          .max_in_flight = o.max_in_flight,
-                         .mark_linger = std::chrono::milliseconds(o.mark_linger_ms)};
+                         .mark_linger = std::chrono::milliseconds(o.mark_linger_ms),
+                         .restart_changes = o.restart_changes};
     auto result = RunDispatch(settings);
     if (!result.ok()) {
       return result.status();
@@ -125,6 +153,12 @@ absl::StatusOr<json> RunAll(const Options& o) {
     std::fflush(stdout);
     if (result->rows_published != static_cast<int64_t>(apps) || result->outbox_rows != 0) {
       return absl::InternalError("not every Application was recorded as published");
+    }
+    if (result->restart &&
+        result->restart->published != static_cast<int64_t>(result->restart->changes)) {
+      return absl::InternalError(absl::StrCat("the restart published ", result->restart->published,
+                                              " events for ", result->restart->changes,
+                                              " changed Applications"));
     }
   }
   // Outside a gtest test PeerProcess keeps its data directory as if the test had failed (a
@@ -176,12 +210,15 @@ int main(int argc, char** argv) {
   cli.add_option(
       "--mark-linger-ms", o.mark_linger_ms,
       "how long published seqs wait for others before MarkPublished (outbox.markLinger)");
+  cli.add_option("--restart-changes", o.restart_changes,
+                 "after each run, restart on its database with this many Applications changed");
   cli.add_option("--json", o.json_path, "also write the report here");
   CLI11_PARSE(cli, argc, argv);
   if (o.small) {
     o.apps = {2'000};
     o.clusters = 200;
     o.stage_apps = 500;
+    o.restart_changes = 100;
   }
   mmi::log::SetMinLevel(mmi::log::Level::kWarn);
   return mmi::bench::Run(o);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,24 @@ struct RunSettings {
   std::size_t max_in_flight = 0;
   std::chrono::milliseconds mark_linger{20};  // outbox.markLinger (the dispatcher's default)
   double timeout_seconds = 1800;
+  // After the cold dispatch, a restart on the same database with this many Applications changed
+  // on the hub while the restarted dispatcher loads its state (0: no restart).
+  std::size_t restart_changes = 0;
+};
+
+// A dispatcher restarted on the warm database: the changed Applications are handed to it as
+// the informer's watch would (urgent keys) the moment it is activated, while it loads the dispatch
+// state of every Application; each change's time to the broker's PUBACK, next to that load.
+struct RestartResult {
+  std::size_t changes = 0;
+  double state_loaded_seconds = 0;     // Activate() to the dispatch state installed
+  double warm_load_query_seconds = 0;  // of which ForEachResource() (the store histogram)
+  double first_change_seconds = 0;     // Activate() to the first change acknowledged
+  double median_change_seconds = 0;
+  double last_change_seconds = 0;
+  int64_t decided_before_load = 0;  // mmi_dispatcher_decided_before_load_total
+  int64_t published = 0;       // events the restart published: the changes alone when all is well
+  double settled_seconds = 0;  // Activate() to every Application reconciled again
 };
 
 struct CostLine {
@@ -53,6 +72,7 @@ struct RunResult {
   int64_t max_awaiting_ack = 0;  // events awaiting their PUBACK at once, at most
   int64_t rows_published = 0;    // dispatched_resources with last_published_at, checked after
   int64_t outbox_rows = 0;       // left in the outbox, checked after (0 when all went out)
+  std::optional<RestartResult> restart;
 };
 
 absl::StatusOr<RunResult> RunDispatch(const RunSettings& settings);

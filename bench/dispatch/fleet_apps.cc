@@ -65,12 +65,28 @@ json GeneratedApplication(const FleetShape& shape, std::size_t n) {
               {"syncOptions", {"CreateNamespace=true"}}}}}}};
 }
 
-SyncedLister::SyncedLister(const FleetShape& shape) {
+std::vector<std::size_t> ChangedApplications(const FleetShape& shape, std::size_t count) {
+  std::vector<std::size_t> out;
+  count = std::min(count, shape.applications);
+  for (std::size_t i = 0; i < count; ++i) {
+    out.push_back(i * shape.applications / count);
+  }
+  return out;
+}
+
+std::string SyncedLister::KeyOf(const FleetShape& shape, std::size_t n) {
+  return kube::ObjectKey(GeneratedApplication(shape, n));
+}
+
+SyncedLister::SyncedLister(const FleetShape& shape, const std::vector<std::size_t>& changed) {
   const kube::Transform transform = dispatcher::ApplicationTransform();
   std::vector<std::pair<std::string, kube::ObjectPtr>> entries;
   entries.reserve(shape.applications);
   for (std::size_t n = 0; n < shape.applications; ++n) {
     json app = GeneratedApplication(shape, n);
+    if (std::binary_search(changed.begin(), changed.end(), n)) {
+      app["spec"]["source"]["targetRevision"] = "v2";
+    }
     transform(app);
     std::string key = kube::ObjectKey(app);
     entries.emplace_back(std::move(key), std::make_shared<const json>(std::move(app)));

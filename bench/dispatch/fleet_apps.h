@@ -27,13 +27,18 @@ std::string ClusterName(std::size_t c);
 
 // Application `n` of `shape`, as the hub returns it (before the informer's transform).
 nlohmann::json GeneratedApplication(const FleetShape& shape, std::size_t n);
+// Which Applications a restart run changes: `count` of them spread evenly over the fleet.
+std::vector<std::size_t> ChangedApplications(const FleetShape& shape, std::size_t count);
 
 // A synced, read-only cache of hub objects keyed "<namespace>/<name>": the dispatcher's
 // Applications informer after its initial list. Built once; thread-safe to read.
 class SyncedLister final : public dispatcher::ObjectLister {
  public:
-  // Every Application of `shape`, passed through the informer's transform.
-  explicit SyncedLister(const FleetShape& shape);
+  // Every Application of `shape`, passed through the informer's transform; those in `changed`
+  // with a new spec.source.targetRevision (as if edited on the hub).
+  explicit SyncedLister(const FleetShape& shape, const std::vector<std::size_t>& changed = {});
+  // "<namespace>/<name>" of Application `n`.
+  static std::string KeyOf(const FleetShape& shape, std::size_t n);
 
   kube::ObjectPtr Get(std::string_view ns, std::string_view name) const override;
   std::vector<kube::ObjectPtr> List() const override { return objects_; }

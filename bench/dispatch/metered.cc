@@ -26,6 +26,16 @@ class Meter {
 
 }  // namespace
 
+absl::Status MeteredStore::ForEachResource(
+    const std::function<void(const store::DispatchedResource&)>& fn) {
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status status = inner_.ForEachResource(fn);
+  load_wall_ns_.fetch_add(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count());
+  return status;
+}
+
 absl::StatusOr<std::vector<int64_t>> MeteredStore::Record(
     const std::vector<store::DispatchChange>& changes) {
   Meter meter(record_, static_cast<int64_t>(changes.size()));

@@ -25,12 +25,14 @@ class MeteredStore final : public store::DispatchStore {
   explicit MeteredStore(store::DispatchStore& inner) : inner_(inner) {}
 
   absl::Status ForEachResource(
-      const std::function<void(const store::DispatchedResource&)>& fn) override {
-    return inner_.ForEachResource(fn);
-  }
+      const std::function<void(const store::DispatchedResource&)>& fn) override;
   absl::StatusOr<std::optional<store::DispatchedResource>> GetResource(
       const std::string& resource_id) override {
     return inner_.GetResource(resource_id);
+  }
+  absl::StatusOr<store::ApplicationRows> LoadApplications(
+      const std::vector<store::HubKey>& keys) override {
+    return inner_.LoadApplications(keys);
   }
   absl::StatusOr<std::vector<store::DispatchedResource>> ResourcesOfCluster(
       const std::string& cluster) override {
@@ -61,12 +63,15 @@ class MeteredStore final : public store::DispatchStore {
   const CallCost& mark() const { return mark_; }
   // Seqs removed from the outbox so far (MarkPublished calls that succeeded).
   int64_t marked() const { return marked_.load(); }
+  // Wall time spent in ForEachResource() (the warm load), summed over its calls.
+  double load_seconds() const { return static_cast<double>(load_wall_ns_.load()) / 1e9; }
 
  private:
   store::DispatchStore& inner_;
   CallCost record_;
   CallCost mark_;
   std::atomic<int64_t> marked_{0};
+  std::atomic<int64_t> load_wall_ns_{0};
 };
 
 class MeteredPublisher final : public transport::Publisher {

@@ -165,7 +165,7 @@ class GoalsTest(unittest.TestCase):
                 'processes': {'status-sink': {'cpu_seconds': 0.05}}}},
             'c_restart_no_change': {'dispatcher': {
                 'ready_after_start_s': 60.0, 'peak_rss_before_stop_mib': 1100.5,
-                'warm_load_s': 12.5,
+                'warm_load_s': 12.5, 'decided_before_load': 100,
                 'relist': {'cpu_seconds_until_ready': 9.0, 'peak_rss_mib': 700.0},
                 'changes_during_restart': {'applications': 100, 'patched': 100, 'arrived': 100,
                                            'dispatcher_ready_when_changed': False,
@@ -188,6 +188,7 @@ class GoalsTest(unittest.TestCase):
         change = rows['Applications changed during a dispatcher restart: PATCH to broker']
         self.assertEqual(change['measured']['max_s'], 4.5)
         self.assertEqual(change['measured']['warm_load_s'], 12.5)
+        self.assertEqual(change['measured']['decided_before_load'], 100)
         self.assertIs(change['met'], True)
         cold = rows['cold dispatch in the full bench (Applications/s)']
         self.assertIs(cold['met'], True)

@@ -92,6 +92,14 @@ std::string ObjectKey(std::string_view ns, std::string_view name) {
   return absl::StrCat(std::string(ns), "/", std::string(name));
 }
 
+std::pair<std::string, std::string> SplitObjectKey(std::string_view key) {
+  const auto slash = key.find('/');
+  if (slash == std::string_view::npos) {
+    return {"", std::string(key)};
+  }
+  return {std::string(key.substr(0, slash)), std::string(key.substr(slash + 1))};
+}
+
 std::string ObjectKey(const json& object) {
   const json& meta = Metadata(object);
   return ObjectKey(StringAt(meta, "namespace"), StringAt(meta, "name"));

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
@@ -47,6 +48,8 @@ std::string Annotation(const nlohmann::json& object, std::string_view key);
 // metadata.namespace + "/" + metadata.name ("name" alone for cluster-scoped objects).
 std::string ObjectKey(const nlohmann::json& object);
 std::string ObjectKey(std::string_view ns, std::string_view name);
+// ObjectKey() back into {namespace, name} ({"", key} for a cluster-scoped key).
+std::pair<std::string, std::string> SplitObjectKey(std::string_view key);
 // metadata.resourceVersion, "" when absent.
 std::string ResourceVersionOf(const nlohmann::json& object);
 

@@ -65,6 +65,20 @@ struct DispatchChange {
   OutboxEntry event;  // seq ignored on input
 };
 
+// What deciding one hub Application needs: its resource rows (normally one; one per cluster
+// while it moves between clusters) without payload and metadata, and their outbox events not yet
+// accepted by the broker, ascending seq.
+struct ApplicationRows {
+  std::vector<DispatchedResource> resources;
+  std::vector<OutboxEntry> outbox;
+};
+
+// An Application by its hub namespace and name.
+struct HubKey {
+  std::string hub_namespace;
+  std::string hub_name;
+};
+
 // Told, after every store call, which operation it was, how long it took and whether it
 // succeeded (the dispatcher's mmi_store_* metrics). Called on the calling thread; must not call
 // the store.
@@ -82,6 +96,10 @@ class DispatchStore {
       const std::function<void(const DispatchedResource&)>& fn) = 0;
   virtual absl::StatusOr<std::optional<DispatchedResource>> GetResource(
       const std::string& resource_id) = 0;
+  // The rows of the Applications in `keys` and their pending outbox events (a restarted
+  // dispatcher decides changed Applications with these while ForEachResource still runs).
+  // Unknown keys contribute nothing. At most a few hundred keys per call.
+  virtual absl::StatusOr<ApplicationRows> LoadApplications(const std::vector<HubKey>& keys) = 0;
   // Every live or deleting resource of one cluster (answers an agent's spec resync request).
   virtual absl::StatusOr<std::vector<DispatchedResource>> ResourcesOfCluster(
       const std::string& cluster) = 0;

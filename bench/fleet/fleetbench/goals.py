@@ -71,8 +71,9 @@ def _rows(report):
                     'arrived': ch.get('arrived'), 'of': ch.get('patched'),
                     'changed_after_start_s': ch.get('changed_after_start_s'),
                     'list_complete_when_changed': ch.get('dispatcher_ready_when_changed'),
-                    # nothing is decided before it ends
-                    'warm_load_s': c.get('warm_load_s')}
+                    # the load of the dispatch state, and the changes decided while it ran
+                    'warm_load_s': c.get('warm_load_s'),
+                    'decided_before_load': c.get('decided_before_load')}
         # every one changed and every one arrived: a PATCH that failed is a miss, not a pass
         met = (worst is not None and worst <= RESTART_CHANGE_S and not ch.get('failures')
                and ch.get('arrived') == ch.get('patched') == ch.get('applications'))

@@ -148,11 +148,14 @@ class ScenariosMixin:
                 res['failures'].append(f'{name} exited with {rc} on SIGTERM')
             if name == 'dispatcher':
                 r['relist'] = sampler.result()
-                # Nothing is decided before the dispatch state is loaded from PostgreSQL: the
-                # new process's for_each_resource call is that load (the query and the rows'
-                # callbacks, not the start before it). None when the series is missing.
-                r['warm_load_s'], r['warm_load_calls'] = warm_load(
-                    after['metrics'].get(name, {}))
+                # The new process's for_each_resource call is the load of its dispatch state
+                # (the query and the rows' callbacks, not the start before it; None when the
+                # series is missing); the Applications changed meanwhile are decided from their
+                # own rows without waiting for it (decided_before_load).
+                restarted_metrics = after['metrics'].get(name, {})
+                r['warm_load_s'], r['warm_load_calls'] = warm_load(restarted_metrics)
+                r['decided_before_load'] = int(prom.total(
+                    restarted_metrics, 'mmi_dispatcher_decided_before_load_total'))
                 changed = 0
                 if change_res:
                     r['changes_during_restart'] = change_res

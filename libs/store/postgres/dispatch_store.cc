@@ -55,6 +55,25 @@ DispatchedResource ResourceFromRow(const pqxx::row& r) {
   return d;
 }
 
+constexpr char kOutboxColumns[] =
+    "seq, resource_id::text, cluster, action, version, payload_hash, event, attempts";
+
+OutboxEntry OutboxFromRow(const pqxx::row& r) {
+  OutboxEntry e;
+  e.seq = r[0].as<int64_t>();
+  e.resource_id = r[1].as<std::string>();
+  e.cluster = r[2].as<std::string>();
+  const std::string action = r[3].as<std::string>();
+  e.action = action == "create"   ? OutboxAction::kCreate
+             : action == "delete" ? OutboxAction::kDelete
+                                  : OutboxAction::kUpdate;
+  e.version = r[4].as<int32_t>();
+  e.payload_hash = r[5].as<std::string>();
+  e.event = r[6].as<std::string>();
+  e.attempts = r[7].as<int32_t>();
+  return e;
+}
+
 std::string EpochSeconds(std::chrono::system_clock::time_point t) {
   const auto micros =
       std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
@@ -201,6 +220,53 @@ absl::StatusOr<std::optional<DispatchedResource>> PostgresDispatchStore::GetReso
   return out;
 }
 
+absl::StatusOr<ApplicationRows> PostgresDispatchStore::LoadApplications(
+    const std::vector<HubKey>& keys) {
+  ApplicationRows out;
+  if (keys.empty()) {
+    return out;
+  }
+  static const std::vector<std::string_view> kKeyCasts = {"", ""};
+  absl::Status status =
+      Run("load_applications", "load the rows of Applications", [&](pqxx::connection& conn) {
+        out = ApplicationRows();
+        // One snapshot: an outbox event and its row are recorded in one transaction.
+        pqxx::work tx(conn);
+        tx.exec0("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY");
+        BoundRows bound(kKeyCasts);
+        for (const auto& k : keys) {
+          bound.Add(k.hub_namespace);
+          bound.Add(k.hub_name);
+        }
+        // The unique (hub_namespace, hub_name, cluster) index serves the lookup.
+        for (const auto& r : tx.exec_params(
+                 absl::StrCat("SELECT ", kStateColumns,
+                              " FROM dispatched_resources WHERE (hub_namespace, hub_name) IN "
+                              "(VALUES ",
+                              bound.Values(), ")"),
+                 pqxx::prepare::make_dynamic_params(bound.params()))) {
+          out.resources.push_back(ResourceFromRow(r));
+        }
+        if (out.resources.empty()) {
+          return;
+        }
+        // UUIDs as PostgreSQL printed them: nothing to quote.
+        const std::string ids = absl::StrJoin(
+            out.resources, ",",
+            [](std::string* o, const DispatchedResource& r) { o->append(r.resource_id); });
+        for (const auto& r : tx.exec(absl::StrCat("SELECT ", kOutboxColumns,
+                                                  " FROM outbox WHERE resource_id = ANY('{", ids,
+                                                  "}'::uuid[]) ORDER BY seq"))) {
+          out.outbox.push_back(OutboxFromRow(r));
+        }
+        tx.commit();
+      });
+  if (!status.ok()) {
+    return status;
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<DispatchedResource>> PostgresDispatchStore::ResourcesOfCluster(
     const std::string& cluster) {
   std::vector<DispatchedResource> out;
@@ -278,23 +344,11 @@ absl::StatusOr<std::vector<OutboxEntry>> PostgresDispatchStore::PendingOutbox(in
   std::vector<OutboxEntry> out;
   absl::Status status = Run("pending_outbox", "read the outbox", [&](pqxx::connection& conn) {
     pqxx::nontransaction tx(conn);
-    for (const auto& r : tx.exec_params(
-             "SELECT seq, resource_id::text, cluster, action, version, payload_hash, event, "
-             "attempts FROM outbox WHERE seq > $1 ORDER BY seq LIMIT $2",
-             after_seq, limit)) {
-      OutboxEntry e;
-      e.seq = r[0].as<int64_t>();
-      e.resource_id = r[1].as<std::string>();
-      e.cluster = r[2].as<std::string>();
-      const std::string action = r[3].as<std::string>();
-      e.action = action == "create"   ? OutboxAction::kCreate
-                 : action == "delete" ? OutboxAction::kDelete
-                                      : OutboxAction::kUpdate;
-      e.version = r[4].as<int32_t>();
-      e.payload_hash = r[5].as<std::string>();
-      e.event = r[6].as<std::string>();
-      e.attempts = r[7].as<int32_t>();
-      out.push_back(std::move(e));
+    for (const auto& r : tx.exec_params(absl::StrCat("SELECT ", kOutboxColumns,
+                                                     " FROM outbox WHERE seq > $1 ORDER BY seq "
+                                                     "LIMIT $2"),
+                                        after_seq, limit)) {
+      out.push_back(OutboxFromRow(r));
     }
   });
   if (!status.ok()) {

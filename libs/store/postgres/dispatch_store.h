@@ -18,6 +18,7 @@ class PostgresDispatchStore final : public DispatchStore {
   absl::Status ForEachResource(const std::function<void(const DispatchedResource&)>& fn) override;
   absl::StatusOr<std::optional<DispatchedResource>> GetResource(
       const std::string& resource_id) override;
+  absl::StatusOr<ApplicationRows> LoadApplications(const std::vector<HubKey>& keys) override;
   absl::StatusOr<std::vector<DispatchedResource>> ResourcesOfCluster(
       const std::string& cluster) override;
   absl::StatusOr<std::vector<int64_t>> Record(const std::vector<DispatchChange>& changes) override;

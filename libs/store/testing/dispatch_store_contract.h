@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -115,6 +116,47 @@ TEST_P(DispatchStoreContract, PublishedEntriesLeaveTheOutboxAndStampTheResource)
   ASSERT_TRUE(pending.ok());
   ASSERT_EQ(pending->size(), 1U);
   EXPECT_EQ((*pending)[0].attempts, 1);
+}
+
+TEST_P(DispatchStoreContract, LoadsTheRowsAndPendingEventsOfSomeApplications) {
+  // Application 1 has moved from c1 to c2 (two rows); 2 is published; 3 is not asked for.
+  DispatchChange moved = Change(1, "c1", OutboxAction::kCreate, 0);
+  DispatchChange moved_to = Change(4, "c2", OutboxAction::kCreate, 0);
+  moved_to.resource.hub_name = moved.resource.hub_name;
+  auto seqs = store_->Record({moved, Change(2, "c1", OutboxAction::kCreate, 0),
+                              Change(3, "c1", OutboxAction::kCreate, 0), moved_to,
+                              Change(1, "c1", OutboxAction::kDelete, 1)});
+  ASSERT_TRUE(seqs.ok()) << seqs.status();
+  ASSERT_TRUE(store_->MarkPublished({(*seqs)[1]}, std::chrono::system_clock::now()).ok());
+
+  auto got = store_->LoadApplications(
+      {{"argocd", moved.resource.hub_name},
+       {"argocd", Change(2, "c1", OutboxAction::kCreate, 0).resource.hub_name},
+       {"argocd", "never-dispatched"},
+       {"other-namespace", moved.resource.hub_name}});
+  ASSERT_TRUE(got.ok()) << got.status();
+  std::vector<std::string> ids;
+  for (const auto& r : got->resources) {
+    ids.push_back(r.resource_id);
+    EXPECT_TRUE(r.payload.empty()) << "rows without payload, as ForEachResource";
+    EXPECT_TRUE(r.metadata.empty());
+  }
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(
+      ids, (std::vector<std::string>{moved.resource.resource_id,
+                                     Change(2, "c1", OutboxAction::kCreate, 0).resource.resource_id,
+                                     moved_to.resource.resource_id}));
+  // Application 1's three events, in recording order; 2's event was published.
+  ASSERT_EQ(got->outbox.size(), 3U);
+  EXPECT_EQ(got->outbox[0].seq, (*seqs)[0]);
+  EXPECT_EQ(got->outbox[1].seq, (*seqs)[3]);
+  EXPECT_EQ(got->outbox[2].seq, (*seqs)[4]);
+  EXPECT_EQ(got->outbox[2].action, OutboxAction::kDelete);
+  EXPECT_EQ(got->outbox[2].event, Change(1, "c1", OutboxAction::kDelete, 1).event.event);
+
+  auto none = store_->LoadApplications({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->resources.empty() && none->outbox.empty());
 }
 
 TEST_P(DispatchStoreContract, WalksEveryResourceAndForgetsDeletedOnes) {

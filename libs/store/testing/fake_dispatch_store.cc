@@ -1,5 +1,7 @@
 #include "libs/store/testing/fake_dispatch_store.h"
 
+#include <set>
+
 namespace mmi::store::testing {
 
 int FakeDispatchStore::record_calls() const {
@@ -12,8 +14,19 @@ int FakeDispatchStore::mark_published_calls() const {
   return mark_published_calls_;
 }
 
+void FakeDispatchStore::HoldWarmLoadForTest(bool hold) {
+  absl::MutexLock lock(&mu_);
+  hold_warm_load_ = hold;
+}
+
 absl::Status FakeDispatchStore::ForEachResource(
     const std::function<void(const DispatchedResource&)>& fn) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (hold_warm_load_) {
+      return absl::UnavailableError("warm load held for the test");
+    }
+  }
   return VisitCopies<DispatchedResource>(
       [this](std::vector<DispatchedResource>& copy) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         for (const auto& [id, r] : resources_) {
@@ -36,6 +49,33 @@ absl::StatusOr<std::optional<DispatchedResource>> FakeDispatchStore::GetResource
     return std::optional<DispatchedResource>();
   }
   return std::optional<DispatchedResource>(it->second);
+}
+
+absl::StatusOr<ApplicationRows> FakeDispatchStore::LoadApplications(
+    const std::vector<HubKey>& keys) {
+  absl::MutexLock lock(&mu_);
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  ApplicationRows out;
+  std::set<std::string> ids;
+  for (const auto& [id, r] : resources_) {
+    for (const auto& k : keys) {
+      if (r.hub_namespace == k.hub_namespace && r.hub_name == k.hub_name) {
+        out.resources.push_back(r);
+        out.resources.back().payload.clear();  // as ForEachResource
+        out.resources.back().metadata.clear();
+        ids.insert(id);
+        break;
+      }
+    }
+  }
+  for (const auto& [seq, e] : outbox_) {
+    if (ids.contains(e.resource_id)) {
+      out.outbox.push_back(e);
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<DispatchedResource>> FakeDispatchStore::ResourcesOfCluster(

@@ -14,6 +14,7 @@ class FakeDispatchStore final : public DispatchStore, public FakeLockedStore {
   absl::Status ForEachResource(const std::function<void(const DispatchedResource&)>& fn) override;
   absl::StatusOr<std::optional<DispatchedResource>> GetResource(
       const std::string& resource_id) override;
+  absl::StatusOr<ApplicationRows> LoadApplications(const std::vector<HubKey>& keys) override;
   absl::StatusOr<std::vector<DispatchedResource>> ResourcesOfCluster(
       const std::string& cluster) override;
   absl::StatusOr<std::vector<int64_t>> Record(const std::vector<DispatchChange>& changes) override;
@@ -26,6 +27,8 @@ class FakeDispatchStore final : public DispatchStore, public FakeLockedStore {
   absl::Status Forget(const std::string& resource_id) override;
 
   // FailWithForTest() and notifications() (of kDeletionConfirmedChannel): see FakeLockedStore.
+  // While held, ForEachResource() fails with kUnavailable (a warm load that has not finished).
+  void HoldWarmLoadForTest(bool hold);
   int record_calls() const;
   int mark_published_calls() const;
 
@@ -34,6 +37,7 @@ class FakeDispatchStore final : public DispatchStore, public FakeLockedStore {
   std::map<int64_t, OutboxEntry> outbox_ ABSL_GUARDED_BY(mu_);
   int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   int record_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  bool hold_warm_load_ ABSL_GUARDED_BY(mu_) = false;
   int mark_published_calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -79,6 +79,13 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry, std::string
               .Name("mmi_dispatcher_deferred_until_synced_total")
               .Help("Keys put aside until the Application list is complete (not cached yet)")
               .Register(registry)
+              .Add({})),
+      decided_before_load_(
+          prometheus::BuildCounter()
+              .Name("mmi_dispatcher_decided_before_load_total")
+              .Help("Changed Applications decided from their own store rows while the dispatch "
+                    "state was still loading after a (re)start")
+              .Register(registry)
               .Add({})) {}
 
 void DispatcherMetrics::Dispatch(std::string_view action, std::string_view result) {

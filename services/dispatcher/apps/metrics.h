@@ -26,6 +26,8 @@
 //   mmi_dispatcher_deferred_until_synced_total  keys put aside while the Application list was
 //       read after a (re)start: their Application was not cached yet (absence proves nothing
 //       before the list is complete); all keys are reconciled once it is
+//   mmi_dispatcher_decided_before_load_total  Applications changed on the hub while the dispatch
+//       state was still loading after a (re)start, decided from their own store rows
 //
 // Thread-safe (prometheus-cpp metrics are atomic).
 #pragma once
@@ -61,6 +63,7 @@ class DispatcherMetrics {
   prometheus::Gauge& parked() { return parked_; }
   prometheus::Gauge& tracked() { return tracked_; }
   prometheus::Counter& deferred_until_synced() { return deferred_until_synced_; }
+  prometheus::Counter& decided_before_load() { return decided_before_load_; }
   const std::string& transport() const { return transport_; }
 
  private:
@@ -79,6 +82,7 @@ class DispatcherMetrics {
   prometheus::Gauge& parked_;
   prometheus::Gauge& tracked_;
   prometheus::Counter& deferred_until_synced_;
+  prometheus::Counter& decided_before_load_;
 };
 
 }  // namespace mmi::dispatcher

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/common/log.h"
+#include "libs/kube/object.h"
 
 namespace mmi::dispatcher {
 namespace {
@@ -58,7 +59,10 @@ void Reconciler::Activate() {
   workers_.Post([this] { LoadState(); });
 }
 
-void Reconciler::Deactivate() { active_.store(false); }
+void Reconciler::Deactivate() {
+  deactivated_.store(true);
+  active_.store(false);
+}
 
 void Reconciler::LoadState() {
   Loaded loaded;
@@ -96,17 +100,33 @@ void Reconciler::LoadState() {
 }
 
 void Reconciler::InstallState(Loaded loaded) {
+  // What is tracked already was decided while the load ran (EnqueueEarly): newer than what the
+  // load read, with its outbox events added (the older ones) or on their way (the new ones).
+  absl::flat_hash_set<std::string> early;
+  early.reserve(state_.size());
+  for (const auto& [id, t] : state_.resources()) {
+    early.insert(id);
+  }
   for (auto& r : loaded.resources) {
+    if (early.contains(r.resource_id)) {
+      continue;
+    }
     TrackedResource& t = state_.Track(TrackedResource::FromRow(std::move(r)));
     if (t.state != DeletionState::kLive) {
       state_.MarkDeleting(t.id());
     }
   }
+  const size_t outbox_read = loaded.outbox.size();
+  std::erase_if(loaded.outbox,
+                [&](const store::OutboxEntry& e) { return early.contains(e.resource_id); });
   for (const auto& e : loaded.outbox) {
     if (TrackedResource* t = state_.Find(e.resource_id); t != nullptr) {
       ++t->unpublished;
     }
   }
+  early_wanted_.clear();
+  early_fetched_.clear();
+  early_ready_.clear();
   for (const auto& id : early_confirmations_) {
     if (TrackedResource* t = state_.Find(id);
         t != nullptr && t->state == DeletionState::kDeleteRequested) {
@@ -123,16 +143,132 @@ void Reconciler::InstallState(Loaded loaded) {
       EnqueueAfter(t.Key(), DeleteResendDelay(settings_, 0));
     }
   }
-  Log().Info("dispatch state loaded", {{"resources", static_cast<int64_t>(state_.size())},
-                                       {"outbox", static_cast<int64_t>(loaded.outbox.size())}});
+  Log().Info("dispatch state loaded",
+             {{"resources", static_cast<int64_t>(state_.size())},
+              {"outbox", static_cast<int64_t>(outbox_read)},
+              {"tracked_while_loading", static_cast<int64_t>(early.size())}});
   loaded_.store(true);
-  active_.store(true);
+  active_.store(!deactivated_.load());
   // Events recorded but not accepted before the restart go out first, with their original ids.
   outbox_.Add(std::move(loaded.outbox));
   // Deletions confirmed while we were not running are finished by the first ProcessKeys() that
   // finds the caches synced (SweepConfirmedDeletions), like every other decision.
   EnqueueAll();
   ScheduleProcess();
+}
+
+void Reconciler::EnqueueEarly(const std::string& key) {
+  if (loaded_.load() || deactivated_.load()) {
+    return;  // the key is queued: the loaded state decides it
+  }
+  if (early_fetched_.contains(key)) {
+    early_ready_.insert(key);
+    DecideEarly();
+    return;
+  }
+  early_wanted_.insert(key);
+  EarlyFetch();
+}
+
+void Reconciler::EarlyFetch() {
+  if (early_fetching_ || early_wanted_.empty() || loaded_.load() || deactivated_.load()) {
+    return;
+  }
+  early_fetching_ = true;
+  std::vector<std::string> keys;
+  std::vector<store::HubKey> hub_keys;
+  for (auto it = early_wanted_.begin();
+       it != early_wanted_.end() && keys.size() < settings_.batch_size;) {
+    auto [ns, name] = kube::SplitObjectKey(*it);
+    hub_keys.push_back({std::move(ns), std::move(name)});
+    keys.push_back(*it);
+    early_wanted_.erase(it++);
+  }
+  workers_.Post([this, keys = std::move(keys), hub_keys = std::move(hub_keys)]() mutable {
+    auto rows = store_.LoadApplications(hub_keys);
+    loop_.Post([this, keys = std::move(keys), rows = std::move(rows)]() mutable {
+      OnEarlyFetched(std::move(keys), std::move(rows));
+    });
+  });
+}
+
+void Reconciler::OnEarlyFetched(std::vector<std::string> keys,
+                                absl::StatusOr<store::ApplicationRows> rows) {
+  early_fetching_ = false;
+  if (loaded_.load()) {
+    return;  // the installed state is the newer one; the keys are queued
+  }
+  if (!rows.ok()) {
+    // They wait for the warm load if it ends first (they are queued too).
+    Log().Warn("could not read the rows of changed Applications; retrying",
+               {{"count", static_cast<int64_t>(keys.size())},
+                {"error", std::string(rows.status().message())}});
+    early_wanted_.insert(keys.begin(), keys.end());
+    loop_.PostAfter(settings_.retry.initial, [this] { EarlyFetch(); });
+    return;
+  }
+  absl::flat_hash_set<std::string> tracked_now;
+  for (auto& r : rows->resources) {
+    if (state_.Find(r.resource_id) != nullptr) {
+      continue;  // decided here already (two keys naming one work): ours is newer
+    }
+    TrackedResource& t = state_.Track(TrackedResource::FromRow(std::move(r)));
+    if (t.state != DeletionState::kLive) {
+      state_.MarkDeleting(t.id());
+    }
+    tracked_now.insert(t.id());
+  }
+  // Events recorded before the restart and not accepted go out before anything decided now
+  // (the outbox keeps each resource's events in seq order).
+  std::vector<store::OutboxEntry> pending;
+  for (auto& e : rows->outbox) {
+    if (tracked_now.contains(e.resource_id)) {
+      ++state_.Find(e.resource_id)->unpublished;
+      pending.push_back(std::move(e));
+    }
+  }
+  if (!pending.empty()) {
+    outbox_.Add(std::move(pending));
+  }
+  for (auto& key : keys) {
+    early_fetched_.insert(key);
+    early_ready_.insert(std::move(key));
+  }
+  DecideEarly();
+  EarlyFetch();
+}
+
+void Reconciler::DecideEarly() {
+  if (loaded_.load() || deactivated_.load() || early_ready_.empty()) {
+    return;
+  }
+  if (inflight_batches_.load() >= settings_.max_inflight_batches) {
+    return;  // OnRecorded() calls again
+  }
+  if (!clusters_.synced()) {
+    // An unknown cluster may only be unlisted yet.
+    if (!early_wait_posted_) {
+      early_wait_posted_ = true;
+      loop_.PostAfter(std::chrono::milliseconds(200), [this] {
+        early_wait_posted_ = false;
+        DecideEarly();
+      });
+    }
+    return;
+  }
+  std::vector<PendingChange> batch;
+  size_t decided = 0;
+  for (const auto& key : early_ready_) {
+    // An absent Application waits for the complete list (it is queued).
+    if (Reconcile(key, /*absence_is_final=*/false, batch)) {
+      ++decided;
+    }
+  }
+  early_ready_.clear();
+  metrics_.decided_before_load().Increment(static_cast<double>(decided));
+  if (!batch.empty()) {
+    FlushBatch(std::move(batch));
+  }
 }
 
 bool Reconciler::CachesSynced() const { return clusters_.synced() && apps_.synced(); }
@@ -166,6 +302,9 @@ void Reconciler::EnqueueAll() {
 // Key queue
 
 void Reconciler::Enqueue(const std::string& key, bool urgent) {
+  if (urgent && activating_.load() && !loaded_.load()) {
+    loop_.Post([this, key] { EnqueueEarly(key); });  // and queued, for the loaded state
+  }
   const kube::WorkQueue::AddResult added = queue_.Add(key, urgent);
   // Dropped on a full queue: a full resync follows once it drained (ProcessKeys).
   metrics_.queue_depth().Set(static_cast<double>(queue_.Len()));
@@ -176,7 +315,12 @@ void Reconciler::Enqueue(const std::string& key, bool urgent) {
 }
 
 void Reconciler::EnqueueAfter(const std::string& key, std::chrono::milliseconds delay) {
-  loop_.PostAfter(delay, [this, key] { Enqueue(key); });
+  loop_.PostAfter(delay, [this, key] {
+    Enqueue(key);
+    if (!loaded_.load() && early_fetched_.contains(key)) {
+      EnqueueEarly(key);  // decided before the load (a retry): not held up by it now either
+    }
+  });
 }
 
 void Reconciler::ScheduleProcess() {
@@ -363,6 +507,7 @@ void Reconciler::OnRecordFailed(const std::vector<PendingChange>& batch,
     EnqueueAfter(key, delay);
   }
   ScheduleProcess();
+  DecideEarly();  // keys that waited for a free batch slot, while the state loads
 }
 
 void Reconciler::OnRecorded(std::vector<PendingChange> batch,
@@ -402,7 +547,11 @@ void Reconciler::OnRecorded(std::vector<PendingChange> batch,
   outbox_.Add(std::move(entries));
   for (const auto& key : requeue) {
     Enqueue(key);
+    if (!loaded_.load()) {
+      EnqueueEarly(key);  // changed again while its decision was recorded
+    }
   }
+  DecideEarly();  // keys that waited for a free batch slot, while the state loads
   ScheduleProcess();
 }
 

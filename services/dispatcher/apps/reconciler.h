@@ -15,7 +15,12 @@
 // is down to half (OutboxFull).
 //
 // State: one loop thread owns the dispatch state (dispatch_state.h). It is warm-loaded from the
-// store on Activate(), so a restarted dispatcher republishes nothing unchanged. No key is
+// store on Activate(), so a restarted dispatcher republishes nothing unchanged. While that load
+// runs (a minute for 300,000 rows on a busy hub), an Application the informer sees change is not
+// held up by it: its own rows and pending outbox events are read (LoadApplications, a few hundred
+// keys per call), its older events go to the outbox first, and it is decided at once; the warm
+// load then installs every other resource and skips those (their state in memory is newer). No
+// key is
 // decided before the ManagedCluster cache has synced. While the Application list is still read
 // (minutes for 300,000 after a restart; the informer hands out the watch's changes meanwhile),
 // keys whose Application is cached are decided at once, so new and changed Applications are
@@ -133,6 +138,14 @@ class Reconciler {
   // --- activation and warm load (reconciler.cc) ---
   void LoadState();
   void InstallState(Loaded loaded);
+  // A key the informer saw change while the state loads: decided from its own rows (EarlyFetch)
+  // without waiting for the whole state. Loop thread, like the three below.
+  void EnqueueEarly(const std::string& key);
+  // Reads the rows and pending events of up to settings.batch_size wanted keys (one call at a
+  // time), then OnEarlyFetched() tracks them and decides the keys.
+  void EarlyFetch();
+  void OnEarlyFetched(std::vector<std::string> keys, absl::StatusOr<store::ApplicationRows> rows);
+  void DecideEarly();
   // Both hub caches hold their complete initial lists.
   bool CachesSynced() const;
   // Checks every 200 ms until both caches synced, processing the queue meanwhile (decisions on
@@ -187,6 +200,7 @@ class Reconciler {
   std::atomic<bool> active_{false};
   std::atomic<bool> loaded_{false};
   std::atomic<bool> activating_{false};
+  std::atomic<bool> deactivated_{false};
   std::atomic<int> inflight_batches_{0};
 
   // Application keys waiting for the loop (capacity: settings.queue_capacity).
@@ -205,6 +219,14 @@ class Reconciler {
   // Confirmations that arrived before the state was installed (the listener runs from the start;
   // LoadState() may have read the row just before the status sink confirmed it).
   absl::flat_hash_set<std::string> early_confirmations_;
+  // Before the state is installed: keys changed on the hub whose rows are to be read, keys whose
+  // rows are tracked (decided afresh on their next change without reading them again), and keys
+  // ready to be decided.
+  absl::flat_hash_set<std::string> early_wanted_;
+  absl::flat_hash_set<std::string> early_fetched_;
+  absl::flat_hash_set<std::string> early_ready_;
+  bool early_fetching_ = false;
+  bool early_wait_posted_ = false;  // DecideEarly() waits for the ManagedCluster list
   Backoff retry_backoff_;
   Backoff load_backoff_;
 };

@@ -6,6 +6,7 @@
 #include "libs/cloudevents/json_format.h"
 #include "libs/cloudevents/resource_id.h"
 #include "libs/common/log.h"
+#include "libs/kube/object.h"
 #include "services/dispatcher/apps/reconciler.h"
 
 namespace mmi::dispatcher {
@@ -18,14 +19,6 @@ using Action = Decision::Action;
 const log::Logger& Log() {
   static const log::Logger logger("dispatcher.reconciler");
   return logger;
-}
-
-std::pair<std::string, std::string> SplitKey(const std::string& key) {
-  const auto slash = key.find('/');
-  if (slash == std::string::npos) {
-    return {"", key};
-  }
-  return {key.substr(0, slash), key.substr(slash + 1)};
 }
 
 absl::StatusOr<std::string> Encode(const absl::StatusOr<cloudevents::Event>& event) {
@@ -65,7 +58,7 @@ TrackedResource ResourceOf(const Dispatch& d) {
 
 bool Reconciler::Reconcile(const std::string& key, bool absence_is_final,
                            std::vector<PendingChange>& batch) {
-  const auto [ns, name] = SplitKey(key);
+  const auto [ns, name] = kube::SplitObjectKey(key);
   const kube::ObjectPtr app = apps_.Get(ns, name);
   if (app == nullptr && !absence_is_final) {
     return false;
@@ -124,7 +117,7 @@ void Reconciler::Apply(const std::string& key, const json* app, TrackedResource*
       FinishDeletion(*t);
       return;
     case Action::kReleaseFinalizer: {
-      const auto [ns, name] = SplitKey(key);
+      const auto [ns, name] = kube::SplitObjectKey(key);
       SubmitReleaseUntracked(ns, name);
       return;
     }

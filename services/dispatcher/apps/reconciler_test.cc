@@ -502,6 +502,68 @@ TEST_F(ReconcilerTest, ARestartDispatchesCachedChangesBeforeTheApplicationListIs
             store::DeletionState::kLive);
 }
 
+// Never blind after a restart, the other half: the dispatch state itself takes a minute to load
+// at 300,000 resources. An Application the watch delivers meanwhile is decided from its own rows;
+// its event recorded before the restart and never accepted goes out first; the load then installs
+// everything else without undoing what was decided.
+TEST_F(ReconcilerTest, ChangesDuringTheWarmLoadAreDecidedFromTheirOwnRowsAfterTheirOlderEvents) {
+  PutApp(PullApp("argocd", "a", "cluster1"));
+  PutApp(PullApp("argocd", "b", "cluster1"));
+  {
+    Process& p = Start();
+    ASSERT_EQ(p.publisher.accepted().size(), 2U);
+    // b changes to v2; the broker refuses the update and the process stops before its retry.
+    p.publisher.FailNext(absl::UnavailableError("broker away"));
+    json b = hub_.Get(ApplicationsRef("argocd"), "b").value();
+    b["spec"]["source"]["targetRevision"] = "v2";
+    PutApp(b);
+    p.RunAll();
+    ASSERT_EQ(p.publisher.accepted().size(), 2U);
+  }
+  process_.reset();
+  ASSERT_EQ(store_.PendingOutbox(0, 10)->size(), 1U);
+
+  // Restarted; the warm load does not finish. The watch delivers b at v3 and a new c.
+  store_.HoldWarmLoadForTest(true);
+  Process& p = Start();
+  json b = hub_.Get(ApplicationsRef("argocd"), "b").value();
+  b["spec"]["source"]["targetRevision"] = "v3";
+  PutApp(b);
+  p.reconciler.Enqueue("argocd/b", /*urgent=*/true);
+  PutApp(PullApp("argocd", "c", "cluster1"));
+  p.reconciler.Enqueue("argocd/c", /*urgent=*/true);
+  p.RunAll();
+  EXPECT_FALSE(p.reconciler.loaded());
+  const auto accepted = p.publisher.accepted();
+  ASSERT_EQ(accepted.size(), 3U);
+  EXPECT_EQ(accepted[0].ResourceId().value(), IdOf("cluster1", "argocd", "b"));
+  EXPECT_EQ(accepted[0].ResourceVersion().value(), 2) << "the older event goes out first";
+  const auto later = accepted[1].ResourceId().value_or("") == IdOf("cluster1", "argocd", "b")
+                         ? std::pair(accepted[1], accepted[2])
+                         : std::pair(accepted[2], accepted[1]);
+  EXPECT_EQ(later.first.type, cloudevents::kSpecUpdateRequestType);
+  EXPECT_EQ(later.first.ResourceVersion().value(), 3);
+  EXPECT_EQ(later.second.type, cloudevents::kSpecCreateRequestType);
+  EXPECT_EQ(later.second.ResourceId().value(), IdOf("cluster1", "argocd", "c"));
+  EXPECT_EQ(MetricValue(p.registry, "mmi_dispatcher_decided_before_load_total", {}), 2);
+  EXPECT_FALSE(p.reconciler.ResourceForTest(IdOf("cluster1", "argocd", "a")).has_value())
+      << "a did not change: it waits for the warm load";
+
+  // The load completes: a is unchanged; b and c are not sent again nor set back.
+  store_.HoldWarmLoadForTest(false);
+  clock_.Advance(std::chrono::minutes(1));
+  p.RunAll();
+  EXPECT_TRUE(p.reconciler.loaded());
+  EXPECT_EQ(p.publisher.accepted().size(), 3U);
+  EXPECT_EQ(p.reconciler.TrackedForTest(), 3U);
+  const auto b_state = p.reconciler.ResourceForTest(IdOf("cluster1", "argocd", "b"));
+  ASSERT_TRUE(b_state.has_value());
+  EXPECT_EQ(b_state->version, 3);
+  EXPECT_EQ(b_state->unpublished, 0);
+  EXPECT_EQ(p.reconciler.ResourceForTest(IdOf("cluster1", "argocd", "c"))->unpublished, 0);
+  EXPECT_TRUE(store_.PendingOutbox(0, 10)->empty());
+}
+
 // Nothing is decided before the ManagedCluster list is complete: an Application's cluster may
 // only be unlisted yet (it would be parked as unknown).
 TEST_F(ReconcilerTest, NothingIsDecidedBeforeTheManagedClusterCacheHasSynced) {
