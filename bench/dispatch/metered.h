@@ -31,8 +31,8 @@ class MeteredStore final : public store::DispatchStore {
     return inner_.GetResource(resource_id);
   }
   absl::StatusOr<store::ApplicationRows> LoadApplications(
-      const std::vector<store::HubKey>& keys) override {
-    return inner_.LoadApplications(keys);
+      const std::vector<store::HubKey>& keys, const std::vector<std::string>& ids) override {
+    return inner_.LoadApplications(keys, ids);
   }
   absl::StatusOr<std::vector<store::DispatchedResource>> ResourcesOfCluster(
       const std::string& cluster) override {

@@ -96,10 +96,13 @@ class DispatchStore {
       const std::function<void(const DispatchedResource&)>& fn) = 0;
   virtual absl::StatusOr<std::optional<DispatchedResource>> GetResource(
       const std::string& resource_id) = 0;
-  // The rows of the Applications in `keys` and their pending outbox events (a restarted
-  // dispatcher decides changed Applications with these while ForEachResource still runs).
-  // Unknown keys contribute nothing. At most a few hundred keys per call.
-  virtual absl::StatusOr<ApplicationRows> LoadApplications(const std::vector<HubKey>& keys) = 0;
+  // The rows of the Applications in `keys`, and the rows with the ids in `resource_ids` (what
+  // those Applications would be dispatched as now: another Application may hold that id, as two
+  // keys can name one work), each once, ascending id; and their pending outbox events, ascending
+  // seq; in one snapshot. A restarted dispatcher decides changed Applications with these while
+  // ForEachResource still runs. Unknown keys and ids contribute nothing. A few hundred per call.
+  virtual absl::StatusOr<ApplicationRows> LoadApplications(
+      const std::vector<HubKey>& keys, const std::vector<std::string>& resource_ids) = 0;
   // Every live or deleting resource of one cluster (answers an agent's spec resync request).
   virtual absl::StatusOr<std::vector<DispatchedResource>> ResourcesOfCluster(
       const std::string& cluster) = 0;

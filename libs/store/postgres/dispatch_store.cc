@@ -74,6 +74,23 @@ OutboxEntry OutboxFromRow(const pqxx::row& r) {
   return e;
 }
 
+// A PostgreSQL array literal of `values`, each element quoted and escaped ({"a","b\\"c"}), for
+// a bound parameter: never spliced into a statement.
+std::string ArrayLiteral(const std::vector<std::string>& values) {
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    out += i == 0 ? "\"" : ",\"";
+    for (char c : values[i]) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+      }
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "}";
+}
+
 std::string EpochSeconds(std::chrono::system_clock::time_point t) {
   const auto micros =
       std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
@@ -221,42 +238,52 @@ absl::StatusOr<std::optional<DispatchedResource>> PostgresDispatchStore::GetReso
 }
 
 absl::StatusOr<ApplicationRows> PostgresDispatchStore::LoadApplications(
-    const std::vector<HubKey>& keys) {
+    const std::vector<HubKey>& keys, const std::vector<std::string>& resource_ids) {
   ApplicationRows out;
-  if (keys.empty()) {
+  if (keys.empty() && resource_ids.empty()) {
     return out;
   }
-  static const std::vector<std::string_view> kKeyCasts = {"", ""};
+  std::vector<std::string> namespaces;
+  std::vector<std::string> names;
+  for (const auto& k : keys) {
+    namespaces.push_back(k.hub_namespace);
+    names.push_back(k.hub_name);
+  }
+  const std::string ns_array = ArrayLiteral(namespaces);
+  const std::string name_array = ArrayLiteral(names);
+  const std::string id_array = ArrayLiteral(resource_ids);
   absl::Status status =
       Run("load_applications", "load the rows of Applications", [&](pqxx::connection& conn) {
         out = ApplicationRows();
         // One snapshot: an outbox event and its row are recorded in one transaction.
         pqxx::work tx(conn);
         tx.exec0("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY");
-        BoundRows bound(kKeyCasts);
-        for (const auto& k : keys) {
-          bound.Add(k.hub_namespace);
-          bound.Add(k.hub_name);
-        }
-        // The unique (hub_namespace, hub_name, cluster) index serves the lookup.
-        for (const auto& r : tx.exec_params(
-                 absl::StrCat("SELECT ", kStateColumns,
-                              " FROM dispatched_resources WHERE (hub_namespace, hub_name) IN "
-                              "(VALUES ",
-                              bound.Values(), ")"),
-                 pqxx::prepare::make_dynamic_params(bound.params()))) {
+        // By key through the unique (hub_namespace, hub_name, cluster) index; by id through the
+        // primary key. One fixed statement whatever the counts.
+        for (const auto& r :
+             tx.exec_params(absl::StrCat("SELECT ", kStateColumns,
+                                         " FROM dispatched_resources "
+                                         "JOIN unnest($1::text[], $2::text[]) AS k(ns, name) "
+                                         "ON hub_namespace = k.ns AND hub_name = k.name "
+                                         "UNION SELECT ",
+                                         kStateColumns,
+                                         " FROM dispatched_resources "
+                                         "WHERE resource_id = ANY($3::uuid[]) ORDER BY 1"),
+                            ns_array, name_array, id_array)) {
           out.resources.push_back(ResourceFromRow(r));
         }
         if (out.resources.empty()) {
           return;
         }
-        // UUIDs as PostgreSQL printed them: nothing to quote.
-        const std::string ids = absl::StrJoin(
-            out.resources, ",",
-            [](std::string* o, const DispatchedResource& r) { o->append(r.resource_id); });
-        for (const auto& r : tx.exec(absl::StrCat("SELECT ", kOutboxColumns,
-                                                  " FROM outbox WHERE resource_id = ANY('{", ids,
-                                                  "}'::uuid[]) ORDER BY seq"))) {
+        std::vector<std::string> found;
+        found.reserve(out.resources.size());
+        for (const auto& r : out.resources) {
+          found.push_back(r.resource_id);
+        }
+        for (const auto& r : tx.exec_params(
+                 absl::StrCat("SELECT ", kOutboxColumns,
+                              " FROM outbox WHERE resource_id = ANY($1::uuid[]) ORDER BY seq"),
+                 ArrayLiteral(found))) {
           out.outbox.push_back(OutboxFromRow(r));
         }
         tx.commit();

@@ -18,7 +18,8 @@ class PostgresDispatchStore final : public DispatchStore {
   absl::Status ForEachResource(const std::function<void(const DispatchedResource&)>& fn) override;
   absl::StatusOr<std::optional<DispatchedResource>> GetResource(
       const std::string& resource_id) override;
-  absl::StatusOr<ApplicationRows> LoadApplications(const std::vector<HubKey>& keys) override;
+  absl::StatusOr<ApplicationRows> LoadApplications(
+      const std::vector<HubKey>& keys, const std::vector<std::string>& resource_ids) override;
   absl::StatusOr<std::vector<DispatchedResource>> ResourcesOfCluster(
       const std::string& cluster) override;
   absl::StatusOr<std::vector<int64_t>> Record(const std::vector<DispatchChange>& changes) override;

@@ -119,21 +119,26 @@ TEST_P(DispatchStoreContract, PublishedEntriesLeaveTheOutboxAndStampTheResource)
 }
 
 TEST_P(DispatchStoreContract, LoadsTheRowsAndPendingEventsOfSomeApplications) {
-  // Application 1 has moved from c1 to c2 (two rows); 2 is published; 3 is not asked for.
-  DispatchChange moved = Change(1, "c1", OutboxAction::kCreate, 0);
+  // Application 1 has moved from c1 to c2 (two rows); 2 is published; 3 is asked for by id only;
+  // 5 not at all.
+  const DispatchChange moved = Change(1, "c1", OutboxAction::kCreate, 0);
   DispatchChange moved_to = Change(4, "c2", OutboxAction::kCreate, 0);
   moved_to.resource.hub_name = moved.resource.hub_name;
-  auto seqs = store_->Record({moved, Change(2, "c1", OutboxAction::kCreate, 0),
-                              Change(3, "c1", OutboxAction::kCreate, 0), moved_to,
-                              Change(1, "c1", OutboxAction::kDelete, 1)});
+  const DispatchChange published = Change(2, "c1", OutboxAction::kCreate, 0);
+  const DispatchChange by_id = Change(3, "c1", OutboxAction::kCreate, 0);
+  auto seqs =
+      store_->Record({moved, published, by_id, moved_to, Change(1, "c1", OutboxAction::kDelete, 1),
+                      Change(5, "c1", OutboxAction::kCreate, 0)});
   ASSERT_TRUE(seqs.ok()) << seqs.status();
   ASSERT_TRUE(store_->MarkPublished({(*seqs)[1]}, std::chrono::system_clock::now()).ok());
 
-  auto got = store_->LoadApplications(
-      {{"argocd", moved.resource.hub_name},
-       {"argocd", Change(2, "c1", OutboxAction::kCreate, 0).resource.hub_name},
-       {"argocd", "never-dispatched"},
-       {"other-namespace", moved.resource.hub_name}});
+  auto got = store_->LoadApplications({{"argocd", moved.resource.hub_name},
+                                       {"argocd", published.resource.hub_name},
+                                       {"argocd", "never-dispatched"},
+                                       {"argocd", R"(quoted "name" \ {with,commas})"},
+                                       {"other-namespace", moved.resource.hub_name}},
+                                      {by_id.resource.resource_id, moved.resource.resource_id,
+                                       "00000000-0000-5000-8000-999999999999"});
   ASSERT_TRUE(got.ok()) << got.status();
   std::vector<std::string> ids;
   for (const auto& r : got->resources) {
@@ -141,20 +146,21 @@ TEST_P(DispatchStoreContract, LoadsTheRowsAndPendingEventsOfSomeApplications) {
     EXPECT_TRUE(r.payload.empty()) << "rows without payload, as ForEachResource";
     EXPECT_TRUE(r.metadata.empty());
   }
-  std::sort(ids.begin(), ids.end());
-  EXPECT_EQ(
-      ids, (std::vector<std::string>{moved.resource.resource_id,
-                                     Change(2, "c1", OutboxAction::kCreate, 0).resource.resource_id,
-                                     moved_to.resource.resource_id}));
-  // Application 1's three events, in recording order; 2's event was published.
-  ASSERT_EQ(got->outbox.size(), 3U);
-  EXPECT_EQ(got->outbox[0].seq, (*seqs)[0]);
-  EXPECT_EQ(got->outbox[1].seq, (*seqs)[3]);
-  EXPECT_EQ(got->outbox[2].seq, (*seqs)[4]);
-  EXPECT_EQ(got->outbox[2].action, OutboxAction::kDelete);
-  EXPECT_EQ(got->outbox[2].event, Change(1, "c1", OutboxAction::kDelete, 1).event.event);
+  EXPECT_EQ(ids,
+            (std::vector<std::string>{moved.resource.resource_id, published.resource.resource_id,
+                                      by_id.resource.resource_id, moved_to.resource.resource_id}))
+      << "each row once, ascending id";
+  // The pending events of those rows in recording order: 2's was published, 5 was not asked for.
+  std::vector<int64_t> got_seqs;
+  for (const auto& e : got->outbox) {
+    got_seqs.push_back(e.seq);
+  }
+  EXPECT_EQ(got_seqs, (std::vector<int64_t>{(*seqs)[0], (*seqs)[2], (*seqs)[3], (*seqs)[4]}));
+  ASSERT_EQ(got->outbox.size(), 4U);
+  EXPECT_EQ(got->outbox[3].action, OutboxAction::kDelete);
+  EXPECT_EQ(got->outbox[3].event, Change(1, "c1", OutboxAction::kDelete, 1).event.event);
 
-  auto none = store_->LoadApplications({});
+  auto none = store_->LoadApplications({}, {});
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->resources.empty() && none->outbox.empty());
 }

@@ -1,5 +1,7 @@
 #include "libs/store/testing/fake_dispatch_store.h"
 
+#include <algorithm>
+#include <optional>
 #include <set>
 
 namespace mmi::store::testing {
@@ -16,16 +18,37 @@ int FakeDispatchStore::mark_published_calls() const {
 
 void FakeDispatchStore::HoldWarmLoadForTest(bool hold) {
   absl::MutexLock lock(&mu_);
+  if (hold && !hold_warm_load_) {
+    load_snapshot_ = std::make_unique<LoadSnapshot>(LoadSnapshot{resources_, outbox_});
+  }
   hold_warm_load_ = hold;
 }
 
 absl::Status FakeDispatchStore::ForEachResource(
     const std::function<void(const DispatchedResource&)>& fn) {
+  std::optional<std::vector<DispatchedResource>> stale;
   {
     absl::MutexLock lock(&mu_);
     if (hold_warm_load_) {
       return absl::UnavailableError("warm load held for the test");
     }
+    if (load_snapshot_ != nullptr) {
+      // The held load's rows as they were when it began; its outbox reads follow suit.
+      stale_outbox_ = std::move(load_snapshot_->outbox);
+      stale.emplace();
+      for (auto& [id, r] : load_snapshot_->resources) {
+        stale->push_back(std::move(r));
+        stale->back().payload.clear();
+        stale->back().metadata.clear();
+      }
+      load_snapshot_.reset();
+    }
+  }
+  if (stale.has_value()) {
+    for (const auto& r : *stale) {
+      fn(r);
+    }
+    return absl::OkStatus();
   }
   return VisitCopies<DispatchedResource>(
       [this](std::vector<DispatchedResource>& copy) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -52,22 +75,24 @@ absl::StatusOr<std::optional<DispatchedResource>> FakeDispatchStore::GetResource
 }
 
 absl::StatusOr<ApplicationRows> FakeDispatchStore::LoadApplications(
-    const std::vector<HubKey>& keys) {
+    const std::vector<HubKey>& keys, const std::vector<std::string>& resource_ids) {
   absl::MutexLock lock(&mu_);
   if (!fault_.ok()) {
     return fault_;
   }
   ApplicationRows out;
   std::set<std::string> ids;
-  for (const auto& [id, r] : resources_) {
-    for (const auto& k : keys) {
-      if (r.hub_namespace == k.hub_namespace && r.hub_name == k.hub_name) {
-        out.resources.push_back(r);
-        out.resources.back().payload.clear();  // as ForEachResource
-        out.resources.back().metadata.clear();
-        ids.insert(id);
-        break;
-      }
+  for (const auto& [id, r] : resources_) {  // ascending id
+    const bool wanted =
+        std::find(resource_ids.begin(), resource_ids.end(), id) != resource_ids.end() ||
+        std::any_of(keys.begin(), keys.end(), [&r](const HubKey& k) {
+          return r.hub_namespace == k.hub_namespace && r.hub_name == k.hub_name;
+        });
+    if (wanted) {
+      out.resources.push_back(r);
+      out.resources.back().payload.clear();  // as ForEachResource
+      out.resources.back().metadata.clear();
+      ids.insert(id);
     }
   }
   for (const auto& [seq, e] : outbox_) {
@@ -123,10 +148,14 @@ absl::StatusOr<std::vector<OutboxEntry>> FakeDispatchStore::PendingOutbox(int64_
   if (!fault_.ok()) {
     return fault_;
   }
+  const std::map<int64_t, OutboxEntry>& from = stale_outbox_ ? *stale_outbox_ : outbox_;
   std::vector<OutboxEntry> out;
-  for (auto it = outbox_.upper_bound(after_seq);
-       it != outbox_.end() && static_cast<int>(out.size()) < limit; ++it) {
+  for (auto it = from.upper_bound(after_seq);
+       it != from.end() && static_cast<int>(out.size()) < limit; ++it) {
     out.push_back(it->second);
+  }
+  if (static_cast<int>(out.size()) < limit) {
+    stale_outbox_.reset();  // the held load's last page
   }
   return out;
 }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <map>
+#include <memory>
+#include <optional>
 
 #include "libs/store/dispatch_store.h"
 #include "libs/store/testing/fake_locked_store.h"
@@ -14,7 +16,8 @@ class FakeDispatchStore final : public DispatchStore, public FakeLockedStore {
   absl::Status ForEachResource(const std::function<void(const DispatchedResource&)>& fn) override;
   absl::StatusOr<std::optional<DispatchedResource>> GetResource(
       const std::string& resource_id) override;
-  absl::StatusOr<ApplicationRows> LoadApplications(const std::vector<HubKey>& keys) override;
+  absl::StatusOr<ApplicationRows> LoadApplications(
+      const std::vector<HubKey>& keys, const std::vector<std::string>& resource_ids) override;
   absl::StatusOr<std::vector<DispatchedResource>> ResourcesOfCluster(
       const std::string& cluster) override;
   absl::StatusOr<std::vector<int64_t>> Record(const std::vector<DispatchChange>& changes) override;
@@ -27,7 +30,10 @@ class FakeDispatchStore final : public DispatchStore, public FakeLockedStore {
   absl::Status Forget(const std::string& resource_id) override;
 
   // FailWithForTest() and notifications() (of kDeletionConfirmedChannel): see FakeLockedStore.
-  // While held, ForEachResource() fails with kUnavailable (a warm load that has not finished).
+  // While held, ForEachResource() fails with kUnavailable: a warm load that has not finished.
+  // Once released, the next ForEachResource() and the PendingOutbox() pages after it (until a
+  // short page) return the rows and outbox as they were when the hold began, as a real load
+  // does whose pages were read before the changes made meanwhile.
   void HoldWarmLoadForTest(bool hold);
   int record_calls() const;
   int mark_published_calls() const;
@@ -38,6 +44,12 @@ class FakeDispatchStore final : public DispatchStore, public FakeLockedStore {
   int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   int record_calls_ ABSL_GUARDED_BY(mu_) = 0;
   bool hold_warm_load_ ABSL_GUARDED_BY(mu_) = false;
+  struct LoadSnapshot {
+    std::map<std::string, DispatchedResource> resources;
+    std::map<int64_t, OutboxEntry> outbox;
+  };
+  std::unique_ptr<LoadSnapshot> load_snapshot_ ABSL_GUARDED_BY(mu_);
+  std::optional<std::map<int64_t, OutboxEntry>> stale_outbox_ ABSL_GUARDED_BY(mu_);
   int mark_published_calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

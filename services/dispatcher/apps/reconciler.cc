@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "libs/cloudevents/resource_id.h"
 #include "libs/common/log.h"
 #include "libs/kube/object.h"
 
@@ -41,7 +42,8 @@ Reconciler::Reconciler(ReconcilerDeps deps, ReconcilerSettings settings)
                 .retry = [this](const std::string& key) { Enqueue(key); }},
                settings_),
       retry_backoff_(settings_.retry),
-      load_backoff_(settings_.retry) {
+      load_backoff_(settings_.retry),
+      early_backoff_(settings_.retry) {
   outbox_.SetPublishedHook([this](const store::OutboxEntry& entry) { OnPublished(entry); });
 }
 
@@ -138,7 +140,8 @@ void Reconciler::InstallState(Loaded loaded) {
   // starts now (a pending one starts when it is published).
   const auto now = clock_.MonotonicNow();
   for (auto& [id, t] : state_.resources()) {
-    if (t.state == DeletionState::kDeleteRequested && t.unpublished == 0) {
+    // (one decided while the load ran has its clock already, set when it was published)
+    if (t.state == DeletionState::kDeleteRequested && t.unpublished == 0 && !early.contains(id)) {
       t.delete_published_at = now;
       EnqueueAfter(t.Key(), DeleteResendDelay(settings_, 0));
     }
@@ -177,15 +180,25 @@ void Reconciler::EarlyFetch() {
   early_fetching_ = true;
   std::vector<std::string> keys;
   std::vector<store::HubKey> hub_keys;
+  // The id each cached Application would be dispatched as: another key may hold it (two keys
+  // can name one work), and Decide() must see that row to refuse the second one.
+  std::vector<std::string> ids;
   for (auto it = early_wanted_.begin();
        it != early_wanted_.end() && keys.size() < settings_.batch_size;) {
     auto [ns, name] = kube::SplitObjectKey(*it);
+    if (const kube::ObjectPtr app = apps_.Get(ns, name); app != nullptr) {
+      if (std::optional<std::string> cluster = PullModelCluster(*app); cluster.has_value()) {
+        ids.push_back(cloudevents::WorkResourceId(settings_.payload.source_id, *cluster,
+                                                  absl::StrCat(ns, "-", name)));
+      }
+    }
     hub_keys.push_back({std::move(ns), std::move(name)});
     keys.push_back(*it);
     early_wanted_.erase(it++);
   }
-  workers_.Post([this, keys = std::move(keys), hub_keys = std::move(hub_keys)]() mutable {
-    auto rows = store_.LoadApplications(hub_keys);
+  workers_.Post([this, keys = std::move(keys), hub_keys = std::move(hub_keys),
+                 ids = std::move(ids)]() mutable {
+    auto rows = store_.LoadApplications(hub_keys, ids);
     loop_.Post([this, keys = std::move(keys), rows = std::move(rows)]() mutable {
       OnEarlyFetched(std::move(keys), std::move(rows));
     });
@@ -195,18 +208,21 @@ void Reconciler::EarlyFetch() {
 void Reconciler::OnEarlyFetched(std::vector<std::string> keys,
                                 absl::StatusOr<store::ApplicationRows> rows) {
   early_fetching_ = false;
-  if (loaded_.load()) {
-    return;  // the installed state is the newer one; the keys are queued
+  if (loaded_.load() || deactivated_.load()) {
+    return;  // the installed state is the newer one and the keys are queued; or we stop
   }
   if (!rows.ok()) {
     // They wait for the warm load if it ends first (they are queued too).
+    const auto delay = early_backoff_.Next();
     Log().Warn("could not read the rows of changed Applications; retrying",
                {{"count", static_cast<int64_t>(keys.size())},
-                {"error", std::string(rows.status().message())}});
+                {"error", std::string(rows.status().message())},
+                {"delay_ms", static_cast<int64_t>(delay.count())}});
     early_wanted_.insert(keys.begin(), keys.end());
-    loop_.PostAfter(settings_.retry.initial, [this] { EarlyFetch(); });
+    loop_.PostAfter(delay, [this] { EarlyFetch(); });
     return;
   }
+  early_backoff_.Reset();
   absl::flat_hash_set<std::string> tracked_now;
   for (auto& r : rows->resources) {
     if (state_.Find(r.resource_id) != nullptr) {
@@ -215,6 +231,9 @@ void Reconciler::OnEarlyFetched(std::vector<std::string> keys,
     TrackedResource& t = state_.Track(TrackedResource::FromRow(std::move(r)));
     if (t.state != DeletionState::kLive) {
       state_.MarkDeleting(t.id());
+    }
+    if (t.state == DeletionState::kDeleteRequested && early_confirmations_.erase(t.id()) > 0) {
+      t.state = DeletionState::kDeleteConfirmed;  // finished by the sweep
     }
     tracked_now.insert(t.id());
   }
@@ -242,8 +261,8 @@ void Reconciler::DecideEarly() {
   if (loaded_.load() || deactivated_.load() || early_ready_.empty()) {
     return;
   }
-  if (inflight_batches_.load() >= settings_.max_inflight_batches) {
-    return;  // OnRecorded() calls again
+  if (inflight_batches_.load() >= settings_.max_inflight_batches || OutboxFull()) {
+    return;  // OnRecorded() or OnOutboxDrained() calls again
   }
   if (!clusters_.synced()) {
     // An unknown cluster may only be unlisted yet.
@@ -258,16 +277,19 @@ void Reconciler::DecideEarly() {
   }
   std::vector<PendingChange> batch;
   size_t decided = 0;
-  for (const auto& key : early_ready_) {
+  for (size_t n = 0; n < settings_.batch_size && !early_ready_.empty(); ++n) {
+    const std::string key = *early_ready_.begin();
+    early_ready_.erase(early_ready_.begin());
     // An absent Application waits for the complete list (it is queued).
     if (Reconcile(key, /*absence_is_final=*/false, batch)) {
       ++decided;
     }
   }
-  early_ready_.clear();
   metrics_.decided_before_load().Increment(static_cast<double>(decided));
   if (!batch.empty()) {
-    FlushBatch(std::move(batch));
+    FlushBatch(std::move(batch));  // OnRecorded() takes the rest
+  } else if (!early_ready_.empty()) {
+    loop_.Post([this] { DecideEarly(); });
   }
 }
 
@@ -399,6 +421,7 @@ void Reconciler::OnOutboxDrained() {
              {{"paused_ms", static_cast<int64_t>(paused.count())},
               {"ready_or_in_flight", static_cast<int64_t>(outbox_.ready_or_in_flight())}});
   ScheduleProcess();
+  DecideEarly();
 }
 
 void Reconciler::ProcessKeys() {

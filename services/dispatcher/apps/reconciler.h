@@ -229,6 +229,7 @@ class Reconciler {
   bool early_wait_posted_ = false;  // DecideEarly() waits for the ManagedCluster list
   Backoff retry_backoff_;
   Backoff load_backoff_;
+  Backoff early_backoff_;
 };
 
 }  // namespace mmi::dispatcher

@@ -114,6 +114,11 @@ void Reconciler::Apply(const std::string& key, const json* app, TrackedResource*
       RequestDelete(*t, d.deletion_time.value_or(Now()), batch);
       return;
     case Action::kFinishDeletion:
+      if (!loaded_.load()) {
+        // Decided while the state loads: the load may still read the row and track it again
+        // once forgotten; the sweep after the load finishes it.
+        return;
+      }
       FinishDeletion(*t);
       return;
     case Action::kReleaseFinalizer: {

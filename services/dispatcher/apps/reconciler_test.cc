@@ -564,6 +564,58 @@ TEST_F(ReconcilerTest, ChangesDuringTheWarmLoadAreDecidedFromTheirOwnRowsAfterTh
   EXPECT_TRUE(store_.PendingOutbox(0, 10)->empty());
 }
 
+// Two keys can name one work ("team-a"/"app" and "team"/"a-app" are both work "team-a-app"):
+// while the state loads, the second is refused as it would be after the load, because the row
+// the first holds is read by id too.
+TEST_F(ReconcilerTest, DuringTheWarmLoadASecondApplicationForTheSameWorkIsRefused) {
+  PutApp(PullApp("team-a", "app", "cluster1"));
+  {
+    Process& p = Start();
+    ASSERT_EQ(p.publisher.accepted().size(), 1U);
+  }
+  process_.reset();
+
+  store_.HoldWarmLoadForTest(true);
+  Process& p = Start();
+  PutApp(PullApp("team", "a-app", "cluster1"));
+  p.reconciler.Enqueue("team/a-app", /*urgent=*/true);
+  p.RunAll();
+  EXPECT_TRUE(p.publisher.published().empty());
+  EXPECT_EQ(p.reconciler.ResourceForTest(IdOf("cluster1", "team", "a-app"))->key, "team-a/app");
+
+  store_.HoldWarmLoadForTest(false);
+  clock_.Advance(std::chrono::minutes(1));
+  p.RunAll();
+  EXPECT_TRUE(p.reconciler.loaded());
+  EXPECT_TRUE(p.publisher.published().empty());
+  EXPECT_EQ(p.reconciler.ResourceForTest(IdOf("cluster1", "team", "a-app"))->key, "team-a/app");
+}
+
+// While the state loads, a changed key whose Application is not cached (deleted from the hub,
+// or not listed yet) decides nothing: absence proves nothing before the list is complete.
+TEST_F(ReconcilerTest, DuringTheWarmLoadAnAbsentApplicationIsNotDeleted) {
+  ASSERT_NO_FATAL_FAILURE(DispatchedThenStopped({"a"}));
+  const kube::ObjectPtr a = apps_.Get("argocd", "a");
+  apps_.Remove("argocd/a");
+  apps_.SetSynced(false);
+  store_.HoldWarmLoadForTest(true);
+  Process& p = Start();
+  p.reconciler.Enqueue("argocd/a", /*urgent=*/true);
+  p.RunAll();
+  EXPECT_TRUE(p.publisher.published().empty());
+  EXPECT_EQ(MetricValue(p.registry, "mmi_dispatcher_decided_before_load_total", {}), 0);
+
+  // Load and list complete, the Application still there: nothing to send.
+  store_.HoldWarmLoadForTest(false);
+  apps_.Set(*a);
+  apps_.SetSynced(true);
+  clock_.Advance(std::chrono::minutes(1));
+  p.RunAll();
+  EXPECT_TRUE(p.publisher.published().empty());
+  EXPECT_EQ(p.reconciler.ResourceForTest(IdOf("cluster1", "argocd", "a"))->state,
+            store::DeletionState::kLive);
+}
+
 // Nothing is decided before the ManagedCluster list is complete: an Application's cluster may
 // only be unlisted yet (it would be parked as unknown).
 TEST_F(ReconcilerTest, NothingIsDecidedBeforeTheManagedClusterCacheHasSynced) {

@@ -22,8 +22,9 @@ class OwningPostgresStore final : public DispatchStore {
   absl::StatusOr<std::optional<DispatchedResource>> GetResource(const std::string& id) override {
     return store_.GetResource(id);
   }
-  absl::StatusOr<ApplicationRows> LoadApplications(const std::vector<HubKey>& keys) override {
-    return store_.LoadApplications(keys);
+  absl::StatusOr<ApplicationRows> LoadApplications(const std::vector<HubKey>& keys,
+                                                   const std::vector<std::string>& ids) override {
+    return store_.LoadApplications(keys, ids);
   }
   absl::StatusOr<std::vector<DispatchedResource>> ResourcesOfCluster(
       const std::string& c) override {
