@@ -55,6 +55,14 @@ TrackedResource* DispatchState::FindByKey(const std::string& key) {
   return it == by_key_.end() ? nullptr : it->second;
 }
 
+TrackedResource& DispatchState::TrackStored(store::DispatchedResource row) {
+  TrackedResource& t = Track(TrackedResource::FromRow(std::move(row)));
+  if (t.state != store::DeletionState::kLive) {
+    MarkDeleting(t.id());
+  }
+  return t;
+}
+
 TrackedResource& DispatchState::Track(TrackedResource resource) {
   std::string key = resource.Key();
   auto [it, added] = resources_.try_emplace(resource.id());

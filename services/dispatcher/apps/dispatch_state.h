@@ -61,6 +61,8 @@ class DispatchState {
   TrackedResource* FindByKey(const std::string& key);
   // Adds (or replaces) `resource` under its id and key.
   TrackedResource& Track(TrackedResource resource);
+  // Track() of a row read from the store, marked deleting when its deletion is under way.
+  TrackedResource& TrackStored(store::DispatchedResource row);
   void Untrack(const std::string& resource_id);
   size_t size() const { return resources_.size(); }
   absl::node_hash_map<std::string, TrackedResource>& resources() { return resources_; }

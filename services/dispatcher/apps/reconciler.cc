@@ -113,10 +113,7 @@ void Reconciler::InstallState(Loaded loaded) {
     if (early.contains(r.resource_id)) {
       continue;
     }
-    TrackedResource& t = state_.Track(TrackedResource::FromRow(std::move(r)));
-    if (t.state != DeletionState::kLive) {
-      state_.MarkDeleting(t.id());
-    }
+    state_.TrackStored(std::move(r));
   }
   const size_t outbox_read = loaded.outbox.size();
   std::erase_if(loaded.outbox,
@@ -228,10 +225,7 @@ void Reconciler::OnEarlyFetched(std::vector<std::string> keys,
     if (state_.Find(r.resource_id) != nullptr) {
       continue;  // decided here already (two keys naming one work): ours is newer
     }
-    TrackedResource& t = state_.Track(TrackedResource::FromRow(std::move(r)));
-    if (t.state != DeletionState::kLive) {
-      state_.MarkDeleting(t.id());
-    }
+    TrackedResource& t = state_.TrackStored(std::move(r));
     if (t.state == DeletionState::kDeleteRequested && early_confirmations_.erase(t.id()) > 0) {
       t.state = DeletionState::kDeleteConfirmed;  // finished by the sweep
     }
