@@ -23,6 +23,7 @@ if(MMI_WITH_GRPC)
 endif()
 if(MMI_WITH_MQTT)
   find_package(PahoMqttCpp CONFIG REQUIRED)  # needs libpaho-mqtt-dev too
+  pkg_check_modules(MOSQUITTO REQUIRED IMPORTED_TARGET libmosquitto)  # libmosquitto-dev
 endif()
 if(MMI_WITH_KAFKA)
   pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka++ rdkafka)

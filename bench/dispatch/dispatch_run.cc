@@ -15,6 +15,7 @@
 #include "libs/store/postgres/connection_pool.h"
 #include "libs/store/postgres/dispatch_store.h"
 #include "libs/store/postgres/migrator.h"
+#include "libs/transport/mqtt/mosquitto_publisher.h"
 #include "libs/transport/mqtt/mqtt_publisher.h"
 #include "migrations/embedded_migrations.h"
 #include "prometheus/registry.h"
@@ -34,7 +35,7 @@ std::string GroupOf(const std::string& name) {
   if (name.starts_with("dispatch-worke")) {
     return "worker pool: record, mark published (dispatch-worker)";
   }
-  return "MQTT client: send, PUBACKs, callbacks (Paho, mqtt-conn, mqtt-pub-cb)";
+  return "MQTT client: send, PUBACKs, callbacks (mqtt-pub or Paho's, mqtt-conn, mqtt-pub-cb)";
 }
 
 absl::StatusOr<std::string> FreshDatabase(const RunSettings& s) {
@@ -79,8 +80,8 @@ struct Pipeline {
         pg_store(pool, [this](std::string_view operation, std::chrono::nanoseconds elapsed,
                               bool ok) { metrics.StoreQuery(operation, elapsed, ok); }),
         store(pg_store),
-        mqtt(MqttSettingsFor(s), RealClock::Instance(), registry),
-        publisher(mqtt),
+        mqtt(MakePublisher(s, registry)),
+        publisher(*mqtt),
         loop(RealClock::Instance(), "dispatch-loop"),
         workers(RealClock::Instance(), "dispatch-worker", s.workers),
         outbox(loop, workers, store, publisher, RealClock::Instance(), metrics,
@@ -95,12 +96,17 @@ struct Pipeline {
     loop.Stop();
     workers.Stop();
   }
-  static transport::MqttSettings MqttSettingsFor(const RunSettings& s) {
+  static std::unique_ptr<transport::Publisher> MakePublisher(const RunSettings& s,
+                                                             prometheus::Registry& registry) {
     transport::MqttSettings m;
     m.broker_host = s.mqtt_host;
     m.source_id = "app-work-client";
     m.client_id = absl::StrCat("dispatch-bench-", getpid());
-    return m;
+    m.library = s.mqtt_library;
+    if (m.library == "paho") {
+      return std::make_unique<transport::MqttPublisher>(m, RealClock::Instance(), registry);
+    }
+    return std::make_unique<transport::MosquittoPublisher>(m, RealClock::Instance(), registry);
   }
   static dispatcher::OutboxSettings OutboxSettingsFor(const RunSettings& s) {
     dispatcher::OutboxSettings o;
@@ -119,7 +125,7 @@ struct Pipeline {
   dispatcher::DispatcherMetrics metrics;
   store::postgres::PostgresDispatchStore pg_store;  // timed into metrics
   MeteredStore store;
-  transport::MqttPublisher mqtt;
+  std::unique_ptr<transport::Publisher> mqtt;
   MeteredPublisher publisher;
   Loop loop;
   WorkerPool workers;
@@ -173,7 +179,7 @@ void FillCosts(const CpuSnapshot& before, const CpuSnapshot& after, const Pipeli
   r.stages = {
       {"record: Record() on a worker (SQL built, sent, seqs read)",
        us(static_cast<double>(p.store.record().cpu_ns.load()))},
-      {"publish: Publisher::Publish() on the loop (MQTT encode, hand-over to Paho)",
+      {"publish: Publisher::Publish() on the loop (MQTT encode, queue for the client)",
        us(static_cast<double>(p.publisher.publish().cpu_ns.load()))},
       {"mark published: MarkPublished() on a worker",
        us(static_cast<double>(p.store.mark().cpu_ns.load()))},

@@ -19,11 +19,12 @@ namespace {
 struct Options {
   bool small = false;
   bool stages_only = false;
-  // kafka-prefilled: Kafka with every event in the topic before the sink starts (RunSettings::
-  // prefill); in the full run by default.
+  // kafka-prefilled, mqtt-prefilled: every event waits in the broker before the sink starts
+  // (RunSettings::prefill); in the full run by default.
   std::vector<std::string> transports;
   std::size_t resources = 200;
   std::string publisher = MMI_SINK_PUBLISHER;
+  std::string mqtt_library = "libmosquitto";
 };
 
 struct Size {
@@ -78,15 +79,17 @@ int Run(const Options& o) {
     transports = {"mqtt", "kafka"};
     if (!o.small) {
       transports.emplace_back("kafka-prefilled");
+      transports.emplace_back("mqtt-prefilled");
     }
   }
   for (const std::string& transport : transports) {
     for (const Size& size : Sizes(o)) {
-      const bool prefill = transport == "kafka-prefilled";
-      RunSettings settings{.transport = prefill ? "kafka" : transport,
+      const bool prefill = transport.ends_with("-prefilled");
+      RunSettings settings{.transport = transport.substr(0, transport.find('-')),
                            .shape = {.target_bytes = size.bytes, .resources = o.resources},
                            .events = size.run_events,
                            .publisher = o.publisher,
+                           .mqtt_library = o.mqtt_library,
                            .prefill = prefill};
       auto result = RunSink(settings);
       if (!result.ok()) {
@@ -110,13 +113,16 @@ int main(int argc, char** argv) {
   CLI::App cli("sink_bench: status sink CPU per event and events/s");
   cli.add_flag("--small", o.small, "few events (the ctest run)");
   cli.add_flag("--stages-only", o.stages_only, "only the in-process stage measures");
-  cli.add_option("--transports", o.transports,
-                 "mqtt, kafka, kafka-prefilled (default: all; --small: mqtt, kafka)")
+  cli.add_option(
+         "--transports", o.transports,
+         "mqtt, kafka, kafka-prefilled, mqtt-prefilled (default: all; --small: mqtt, kafka)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"mqtt", "kafka", "kafka-prefilled"}));
+      ->check(CLI::IsMember({"mqtt", "kafka", "kafka-prefilled", "mqtt-prefilled"}));
   cli.add_option("--resources", o.resources, "distinct resources (hub Applications)")
       ->check(CLI::PositiveNumber);
   cli.add_option("--publisher", o.publisher, "path of sink_publisher");
+  cli.add_option("--mqtt-library", o.mqtt_library, "the sink's MQTT client library")
+      ->check(CLI::IsMember({"libmosquitto", "paho"}));
   CLI11_PARSE(cli, argc, argv);
   mmi::log::SetMinLevel(mmi::log::Level::kWarn);  // the sink's per-start info lines
   return mmi::bench::Run(o);

@@ -35,10 +35,11 @@ std::string GroupOf(const std::string& name) {
   if (name.starts_with("status-writers")) {
     return "hub writes (status-writers)";
   }
-  // Paho C names its threads MQTTAsync_send and MQTTAsync_rcv.
+  // libmosquitto runs on "mqtt-sub"; Paho C (`library: paho`) names its threads
+  // MQTTAsync_send and MQTTAsync_rcv.
   if (name.starts_with("mqtt") || name.starts_with("MQTTAsync") || name.starts_with("kafka") ||
       name.starts_with("rdk:") || name == "sink_bench") {
-    return "transport: receive + CloudEvent decode (Paho / librdkafka threads)";
+    return "transport: receive + CloudEvent decode (MQTT client / librdkafka threads)";
   }
   return "other (kube watch, leader election, admin)";
 }
@@ -144,6 +145,10 @@ status_sink::StatusSinkSettings SinkSettings(const RunSettings& s, const testing
     mqtt.broker_host = broker.Get("MQTT_HOST");
     mqtt.source_id = s.shape.source_id;
     mqtt.client_id = "mmi-bench-sink";
+    mqtt.library = s.mqtt_library;
+    if (s.prefill) {
+      mqtt.session_expiry = std::chrono::hours(1);
+    }
     settings.transport = mqtt;
   }
   return settings;
@@ -199,6 +204,17 @@ absl::Status AwaitHandled(status_sink::StatusSinkApp& app, std::size_t events,
       "the sink handled ", Metric(app, "mmi_status_events_received_total"), " of ", events));
 }
 
+absl::Status AwaitSinkReady(status_sink::StatusSinkApp& app) {
+  const auto ready_deadline = Clock::now() + std::chrono::seconds(60);
+  while (!app.sink_ready()) {
+    if (Clock::now() > ready_deadline) {
+      return absl::DeadlineExceededError("the sink did not lead, resume and subscribe in 60 s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return absl::OkStatus();
+}
+
 // Hub writes and persists trail the last event: waits until the write count stays put.
 void AwaitWritesSettled(status_sink::StatusSinkApp& app) {
   double writes = -1;
@@ -229,24 +245,32 @@ absl::StatusOr<RunResult> RunSink(const RunSettings& s) {
   if (auto st = PrepareStore((*db)->Get("PG_DSN"), s.shape); !st.ok()) {
     return st;
   }
-  if (s.prefill && s.transport != "kafka") {
-    return absl::InvalidArgumentError("prefill needs Kafka (the topic keeps the events)");
+  auto settings = SinkSettings(s, **hub, **db, **broker);
+  if (auto st = status_sink::FinalizeSettings(settings); !st.ok()) {
+    return st;
+  }
+  if (s.prefill && s.transport == "mqtt") {  // the session that will hold the events
+    status_sink::StatusSinkApp first_start(settings);
+    if (auto st = first_start.Start(); !st.ok()) {
+      return st;
+    }
+    if (auto st = AwaitSinkReady(first_start); !st.ok()) {
+      return st;
+    }
+    first_start.RequestStop();
+    first_start.Stop();
   }
   std::optional<absl::StatusOr<double>> published;
   if (s.transport == "kafka") {  // the topic, before the sink's consumer joins
     if (auto prepared = Publish(PublisherCommand(s, **broker, true)); !prepared.ok()) {
       return prepared.status();
     }
-    if (s.prefill) {
-      published = Publish(PublisherCommand(s, **broker, false));
-      if (!published->ok()) {
-        return published->status();
-      }
-    }
   }
-  auto settings = SinkSettings(s, **hub, **db, **broker);
-  if (auto st = status_sink::FinalizeSettings(settings); !st.ok()) {
-    return st;
+  if (s.prefill) {
+    published = Publish(PublisherCommand(s, **broker, false));
+    if (!published->ok()) {
+      return published->status();
+    }
   }
   status_sink::StatusSinkApp app(settings);
   auto before = ThreadCpuByGroup(GroupOf);
@@ -260,12 +284,8 @@ absl::StatusOr<RunResult> RunSink(const RunSettings& s) {
   if (s.prefill) {  // events flow as soon as the consumer joins
     handled = AwaitHandled(app, s.events, &first, &handled_at_first, &last);
   } else {
-    const auto ready_deadline = Clock::now() + std::chrono::seconds(60);
-    while (!app.sink_ready()) {
-      if (Clock::now() > ready_deadline) {
-        return absl::DeadlineExceededError("the sink did not lead, resume and subscribe in 60 s");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (auto st = AwaitSinkReady(app); !st.ok()) {
+      return st;
     }
     std::this_thread::sleep_for(std::chrono::seconds(1));  // subscription settled, resync sent
     before = ThreadCpuByGroup(GroupOf);

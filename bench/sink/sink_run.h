@@ -6,8 +6,8 @@
 //
 // Reported: events/s through the sink (from the first poll that saw an event handled to the last
 // event, counting those handled in between) and CPU per event of each
-// group of sink threads, from /proc/self/task/*/schedstat: the transport's threads (Paho's
-// callback thread, "mqtt-conn"; "kafka-consume" and librdkafka's "rdk:*"), the loop
+// group of sink threads, from /proc/self/task/*/schedstat: the transport's threads (the MQTT
+// subscriber's "mqtt-sub", or Paho's threads; "kafka-consume" and librdkafka's "rdk:*"), the loop
 // ("status-sink": decode, id lookup, coalesce, write dispatch), the store workers
 // ("status-store": lookups, persist) and the hub writers ("status-writers").
 #pragma once
@@ -25,10 +25,14 @@ struct RunSettings {
   std::string transport = "mqtt";  // mqtt | kafka
   EventShape shape;
   std::size_t events = 20'000;
-  std::string publisher;  // path of the sink_publisher binary
-  // Kafka only: every event is in the topic before the sink starts, so that the publisher
-  // cannot be the bound (the sink's consumer starts at the earliest offset): the sink's own
-  // intake capacity. Its CPU then includes its start-up.
+  std::string publisher;                      // path of the sink_publisher binary
+  std::string mqtt_library = "libmosquitto";  // the sink's transport.mqtt.library
+  // Every event waits in the broker before the sink starts, so that the publisher cannot be the
+  // bound: the sink's own intake capacity. Its CPU then includes its start-up. Kafka: the topic
+  // keeps them (the sink's consumer starts at the earliest offset). MQTT: a first start of the
+  // sink, with a persistent session (sessionExpiry 1 h), subscribes and stops; the broker queues
+  // every event for that session (start-mosquitto: max_queued_messages 1,000,000) and the second
+  // start resumes it.
   bool prefill = false;
 };
 

@@ -7,6 +7,8 @@
 #include "libs/common/status_macros.h"
 
 #if MMI_TRANSPORT_WITH_MQTT
+#include "libs/transport/mqtt/mosquitto_publisher.h"
+#include "libs/transport/mqtt/mosquitto_subscriber.h"
 #include "libs/transport/mqtt/mqtt_publisher.h"
 #include "libs/transport/mqtt/mqtt_subscriber.h"
 #endif
@@ -38,10 +40,19 @@ struct ClientsBuilder {
 #if MMI_TRANSPORT_WITH_MQTT
     TransportClients clients;
     if (want_publisher) {
-      clients.publisher = std::make_unique<MqttPublisher>(settings, deps.clock, deps.registry);
+      if (settings.library == "paho") {
+        clients.publisher = std::make_unique<MqttPublisher>(settings, deps.clock, deps.registry);
+      } else {
+        clients.publisher =
+            std::make_unique<MosquittoPublisher>(settings, deps.clock, deps.registry);
+      }
     }
     if (want_subscriber) {
-      clients.subscriber = std::make_unique<MqttSubscriber>(settings, deps.registry);
+      if (settings.library == "paho") {
+        clients.subscriber = std::make_unique<MqttSubscriber>(settings, deps.registry);
+      } else {
+        clients.subscriber = std::make_unique<MosquittoSubscriber>(settings, deps.registry);
+      }
     }
     return clients;
 #else

@@ -224,6 +224,10 @@ absl::Status ValidateMqttSettings(const MqttSettings& settings, std::string_view
   }
   CheckBackoff(settings.reconnect_backoff, "reconnectBackoff", problems);
   CheckLimits(settings.limits, problems);
+  if (settings.library != "libmosquitto" && settings.library != "paho") {
+    problems.Add("library",
+                 absl::StrCat("must be libmosquitto or paho, got ", Quoted(settings.library)));
+  }
   return problems.ToStatus();
 }
 

@@ -115,6 +115,17 @@ TEST(MqttSettingsTest, RejectsAPasswordWithoutUsername) {
   EXPECT_THAT(Message(ValidateMqttSettings(s)), HasSubstr("transport.mqtt.username"));
 }
 
+TEST(MqttSettingsTest, AcceptsBothSubscriberLibrariesAndNothingElse) {
+  MqttSettings s = ValidMqtt();
+  EXPECT_EQ(s.library, "libmosquitto");
+  s.library = "paho";
+  EXPECT_TRUE(ValidateMqttSettings(s).ok());
+  s.library = "mosquitto";
+  EXPECT_THAT(Message(ValidateMqttSettings(s)),
+              HasSubstr("transport.mqtt.library: must be libmosquitto or paho, got "
+                        "\"mosquitto\""));
+}
+
 TEST(GrpcSettingsTest, DefaultsAreValidOnceUrlAndSourceAreSet) {
   EXPECT_TRUE(ValidateGrpcSettings(ValidGrpc()).ok()) << ValidateGrpcSettings(ValidGrpc());
 }

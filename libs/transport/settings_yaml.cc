@@ -34,6 +34,7 @@ void ReadMqtt(config::YamlSection c, MqttSettings& m) {
   c.Scalar("pubQoS", m.pub_qos);
   c.Scalar("subQoS", m.sub_qos);
   c.Duration("sessionExpiry", m.session_expiry);
+  c.Scalar("library", m.library);
   config::YamlSection t = c.Section("topics");
   t.Scalar("sourceEvents", m.topics.source_events);
   t.Scalar("agentEvents", m.topics.agent_events);

@@ -51,6 +51,7 @@ transport:
   mqtt:
     brokerHost: b:8883
     keepAlive: 30s
+    library: paho
     tls: {enabled: false, caFile: /ca.pem}
     topics: {sourceBroadcast: sources/s/sourcebroadcast}
 )");
@@ -58,6 +59,7 @@ transport:
   const auto& m = std::get<MqttSettings>(*t);
   EXPECT_EQ(m.broker_host, "b:8883");
   EXPECT_EQ(m.keep_alive, std::chrono::seconds(30));
+  EXPECT_EQ(m.library, "paho");
   EXPECT_FALSE(m.tls.enabled);
   EXPECT_EQ(m.topics.source_broadcast, "sources/s/sourcebroadcast");
   EXPECT_TRUE(std::holds_alternative<MqttSettings>(*Read("")));

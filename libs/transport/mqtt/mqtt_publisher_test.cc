@@ -1,5 +1,7 @@
-// Broker-free checks of MqttPublisher / MqttSubscriber; the broker behaviour is covered by the
-// contract suite in tests/integration/transport against a real mosquitto.
+// Broker-free checks of the MQTT publishers and subscribers of both libraries (libmosquitto, Paho),
+// made by the factory as the services make them; the broker behaviour is covered by the contract
+// suite in tests/integration/transport against a real mosquitto.
+
 #include "libs/transport/mqtt/mqtt_publisher.h"
 
 #include <gmock/gmock.h>
@@ -8,6 +10,9 @@
 #include <future>
 
 #include "libs/common/testing/fake_clock.h"
+#include "libs/transport/factory.h"
+#include "libs/transport/mqtt/mosquitto_publisher.h"
+#include "libs/transport/mqtt/mosquitto_subscriber.h"
 #include "libs/transport/mqtt/mqtt_subscriber.h"
 
 namespace mmi::transport {
@@ -15,12 +20,24 @@ namespace {
 
 using ::testing::HasSubstr;
 
-MqttSettings Settings() {
-  MqttSettings s;
-  s.broker_host = "127.0.0.1:1883";
-  s.source_id = "mmi";
-  return s;
-}
+class MqttClientsTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  MqttSettings Settings() const {
+    MqttSettings s;
+    s.broker_host = "127.0.0.1:1883";
+    s.source_id = "mmi";
+    s.library = GetParam();
+    return s;
+  }
+  TransportClients Make(const MqttSettings& s) {
+    auto clients = MakeClients(TransportSettings(s), TransportDeps{clock_, registry_});
+    EXPECT_TRUE(clients.ok()) << clients.status();
+    return clients.ok() ? *std::move(clients) : TransportClients{};
+  }
+
+  mmi::testing::FakeClock clock_;
+  prometheus::Registry registry_;
+};
 
 cloudevents::Event SpecEvent() {
   cloudevents::Event event;
@@ -37,43 +54,72 @@ absl::Status PublishAndWait(Publisher& publisher, cloudevents::Event event) {
   return result.get_future().get();
 }
 
-TEST(MqttPublisherTest, PublishBeforeStartFailsWithFailedPrecondition) {
-  mmi::testing::FakeClock clock;
-  prometheus::Registry registry;
-  MqttPublisher publisher(Settings(), clock, registry);
-  EXPECT_EQ(PublishAndWait(publisher, SpecEvent()).code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_FALSE(publisher.connected());
-  publisher.Stop();
-  publisher.Stop();
+TEST_P(MqttClientsTest, PublishBeforeStartFailsWithFailedPrecondition) {
+  TransportClients clients = Make(Settings());
+  ASSERT_NE(clients.publisher, nullptr);
+  EXPECT_EQ(PublishAndWait(*clients.publisher, SpecEvent()).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(clients.publisher->connected());
+  clients.publisher->Stop();
+  clients.publisher->Stop();
 }
 
-TEST(MqttPublisherTest, StartFailsWhenATlsFileIsMissing) {
-  mmi::testing::FakeClock clock;
-  prometheus::Registry registry;
+TEST_P(MqttClientsTest, StartFailsWhenATlsFileIsMissing) {
   MqttSettings s = Settings();
   s.tls.enabled = true;
   s.tls.ca_file = "/nonexistent/ca.crt";
-  MqttPublisher publisher(s, clock, registry);
-  const absl::Status status = publisher.Start();
+  TransportClients clients = Make(s);
+  ASSERT_NE(clients.publisher, nullptr);
+  const absl::Status status = clients.publisher->Start();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(status.message()), HasSubstr("transport.mqtt.tls.caFile"));
+  const absl::Status sub = clients.subscriber->Start([](cloudevents::Event, AckFn) {}, nullptr);
+  EXPECT_EQ(sub.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(sub.message()), HasSubstr("transport.mqtt.tls.caFile"));
+  clients.subscriber->Stop();
 }
 
-TEST(MqttPublisherTest, StartFailsOnInvalidSettings) {
-  mmi::testing::FakeClock clock;
-  prometheus::Registry registry;
+TEST_P(MqttClientsTest, StartFailsOnInvalidSettings) {
   MqttSettings s = Settings();
-  s.source_id = "Not_Valid";
-  MqttPublisher publisher(s, clock, registry);
-  EXPECT_EQ(publisher.Start().code(), absl::StatusCode::kInvalidArgument);
+  s.source_id = "Not_Valid";  // the factory refuses it too; Start() checks on its own
+  std::unique_ptr<Publisher> publisher;
+  std::unique_ptr<Subscriber> subscriber;
+  if (GetParam() == "paho") {
+    publisher = std::make_unique<MqttPublisher>(s, clock_, registry_);
+    subscriber = std::make_unique<MqttSubscriber>(s, registry_);
+  } else {
+    publisher = std::make_unique<MosquittoPublisher>(s, clock_, registry_);
+    subscriber = std::make_unique<MosquittoSubscriber>(s, registry_);
+  }
+  EXPECT_EQ(publisher->Start().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(subscriber->Start([](cloudevents::Event, AckFn) {}, nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
-TEST(MqttSubscriberTest, StartRequiresAHandler) {
-  prometheus::Registry registry;
-  MqttSubscriber subscriber(Settings(), registry);
-  EXPECT_EQ(subscriber.Start(nullptr, nullptr).code(), absl::StatusCode::kInvalidArgument);
-  subscriber.Stop();
+TEST_P(MqttClientsTest, SubscriberStartRequiresAHandler) {
+  TransportClients clients = Make(Settings());
+  ASSERT_NE(clients.subscriber, nullptr);
+  EXPECT_EQ(clients.subscriber->Start(nullptr, nullptr).code(), absl::StatusCode::kInvalidArgument);
+  clients.subscriber->Stop();
 }
+
+TEST_P(MqttClientsTest, AnUnreachableBrokerIsNotAStartError) {
+  MqttSettings s = Settings();
+  s.broker_host = "127.0.0.1:1";  // nothing listens: connects fail and are retried
+  TransportClients clients = Make(s);
+  ASSERT_NE(clients.publisher, nullptr);
+  EXPECT_TRUE(clients.publisher->Start().ok());
+  EXPECT_TRUE(clients.subscriber->Start([](cloudevents::Event, AckFn) {}, nullptr).ok());
+  EXPECT_FALSE(clients.subscriber->connected());
+  EXPECT_EQ(PublishAndWait(*clients.publisher, SpecEvent()).code(), absl::StatusCode::kUnavailable);
+  clients.subscriber->Stop();
+  clients.publisher->Stop();
+}
+
+INSTANTIATE_TEST_SUITE_P(Libraries, MqttClientsTest, ::testing::Values("libmosquitto", "paho"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 }  // namespace
 }  // namespace mmi::transport

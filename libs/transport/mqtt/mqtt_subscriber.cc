@@ -72,7 +72,7 @@ absl::Status MqttSubscriber::Start(EventHandler handler, SubscribedHook on_subsc
     return s;
   }
   Log().Info("MQTT subscriber started",
-             {{"filters", absl::StrJoin(topics_.SubscriptionFilters(), ",")}});
+             {{"library", "paho"}, {"filters", absl::StrJoin(topics_.SubscriptionFilters(), ",")}});
   return absl::OkStatus();
 }
 

@@ -57,7 +57,8 @@ class Harness {
 
 std::unique_ptr<Harness> MakeFakeHarness();
 std::unique_ptr<Harness> MakeGrpcHarness();
-std::unique_ptr<Harness> MakeMqttHarness();
+std::unique_ptr<Harness> MakeMqttHarness();      // on libmosquitto (the default)
+std::unique_ptr<Harness> MakeMqttPahoHarness();  // on Paho (`library: paho`)
 std::unique_ptr<Harness> MakeKafkaHarness();
 
 }  // namespace mmi::transport::contract

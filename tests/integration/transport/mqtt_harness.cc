@@ -1,7 +1,9 @@
 // The contract suite for the MQTT transport against a real mosquitto 2 (MQTT 5) started by
-// tests/peers/bin/start-mosquitto, through its mTLS listener. The agent side is a raw Paho client
-// that behaves like an OCM agent for any cluster: it subscribes the source's per-cluster
-// sourceevents topics and publishes binary-mode events on agentevents topics (§3.2, §3.4).
+// tests/peers/bin/start-mosquitto, through its mTLS listener, once per client library of our
+// publisher and subscriber (`library`: libmosquitto, the default, and Paho). The agent side is a
+// raw Paho client that behaves like an OCM agent for any cluster: it subscribes the source's
+// per-cluster sourceevents topics and publishes binary-mode events on agentevents topics (§3.2,
+// §3.4).
 #include <gtest/gtest.h>
 #include <mqtt/async_client.h>
 
@@ -67,6 +69,7 @@ class SubscribedListener : public mqtt::iaction_listener {
 
 class MqttHarness final : public Harness {
  public:
+  explicit MqttHarness(std::string library) : library_(std::move(library)) {}
   ~MqttHarness() override {
     if (agent_ != nullptr) {
       try {
@@ -94,6 +97,7 @@ class MqttHarness final : public Harness {
     settings_.reconnect_backoff = {std::chrono::milliseconds(100), std::chrono::milliseconds(1'000),
                                    2.0, 0.2};
     settings_.limits.max_event_bytes = kLimit;
+    settings_.library = library_;
 
     // The agent: plain TCP listener of the same broker.
     agent_ = std::make_unique<mqtt::async_client>("tcp://" + broker_->Get("MQTT_HOST"),
@@ -208,6 +212,7 @@ class MqttHarness final : public Harness {
     FAIL() << "agent publish failed: " << last_error;
   }
 
+  const std::string library_;
   std::unique_ptr<mmi::testing::PeerProcess> broker_;
   std::string source_id_;
   MqttSettings settings_;
@@ -220,6 +225,7 @@ class MqttHarness final : public Harness {
 
 }  // namespace
 
-std::unique_ptr<Harness> MakeMqttHarness() { return std::make_unique<MqttHarness>(); }
+std::unique_ptr<Harness> MakeMqttHarness() { return std::make_unique<MqttHarness>("libmosquitto"); }
+std::unique_ptr<Harness> MakeMqttPahoHarness() { return std::make_unique<MqttHarness>("paho"); }
 
 }  // namespace mmi::transport::contract

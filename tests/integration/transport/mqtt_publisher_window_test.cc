@@ -1,6 +1,7 @@
-// MqttPublisher's in-flight window against a real mosquitto 2 (tests/peers/bin/start-mosquitto):
-// it hands Paho at most the broker's Receive Maximum (mosquitto's max_inflight_messages) at a
-// time, holds the rest in call order, re-reads the limit when a restarted broker announces
+// The MQTT publishers' in-flight window against a real mosquitto 2
+// (tests/peers/bin/start-mosquitto), for MosquittoPublisher (the default) and MqttPublisher (Paho):
+// each hands its library at most the broker's Receive Maximum (mosquitto's max_inflight_messages)
+// at a time, holds the rest in call order, re-reads the limit when a restarted broker announces
 // another one, and never leaves a held event without its callback. The broker is paused with
 // SIGSTOP where a test needs PUBACKs to stop coming, so the window fills deterministically.
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "libs/cloudevents/mqtt_codec.h"
 #include "libs/common/clock.h"
+#include "libs/transport/mqtt/mosquitto_publisher.h"
 #include "libs/transport/mqtt/mqtt_publisher.h"
 #include "libs/transport/mqtt/paho_message.h"
 #include "libs/transport/testing/metric_value.h"
@@ -88,7 +91,7 @@ pid_t BrokerPid(const mmi::testing::PeerProcess& broker) {
   return pid;
 }
 
-class MqttPublisherWindowTest : public ::testing::Test {
+class MqttPublisherWindowTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     auto broker = mmi::testing::PeerProcess::Start("mosquitto", {"MAX_INFLIGHT=20"});
@@ -115,7 +118,16 @@ class MqttPublisherWindowTest : public ::testing::Test {
   }
 
   void StartPublisher() {
-    publisher_ = std::make_unique<MqttPublisher>(settings_, RealClock::Instance(), registry_);
+    if (GetParam() == "paho") {
+      auto publisher = std::make_unique<MqttPublisher>(settings_, RealClock::Instance(), registry_);
+      peak_ = [p = publisher.get()] { return p->PeakInFlightForTest(); };
+      publisher_ = std::move(publisher);
+    } else {
+      auto publisher =
+          std::make_unique<MosquittoPublisher>(settings_, RealClock::Instance(), registry_);
+      peak_ = [p = publisher.get()] { return p->PeakInFlightForTest(); };
+      publisher_ = std::move(publisher);
+    }
     ASSERT_TRUE(publisher_->Start().ok());
     ASSERT_TRUE(mmi::testing::WaitFor([&] { return publisher_->connected(); }, kWait))
         << "never connected";
@@ -146,7 +158,11 @@ class MqttPublisherWindowTest : public ::testing::Test {
   std::string source_id_;
   MqttSettings settings_;
   prometheus::Registry registry_;
-  std::unique_ptr<MqttPublisher> publisher_;
+  // The most events the publisher ever handed its library at once.
+  size_t PeakInFlight() const { return peak_(); }
+
+  std::unique_ptr<Publisher> publisher_;
+  std::function<size_t()> peak_;
   bool paused_ = false;
 };
 
@@ -193,7 +209,7 @@ class Agent {
   std::map<std::string, std::vector<int>> by_cluster_ ABSL_GUARDED_BY(mu_);
 };
 
-TEST_F(MqttPublisherWindowTest, ABurstFarAboveReceiveMaximumGoesOutWithinTheWindowInOrder) {
+TEST_P(MqttPublisherWindowTest, ABurstFarAboveReceiveMaximumGoesOutWithinTheWindowInOrder) {
   Agent agent(broker_->Get("MQTT_HOST"), source_id_);
   ASSERT_TRUE(agent.Connect());
   StartPublisher();
@@ -212,8 +228,8 @@ TEST_F(MqttPublisherWindowTest, ABurstFarAboveReceiveMaximumGoesOutWithinTheWind
   // Paho C held back what exceeded Receive Maximum and sent it up to a second late: the burst
   // took seconds. Within the window it takes milliseconds (generous bound for sanitizers).
   EXPECT_LT(elapsed, seconds(5));
-  EXPECT_LE(publisher_->PeakInFlightForTest(), 20u);
-  EXPECT_GT(publisher_->PeakInFlightForTest(), 1u);
+  EXPECT_LE(PeakInFlight(), 20u);
+  EXPECT_GT(PeakInFlight(), 1u);
   EXPECT_EQ(Held(), 0);
   EXPECT_EQ(MetricValue(registry_, "mmi_events_published_total",
                         {{"transport", "mqtt"}, {"result", "ok"}}),
@@ -230,7 +246,7 @@ TEST_F(MqttPublisherWindowTest, ABurstFarAboveReceiveMaximumGoesOutWithinTheWind
             << std::chrono::duration_cast<milliseconds>(elapsed).count() << " ms\n";
 }
 
-TEST_F(MqttPublisherWindowTest, HeldEventsFailWithDeadlineExceededCountedFromTheirPublishCall) {
+TEST_P(MqttPublisherWindowTest, HeldEventsFailWithDeadlineExceededCountedFromTheirPublishCall) {
   settings_.publish_timeout = milliseconds(3'000);
   StartPublisher();
   ASSERT_FALSE(HasFatalFailure());
@@ -241,7 +257,7 @@ TEST_F(MqttPublisherWindowTest, HeldEventsFailWithDeadlineExceededCountedFromThe
   // 20 handed to Paho, the rest held: deterministic, the paused broker sends no PUBACK.
   ASSERT_TRUE(mmi::testing::WaitFor([&] { return Held() == 30; }, seconds(5), milliseconds(5)))
       << "held " << Held();
-  EXPECT_EQ(publisher_->PeakInFlightForTest(), 20u);
+  EXPECT_EQ(PeakInFlight(), 20u);
   ASSERT_TRUE(mmi::testing::WaitFor([&] { return outcomes.total() == 50; }, seconds(15)))
       << "completed " << outcomes.total();
   EXPECT_EQ(outcomes.count(absl::StatusCode::kDeadlineExceeded), 50)
@@ -254,16 +270,16 @@ TEST_F(MqttPublisherWindowTest, HeldEventsFailWithDeadlineExceededCountedFromThe
   PublishBurst(50, 10, more);
   ASSERT_TRUE(mmi::testing::WaitFor([&] { return Held() == 10; }, seconds(5), milliseconds(5)))
       << "held " << Held();
-  EXPECT_EQ(publisher_->PeakInFlightForTest(), 20u);
+  EXPECT_EQ(PeakInFlight(), 20u);
   ResumeBroker();
   ASSERT_TRUE(mmi::testing::WaitFor([&] { return more.total() == 10; }, seconds(10)))
       << "completed " << more.total();
   EXPECT_EQ(more.count(absl::StatusCode::kOk), 10) << Describe(more.by_code());
   EXPECT_EQ(outcomes.total(), 50) << "an expired event's late PUBACK is not reported again";
-  EXPECT_LE(publisher_->PeakInFlightForTest(), 20u);
+  EXPECT_LE(PeakInFlight(), 20u);
 }
 
-TEST_F(MqttPublisherWindowTest, ARestartedBrokerWithAnotherReceiveMaximumGetsTheNewWindow) {
+TEST_P(MqttPublisherWindowTest, ARestartedBrokerWithAnotherReceiveMaximumGetsTheNewWindow) {
   StartPublisher();
   ASSERT_FALSE(HasFatalFailure());
   EXPECT_EQ(publisher_->max_in_flight(), 20u);
@@ -276,7 +292,7 @@ TEST_F(MqttPublisherWindowTest, ARestartedBrokerWithAnotherReceiveMaximumGetsThe
   PublishBurst(0, 300, lost);
   ASSERT_TRUE(mmi::testing::WaitFor([&] { return Held() == 280; }, seconds(5), milliseconds(5)))
       << "held " << Held();
-  EXPECT_EQ(publisher_->PeakInFlightForTest(), 20u);
+  EXPECT_EQ(PeakInFlight(), 20u);
   const pid_t old_pid = BrokerPid(*broker_);
   ASSERT_EQ(::kill(old_pid, SIGKILL), 0);
   paused_ = false;
@@ -318,6 +334,12 @@ TEST_F(MqttPublisherWindowTest, ARestartedBrokerWithAnotherReceiveMaximumGetsThe
   EXPECT_EQ(burst.count(absl::StatusCode::kOk), 1'000) << Describe(burst.by_code());
   EXPECT_EQ(Held(), 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Libraries, MqttPublisherWindowTest,
+                         ::testing::Values("libmosquitto", "paho"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 }  // namespace
 }  // namespace mmi::transport

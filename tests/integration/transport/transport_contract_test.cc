@@ -154,7 +154,7 @@ class TransportContractTest : public ::testing::TestWithParam<std::string> {
         {"grpc", MakeGrpcHarness},
 #endif
 #if MMI_CONTRACT_WITH_MQTT
-        {"mqtt", MakeMqttHarness},
+        {"mqtt", MakeMqttHarness},   {"mqtt_paho", MakeMqttPahoHarness},
 #endif
 #if MMI_CONTRACT_WITH_KAFKA
         {"kafka", MakeKafkaHarness},
@@ -429,6 +429,7 @@ std::vector<std::string> Transports() {
 #endif
 #if MMI_CONTRACT_WITH_MQTT
   names.push_back("mqtt");
+  names.push_back("mqtt_paho");
 #endif
 #if MMI_CONTRACT_WITH_KAFKA
   names.push_back("kafka");
