@@ -5,21 +5,19 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "libs/cloudevents/mqtt_codec.h"
 #include "libs/common/clock.h"
 #include "libs/transport/internal/serial_executor.h"
 #include "libs/transport/metrics.h"
 #include "libs/transport/mqtt/internal/mosquitto_connection.h"
+#include "libs/transport/mqtt/internal/publish_window.h"
 #include "libs/transport/mqtt/mqtt_topics.h"
 #include "libs/transport/publisher.h"
 #include "libs/transport/settings.h"
@@ -61,61 +59,30 @@ class MosquittoPublisher final : public Publisher {
   size_t PeakInFlightForTest() const;
 
  private:
-  struct InFlight {
-    PublishCallback done;
-    std::chrono::steady_clock::time_point started;
-    std::chrono::steady_clock::time_point deadline;
-    std::string event_id;
-    std::string topic;                 // until handed to libmosquitto
-    cloudevents::MqttMessage message;  // likewise
-    // Its deadline passed while libmosquitto held it: the caller was told, the slot stays taken
-    // until the PUBACK or the connection's loss.
-    bool expired = false;
-  };
-
   // Connection thread: hands held events to libmosquitto while the window has room.
   void SendHeld();
   // Connection thread: a PUBACK (or a QoS 0 publish written).
   void OnPublished(int mid, int reason_code);
-  void Complete(uint64_t id, absl::Status status);
-  void FailWhere(absl::FunctionRef<bool(const InFlight&)> selected,
-                 absl::FunctionRef<absl::Status()> status, bool library_still_holds);
-  void FailAllInFlight(const absl::Status& status);
-  void ExpireDeadlines();
-  void Finish(InFlight entry, absl::Status status);
-  void Reject(PublishCallback done, absl::Status status,
-              std::chrono::steady_clock::time_point started);
-  size_t held() const ABSL_SHARED_LOCKS_REQUIRED(inflight_mu_) {
-    return inflight_.size() - handed_;
-  }
 
   const MqttSettings settings_;
   Clock& clock_;
   TransportMetrics metrics_;
   const MqttTopics topics_;
   internal::SerialExecutor callbacks_{"mqtt-pub-cb"};
+  internal::PublishWindow<internal::EncodedPublish> window_;
   std::unique_ptr<internal::MosquittoConnection> connection_;
   std::atomic<size_t> receive_maximum_{65'535};
 
   // Held shared by Publish() while it uses the connection, exclusively by Start()/Stop().
-  absl::Mutex lifecycle_mu_ ABSL_ACQUIRED_BEFORE(inflight_mu_);
+  absl::Mutex lifecycle_mu_;
   bool started_ ABSL_GUARDED_BY(lifecycle_mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(lifecycle_mu_) = false;
 
-  mutable absl::Mutex inflight_mu_;
-  uint64_t next_id_ ABSL_GUARDED_BY(inflight_mu_) = 1;
-  // Every accepted event not completed yet, by id (= call order). Those with id < next_send_
-  // were handed to libmosquitto (handed_ of them); the others are held.
-  std::map<uint64_t, InFlight> inflight_ ABSL_GUARDED_BY(inflight_mu_);
-  uint64_t next_send_ ABSL_GUARDED_BY(inflight_mu_) = 1;
-  size_t handed_ ABSL_GUARDED_BY(inflight_mu_) = 0;
-  size_t peak_handed_ ABSL_GUARDED_BY(inflight_mu_) = 0;
-  size_t window_ ABSL_GUARDED_BY(inflight_mu_) = 0;  // 0 while not connected
-  // libmosquitto message id -> our id, for the events of the current connection.
-  std::unordered_map<int, uint64_t> by_mid_ ABSL_GUARDED_BY(inflight_mu_);
-  // QoS 0: message ids libmosquitto reported written inside mosquitto_publish_v5(), before
+  // Connection thread only. libmosquitto message id -> our id, for the events of the current
+  // connection; QoS 0 ids libmosquitto reported written inside mosquitto_publish_v5(), before
   // by_mid_ knew them.
-  std::unordered_set<int> written_early_ ABSL_GUARDED_BY(inflight_mu_);
+  std::unordered_map<int, uint64_t> by_mid_;
+  std::unordered_set<int> written_early_;
 };
 
 }  // namespace mmi::transport

@@ -47,18 +47,19 @@ absl::Status PublishFailure(const mqtt::token& token) {
 }  // namespace
 
 void MqttPublisher::DeliveryListener::on_success(const mqtt::token& token) {
-  owner_->Complete(FromContext(token.get_user_context()), absl::OkStatus());
+  owner_->window_.Complete(FromContext(token.get_user_context()), absl::OkStatus());
 }
 
 void MqttPublisher::DeliveryListener::on_failure(const mqtt::token& token) {
-  owner_->Complete(FromContext(token.get_user_context()), PublishFailure(token));
+  owner_->window_.Complete(FromContext(token.get_user_context()), PublishFailure(token));
 }
 
 MqttPublisher::MqttPublisher(MqttSettings settings, Clock& clock, prometheus::Registry& registry)
     : settings_(std::move(settings)),
       clock_(clock),
       metrics_(registry, "mqtt", ClientRole::kPublisher),
-      topics_(settings_) {}
+      topics_(settings_),
+      window_(internal::kMaxPendingPublishes, clock_, metrics_, Log(), callbacks_) {}
 
 MqttPublisher::~MqttPublisher() { Stop(); }
 
@@ -77,19 +78,11 @@ absl::Status MqttPublisher::Start() {
   hooks.on_connected = [this](bool /*reconnect*/) { UpdateWindow(); };
   hooks.on_lost = [this] {
     UpdateWindow();  // 0: nothing more goes to Paho until the next CONNACK
-    FailAllInFlight(absl::UnavailableError(
+    window_.FailAll(absl::UnavailableError(
         "MQTT connection lost before the broker acknowledged the event; it may or may not have "
         "been delivered: retry"));
   };
-  hooks.on_tick = [this] {
-    if (!UpdateWindow()) {
-      // Accepted just as the connection dropped (after on_lost): fail now rather than at the
-      // deadline.
-      FailAllInFlight(absl::UnavailableError(
-          absl::StrCat("MQTT broker ", settings_.broker_host, " is not connected; retry later")));
-    }
-    ExpireDeadlines();
-  };
+  hooks.on_tick = [this] { window_.Tick(UpdateWindow(), settings_); };
   if (absl::Status s = connection_->Start(std::move(hooks)); !s.ok()) {
     return s;
   }
@@ -105,96 +98,42 @@ void MqttPublisher::Publish(cloudevents::Event event, PublishCallback done) {
   const auto started = clock_.MonotonicNow();
   absl::ReaderMutexLock lock(&lifecycle_mu_);
   if (!started_ || stopped_) {
-    Reject(std::move(done),
-           absl::FailedPreconditionError("MqttPublisher: Publish() before Start() or after Stop()"),
-           started);
-    return;
-  }
-  if (event.source != settings_.source_id) {
-    Reject(
+    window_.Reject(
         std::move(done),
-        absl::InvalidArgumentError(absl::StrCat("event ", event.id, " has source \"", event.source,
-                                                "\" but this transport publishes "
-                                                "as source id \"",
-                                                settings_.source_id, "\"")),
+        absl::FailedPreconditionError("MqttPublisher: Publish() before Start() or after Stop()"),
         started);
     return;
   }
-  absl::StatusOr<std::string> topic = topics_.PublishTopic(event);
-  if (!topic.ok()) {
-    Reject(std::move(done), topic.status(), started);
-    return;
-  }
-  absl::StatusOr<cloudevents::MqttMessage> encoded =
-      cloudevents::EncodeMqtt(event, cloudevents::MqttContentMode::kBinary, settings_.limits);
+  absl::StatusOr<internal::EncodedPublish> encoded =
+      internal::EncodeForPublish(settings_, topics_, event);
   if (!encoded.ok()) {
-    Reject(std::move(done),
-           absl::InvalidArgumentError(absl::StrCat("cannot encode event ", event.id, " for MQTT: ",
-                                                   std::string(encoded.status().message()))),
-           started);
+    window_.Reject(std::move(done), encoded.status(), started);
     return;
   }
   if (!connection_->connected()) {
-    Reject(std::move(done),
-           absl::UnavailableError(absl::StrCat("MQTT broker ", settings_.broker_host,
-                                               " is not connected; retry later")),
-           started);
+    window_.Reject(std::move(done), window_.NotConnected(settings_), started);
     return;
   }
-  mqtt::message_ptr message = ToPahoMessage(*topic, settings_.pub_qos, *encoded);
-  bool accepted = false;
-  {
-    absl::MutexLock inflight_lock(&inflight_mu_);
-    if (inflight_.size() < static_cast<size_t>(internal::kMaxPendingPublishes)) {
-      // The sender thread hands it to Paho, in id order, once the window has room.
-      inflight_.emplace(next_id_++,
-                        InFlight{std::move(done), started, started + settings_.publish_timeout,
-                                 std::move(event.id), std::move(message)});
-      metrics_.SetPublishHeld(held());
-      accepted = true;
-    }
-  }
-  if (!accepted) {
-    Reject(std::move(done),
-           absl::ResourceExhaustedError(absl::StrCat(
-               "MQTT publisher: ", internal::kMaxPendingPublishes,
-               " events already wait for the broker's PUBACK or for room in its in-flight "
-               "window; retry later")),
-           started);
-  }
+  mqtt::message_ptr message = ToPahoMessage(encoded->topic, settings_.pub_qos, encoded->message);
+  // The sender thread hands it to Paho, in call order, once the window has room.
+  window_.Accept(std::move(done), started, started + settings_.publish_timeout, std::move(event.id),
+                 std::move(message));
 }
 
 void MqttPublisher::SendLoop() {
-  while (true) {
-    uint64_t id = 0;
-    mqtt::message_ptr message;
-    {
-      absl::MutexLock lock(&inflight_mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(inflight_mu_) {
-        return sender_stopping_ || (handed_ < window_ && held() > 0);
-      };
-      inflight_mu_.Await(absl::Condition(&ready));
-      if (sender_stopping_) {
-        return;
-      }
-      auto it = inflight_.lower_bound(next_send_);  // the oldest held event: held() > 0
-      id = it->first;
-      message = std::move(it->second.message);
-      next_send_ = id + 1;
-      ++handed_;
-      peak_handed_ = std::max(peak_handed_, handed_);
-      metrics_.SetPublishHeld(held());
-    }
+  while (auto next = window_.TakeNext(/*wait=*/true)) {
+    const uint64_t id = next->first;
     try {
-      connection_->client().publish(std::move(message), ToContext(id), listener_);
+      connection_->client().publish(std::move(next->second), ToContext(id), listener_);
     } catch (const mqtt::exception& e) {
       const std::string detail = absl::StrCat("MQTT publish failed: ", e.what());
-      Complete(id, e.get_return_code() == MQTTASYNC_MAX_BUFFERED_MESSAGES
-                       ? absl::ResourceExhaustedError(
-                             detail + " (too many events waiting for a PUBACK; retry later)")
-                       : absl::UnavailableError(detail));
+      window_.Complete(id,
+                       e.get_return_code() == MQTTASYNC_MAX_BUFFERED_MESSAGES
+                           ? absl::ResourceExhaustedError(
+                                 detail + " (too many events waiting for a PUBACK; retry later)")
+                           : absl::UnavailableError(detail));
     } catch (const std::exception& e) {
-      Complete(id, absl::UnavailableError(absl::StrCat("MQTT publish failed: ", e.what())));
+      window_.Complete(id, absl::UnavailableError(absl::StrCat("MQTT publish failed: ", e.what())));
     }
   }
 }
@@ -206,20 +145,14 @@ void MqttPublisher::Stop() {
       return;
     }
   }
-  {
-    // The sender still hands held events to Paho meanwhile.
-    absl::MutexLock lock(&inflight_mu_);
-    auto drained = [this]()
-                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(inflight_mu_) { return inflight_.empty(); };
-    inflight_mu_.AwaitWithTimeout(absl::Condition(&drained),
-                                  absl::FromChrono(std::min<std::chrono::milliseconds>(
-                                      settings_.publish_timeout, std::chrono::seconds(10))));
-    sender_stopping_ = true;
-  }
+  // The sender still hands held events to Paho meanwhile.
+  window_.AwaitDrained(absl::FromChrono(
+      std::min<std::chrono::milliseconds>(settings_.publish_timeout, std::chrono::seconds(10))));
+  window_.StopSending();
   if (sender_.joinable()) {
     sender_.join();
   }
-  FailAllInFlight(absl::UnavailableError(
+  window_.FailAll(absl::UnavailableError(
       "MQTT publisher stopped before the broker acknowledged the event: retry"));
   connection_->Stop(std::chrono::milliseconds(1'000));
   callbacks_.Stop();
@@ -232,129 +165,15 @@ size_t MqttPublisher::max_in_flight() const {
   return connection_ != nullptr ? connection_->receive_maximum() : Publisher::max_in_flight();
 }
 
-size_t MqttPublisher::PeakInFlightForTest() const {
-  absl::MutexLock lock(&inflight_mu_);
-  return peak_handed_;
-}
-
-void MqttPublisher::Complete(uint64_t id, absl::Status status) {
-  InFlight entry;
-  {
-    absl::MutexLock lock(&inflight_mu_);
-    auto it = inflight_.find(id);
-    if (it == inflight_.end()) {
-      return;  // already failed by a deadline, a connection loss or Stop()
-    }
-    entry = std::move(it->second);
-    inflight_.erase(it);
-    if (id < next_send_) {
-      --handed_;  // frees a slot of the window: wakes the sender
-    } else {
-      metrics_.SetPublishHeld(held());
-    }
-  }
-  if (entry.expired) {
-    return;  // its caller heard of the deadline already; only its slot was still taken
-  }
-  Finish(std::move(entry), std::move(status));
-}
-
-void MqttPublisher::FailWhere(absl::FunctionRef<bool(const InFlight&)> selected,
-                              absl::FunctionRef<absl::Status()> status, bool paho_still_holds) {
-  std::vector<InFlight> failed;
-  {
-    // All at once: the sender must not hand Paho an event that is failing.
-    absl::MutexLock lock(&inflight_mu_);
-    for (auto it = inflight_.begin(); it != inflight_.end();) {
-      if (it->second.expired || !selected(it->second)) {
-        ++it;
-        continue;
-      }
-      if (it->first < next_send_ && paho_still_holds) {
-        // Failed for its caller, but Paho still waits for its PUBACK: the slot stays taken
-        // until that comes or the connection drops, so Paho never holds more than the window.
-        InFlight caller;
-        caller.done = std::move(it->second.done);
-        caller.started = it->second.started;
-        caller.event_id = std::move(it->second.event_id);
-        it->second.expired = true;
-        failed.push_back(std::move(caller));
-        ++it;
-        continue;
-      }
-      if (it->first < next_send_) {
-        --handed_;
-      }
-      failed.push_back(std::move(it->second));
-      it = inflight_.erase(it);
-    }
-    if (failed.empty()) {
-      return;
-    }
-    metrics_.SetPublishHeld(held());
-  }
-  const absl::Status error = status();
-  for (InFlight& entry : failed) {
-    Finish(std::move(entry), error);
-  }
-}
-
-void MqttPublisher::Finish(InFlight entry, absl::Status status) {
-  metrics_.RecordPublish(status, clock_.MonotonicNow() - entry.started);
-  if (!status.ok()) {
-    Log().Debug("publish failed",
-                {{"event_id", entry.event_id}, {"error", std::string(status.message())}});
-  }
-  callbacks_.Post([done = std::move(entry.done), status = std::move(status)]() mutable {
-    std::move(done)(std::move(status));
-  });
-}
-
-void MqttPublisher::Reject(PublishCallback done, absl::Status status,
-                           std::chrono::steady_clock::time_point started) {
-  metrics_.RecordPublish(status, clock_.MonotonicNow() - started);
-  callbacks_.Post([done = std::move(done), status = std::move(status)]() mutable {
-    std::move(done)(std::move(status));
-  });
-}
-
-void MqttPublisher::FailAllInFlight(const absl::Status& status) {
-  {
-    // Slots kept for expired events Paho held: the connection (and what Paho held) is gone.
-    absl::MutexLock lock(&inflight_mu_);
-    for (auto it = inflight_.begin(); it != inflight_.end();) {
-      if (!it->second.expired) {
-        ++it;
-        continue;
-      }
-      --handed_;  // expired entries are always handed ones
-      it = inflight_.erase(it);
-    }
-  }
-  FailWhere([](const InFlight&) { return true; }, [&status] { return status; },
-            /*paho_still_holds=*/false);
-}
+size_t MqttPublisher::PeakInFlightForTest() const { return window_.peak_handed(); }
 
 bool MqttPublisher::UpdateWindow() {
   const bool connected = connection_->connected();
   // QoS 0 has no PUBACK, and Paho C does not count it against Receive Maximum.
-  const size_t window = !connected               ? 0
-                        : settings_.pub_qos == 0 ? internal::kMaxPendingPublishes
-                                                 : connection_->receive_maximum();
-  absl::MutexLock lock(&inflight_mu_);
-  window_ = window;
+  window_.SetWindow(!connected               ? 0
+                    : settings_.pub_qos == 0 ? internal::kMaxPendingPublishes
+                                             : connection_->receive_maximum());
   return connected;
-}
-
-void MqttPublisher::ExpireDeadlines() {
-  const auto now = clock_.MonotonicNow();
-  FailWhere([now](const InFlight& entry) { return entry.deadline <= now; },
-            [this] {
-              return absl::DeadlineExceededError(absl::StrCat(
-                  "no PUBACK from MQTT broker ", settings_.broker_host, " within ",
-                  settings_.publish_timeout.count(), "ms of the Publish() call; retry"));
-            },
-            /*paho_still_holds=*/true);
 }
 
 }  // namespace mmi::transport

@@ -17,6 +17,7 @@
 #include "libs/transport/internal/serial_executor.h"
 #include "libs/transport/metrics.h"
 #include "libs/transport/mqtt/internal/mqtt_connection.h"
+#include "libs/transport/mqtt/internal/publish_window.h"
 #include "libs/transport/mqtt/mqtt_topics.h"
 #include "libs/transport/publisher.h"
 #include "libs/transport/settings.h"
@@ -61,17 +62,6 @@ class MqttPublisher final : public Publisher {
   size_t PeakInFlightForTest() const;
 
  private:
-  struct InFlight {
-    PublishCallback done;
-    std::chrono::steady_clock::time_point started;
-    std::chrono::steady_clock::time_point deadline;
-    std::string event_id;
-    mqtt::message_ptr message;  // until handed to Paho
-    // Its deadline passed while Paho held it: the caller was told, the slot stays taken until
-    // the PUBACK or the connection's loss (Paho must not hold more than the window).
-    bool expired = false;
-  };
-
   class DeliveryListener : public mqtt::iaction_listener {
    public:
     explicit DeliveryListener(MqttPublisher* owner) : owner_(owner) {}
@@ -82,53 +72,26 @@ class MqttPublisher final : public Publisher {
     MqttPublisher* owner_;
   };
 
-  // Completes the entry `id` (if still pending) with `status`.
-  void Complete(uint64_t id, absl::Status status);
-  // Completes every pending entry `selected` picks (held or handed to Paho) with `status()`.
-  // `paho_still_holds`: entries handed to Paho keep their slot (marked expired) until their
-  // PUBACK or the connection's loss.
-  void FailWhere(absl::FunctionRef<bool(const InFlight&)> selected,
-                 absl::FunctionRef<absl::Status()> status, bool paho_still_holds);
-  // Records the outcome and posts the callback; no lock held.
-  void Finish(InFlight entry, absl::Status status);
-  // Completes a publish that never reached Paho.
-  void Reject(PublishCallback done, absl::Status status,
-              std::chrono::steady_clock::time_point started);
-  void FailAllInFlight(const absl::Status& status);
-  void ExpireDeadlines();
   // Sets the in-flight window for the current connection: Receive Maximum (QoS 1) while
   // connected, 0 while not; returns whether connected. Runs on every (re)connect, loss and tick
   // ("mqtt-conn" or Paho's thread), so a value a race left behind lasts at most one tick.
   bool UpdateWindow();
   // "mqtt-pub-send": hands held events to Paho, oldest first, while the window has room.
   void SendLoop();
-  size_t held() const ABSL_SHARED_LOCKS_REQUIRED(inflight_mu_) {
-    return inflight_.size() - handed_;
-  }
 
   const MqttSettings settings_;
   Clock& clock_;
   TransportMetrics metrics_;
   const MqttTopics topics_;
   internal::SerialExecutor callbacks_{"mqtt-pub-cb"};
+  internal::PublishWindow<mqtt::message_ptr> window_;
   DeliveryListener listener_{this};
   std::unique_ptr<internal::MqttConnection> connection_;
 
   // Held shared by Publish() while it uses the client, exclusively by Start()/Stop().
-  absl::Mutex lifecycle_mu_ ABSL_ACQUIRED_BEFORE(inflight_mu_);
+  absl::Mutex lifecycle_mu_;
   bool started_ ABSL_GUARDED_BY(lifecycle_mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(lifecycle_mu_) = false;
-
-  mutable absl::Mutex inflight_mu_;
-  uint64_t next_id_ ABSL_GUARDED_BY(inflight_mu_) = 1;
-  // Every accepted event not completed yet, by id (= call order). Those with id < next_send_
-  // were handed to Paho (handed_ of them); the others are held, and go out in id order.
-  std::map<uint64_t, InFlight> inflight_ ABSL_GUARDED_BY(inflight_mu_);
-  uint64_t next_send_ ABSL_GUARDED_BY(inflight_mu_) = 1;
-  size_t handed_ ABSL_GUARDED_BY(inflight_mu_) = 0;
-  size_t peak_handed_ ABSL_GUARDED_BY(inflight_mu_) = 0;
-  size_t window_ ABSL_GUARDED_BY(inflight_mu_) = 0;
-  bool sender_stopping_ ABSL_GUARDED_BY(inflight_mu_) = false;
   std::thread sender_;
 };
 

@@ -1,9 +1,11 @@
 // MQTT client ids: unique per live connection (maestro-protocol.md §3.1).
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 
+#include "libs/common/log.h"
 #include "libs/transport/settings.h"
 
 namespace mmi::transport::internal {
@@ -15,5 +17,11 @@ std::string MqttClientId(const MqttSettings& settings, std::string_view suffix);
 // replica and restart of one service, so a persistent session is resumed (settings.h,
 // sessionExpiry). Services that share a source id need distinct shared groups.
 std::string PersistentSessionClientId(const MqttSettings& settings, std::string_view suffix);
+
+// Logs an accepted CONNACK, and that no session was resumed when one was asked for
+// (`session_expiry` > 0).
+void LogConnected(const log::Logger& logger, const MqttSettings& settings,
+                  const std::string& client_id, std::chrono::seconds session_expiry,
+                  bool session_present);
 
 }  // namespace mmi::transport::internal

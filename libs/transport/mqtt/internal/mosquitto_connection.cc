@@ -12,12 +12,13 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <mutex>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "libs/transport/mqtt/internal/client_id.h"
+#include "libs/transport/mqtt/internal/tls_files.h"
 
 namespace mmi::transport::internal {
 namespace {
@@ -39,16 +40,6 @@ constexpr const char* kSystemCaDir = "/etc/ssl/certs";
 void InitLibrary() {
   static std::once_flag once;
   std::call_once(once, [] { mosquitto_lib_init(); });
-}
-
-absl::Status CheckReadable(const std::string& path, std::string_view field) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("transport.mqtt.", std::string(field), ": file \"", path,
-                     "\" does not exist or is not a regular file; check the mounted secret"));
-  }
-  return absl::OkStatus();
 }
 
 // "host:port" or "[v6]:port" (ValidateMqttSettings checked the shape).
@@ -103,21 +94,8 @@ absl::Status MosquittoConnection::CheckSettings() {
     return absl::InvalidArgumentError(absl::StrCat(
         "transport.mqtt.brokerHost: must be host:port, got \"", settings_.broker_host, "\""));
   }
-  const TlsSettings& tls = settings_.tls;
-  if (tls.enabled) {
-    if (!tls.ca_file.empty()) {
-      if (absl::Status s = CheckReadable(tls.ca_file, "tls.caFile"); !s.ok()) {
-        return s;
-      }
-    }
-    if (!tls.client_cert_file.empty()) {
-      if (absl::Status s = CheckReadable(tls.client_cert_file, "tls.clientCertFile"); !s.ok()) {
-        return s;
-      }
-      if (absl::Status s = CheckReadable(tls.client_key_file, "tls.clientKeyFile"); !s.ok()) {
-        return s;
-      }
-    }
+  if (absl::Status s = CheckTlsFiles(settings_.tls); !s.ok()) {
+    return s;
   }
   if (session_expiry_.count() > 0) {
     // Sent on every CONNECT: every attempt goes through mosquitto_connect_bind_v5(), since
@@ -440,16 +418,8 @@ void MosquittoConnection::OnConnect(mosquitto* /*mosq*/, void* self_ptr, int rea
   if (reconnect) {
     self->metrics_.RecordReconnect();
   }
-  self->logger_.Info("connected to MQTT broker", {{"broker", self->settings_.broker_host},
-                                                  {"client_id", self->client_id_},
-                                                  {"session_present", session_present}});
-  if (self->session_expiry_.count() > 0 && !session_present) {
-    self->logger_.Info(
-        "no MQTT session to resume (first connection, expired, or the broker lost it): what was "
-        "sent while no replica was subscribed did not wait for us",
-        {{"client_id", self->client_id_},
-         {"session_expiry_s", static_cast<int64_t>(self->session_expiry_.count())}});
-  }
+  LogConnected(self->logger_, self->settings_, self->client_id_, self->session_expiry_,
+               session_present);
   if (self->hooks_.on_connected) {
     self->hooks_.on_connected(reconnect, std::max<std::size_t>(receive_maximum, 1));
   }

@@ -4,26 +4,17 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
 #include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "libs/transport/mqtt/internal/client_id.h"
+#include "libs/transport/mqtt/internal/tls_files.h"
 
 namespace mmi::transport::internal {
 namespace {
 
 constexpr auto kTick = std::chrono::milliseconds(100);
-
-absl::Status CheckReadable(const std::string& path, std::string_view field) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("transport.mqtt.", std::string(field), ": file \"", path,
-                     "\" does not exist or is not a regular file; check the mounted secret"));
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -73,22 +64,14 @@ absl::Status MqttConnection::BuildOptions() {
     builder.password(settings_.password);
   }
   if (settings_.tls.enabled) {
+    if (absl::Status s = CheckTlsFiles(settings_.tls); !s.ok()) {
+      return s;
+    }
     mqtt::ssl_options_builder ssl;
     if (!settings_.tls.ca_file.empty()) {
-      if (absl::Status s = CheckReadable(settings_.tls.ca_file, "tls.caFile"); !s.ok()) {
-        return s;
-      }
       ssl.trust_store(settings_.tls.ca_file);
     }
     if (!settings_.tls.client_cert_file.empty()) {
-      if (absl::Status s = CheckReadable(settings_.tls.client_cert_file, "tls.clientCertFile");
-          !s.ok()) {
-        return s;
-      }
-      if (absl::Status s = CheckReadable(settings_.tls.client_key_file, "tls.clientKeyFile");
-          !s.ok()) {
-        return s;
-      }
       ssl.key_store(settings_.tls.client_cert_file);
       ssl.private_key(settings_.tls.client_key_file);
     }
@@ -270,16 +253,7 @@ void MqttConnection::OnConnectSucceeded(bool session_present, size_t receive_max
     backoff_.Reset();
   }
   metrics_.SetConnected(true);
-  logger_.Info("connected to MQTT broker", {{"broker", settings_.broker_host},
-                                            {"client_id", client_id_},
-                                            {"session_present", session_present}});
-  if (session_expiry_.count() > 0 && !session_present) {
-    logger_.Info(
-        "no MQTT session to resume (first connection, expired, or the broker lost it): what was "
-        "sent while no replica was subscribed did not wait for us",
-        {{"client_id", client_id_},
-         {"session_expiry_s", static_cast<int64_t>(session_expiry_.count())}});
-  }
+  LogConnected(logger_, settings_, client_id_, session_expiry_, session_present);
 }
 
 void MqttConnection::OnConnectFailed(const std::string& reason) {

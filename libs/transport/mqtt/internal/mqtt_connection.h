@@ -17,13 +17,10 @@
 #include "libs/common/backoff.h"
 #include "libs/common/log.h"
 #include "libs/transport/metrics.h"
+#include "libs/transport/mqtt/internal/publish_window.h"
 #include "libs/transport/settings.h"
 
 namespace mmi::transport::internal {
-
-// Paho refuses new publishes (MQTTASYNC_MAX_BUFFERED_MESSAGES) once this many are pending; the
-// publisher also accepts no more than this many events at once (held back or in flight).
-inline constexpr int kMaxPendingPublishes = 10'000;
 
 // Connects with MQTT 5, Clean Start and no session expiry (maestro-protocol.md §3.1), retries
 // with exponential backoff forever, and runs the owner's hooks on its own thread
