@@ -4,11 +4,19 @@
 
 #include "libs/transport/mqtt/mqtt_publisher.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <future>
+#include <thread>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "libs/common/testing/fake_clock.h"
 #include "libs/transport/factory.h"
 #include "libs/transport/mqtt/mosquitto_publisher.h"
@@ -114,6 +122,42 @@ TEST_P(MqttClientsTest, AnUnreachableBrokerIsNotAStartError) {
   EXPECT_EQ(PublishAndWait(*clients.publisher, SpecEvent()).code(), absl::StatusCode::kUnavailable);
   clients.subscriber->Stop();
   clients.publisher->Stop();
+}
+
+// A listener whose accept queue is full drops further SYNs: a connect to it hangs, as to a
+// black-holed broker, until the kernel gives up (minutes). Stop() must not wait for that.
+TEST_P(MqttClientsTest, StopDoesNotWaitForAConnectThatHangs) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  std::vector<int> fillers;
+  for (int i = 0; i < 4; ++i) {  // fill the accept queue (and the SYN queue behind it)
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    (void)::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    fillers.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  MqttSettings s = Settings();
+  s.broker_host = absl::StrCat("127.0.0.1:", ntohs(address.sin_port));
+  s.dial_timeout = std::chrono::seconds(120);
+  TransportClients clients = Make(s);
+  ASSERT_NE(clients.subscriber, nullptr);
+  ASSERT_TRUE(clients.subscriber->Start([](cloudevents::Event, AckFn) {}, nullptr).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the connect is under way
+  const auto stop_started = std::chrono::steady_clock::now();
+  clients.subscriber->Stop();
+  // A liveness bound, not a timing measure: the hung connect would hold it for minutes.
+  EXPECT_LT(std::chrono::steady_clock::now() - stop_started, std::chrono::seconds(10));
+  for (int fd : fillers) {
+    ::close(fd);
+  }
+  ::close(listener);
 }
 
 INSTANTIATE_TEST_SUITE_P(Libraries, MqttClientsTest, ::testing::Values("libmosquitto", "paho"),

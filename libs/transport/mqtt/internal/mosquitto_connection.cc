@@ -2,17 +2,22 @@
 
 #include <mosquitto.h>
 #include <mqtt_protocol.h>
+#include <netdb.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -134,6 +139,9 @@ absl::Status MosquittoConnection::NewHandle() {
   // they arrive.
   (void)mosquitto_int_option(mosq_, MOSQ_OPT_TCP_NODELAY, 1);
   (void)mosquitto_int_option(mosq_, MOSQ_OPT_RECEIVE_MAXIMUM, kReceiveMaximum);
+  // libmosquitto's own limit of PUBLISHes awaiting their PUBACK defaults to 20 and is replaced
+  // only by a Receive Maximum in the CONNACK; a broker that sends none means 65,535 (MQTT 5).
+  (void)mosquitto_int_option(mosq_, MOSQ_OPT_SEND_MAXIMUM, kReceiveMaximum);
   if (!settings_.username.empty()) {
     if (absl::Status s =
             check(mosquitto_username_pw_set(
@@ -173,6 +181,7 @@ absl::Status MosquittoConnection::NewHandle() {
   mosquitto_subscribe_v5_callback_set(mosq_, &MosquittoConnection::OnSubscribe);
   mosquitto_message_v5_callback_set(mosq_, &MosquittoConnection::OnMessage);
   mosquitto_publish_v5_callback_set(mosq_, &MosquittoConnection::OnPublish);
+  mosquitto_disconnect_v5_callback_set(mosq_, &MosquittoConnection::OnDisconnect);
   mosquitto_log_callback_set(mosq_, &MosquittoConnection::OnLog);
   return absl::OkStatus();
 }
@@ -277,22 +286,26 @@ std::string MosquittoConnection::RunConnection() {
                              ? kMaxKeepAliveS
                              : std::clamp<int>(static_cast<int>(settings_.keep_alive.count()),
                                                kMinKeepAliveS, kMaxKeepAliveS);
-  const auto attempt_start = std::chrono::steady_clock::now();
+  if (std::string unreachable = Probe(); !unreachable.empty()) {
+    return stopping() ? "" : unreachable;
+  }
+  server_disconnect_.clear();
   const int rc =
       mosquitto_connect_bind_v5(mosq_, host_.c_str(), port_, keep_alive, nullptr, connect_props_);
   if (rc != MOSQ_ERR_SUCCESS) {
     return ErrorText(rc);
   }
-  next_tick_ = attempt_start + kTick;
+  const auto connected_at = std::chrono::steady_clock::now();
+  next_tick_ = connected_at + kTick;
   while (!stopping()) {
     const int turn = Turn();
     if (!drop_reason_.empty()) {
       break;
     }
     if (turn != MOSQ_ERR_SUCCESS) {
-      return ErrorText(turn);
+      return server_disconnect_.empty() ? ErrorText(turn) : server_disconnect_;
     }
-    if (!accepted_ && std::chrono::steady_clock::now() - attempt_start > settings_.dial_timeout) {
+    if (!accepted_ && std::chrono::steady_clock::now() - connected_at > settings_.dial_timeout) {
       return "no CONNACK within dialTimeout";
     }
   }
@@ -304,6 +317,74 @@ std::string MosquittoConnection::RunConnection() {
   return drop_reason_;
 }
 
+std::string MosquittoConnection::Probe() {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int gai = getaddrinfo(host_.c_str(), std::to_string(port_).c_str(), &hints, &found);
+  if (gai != 0) {
+    return absl::StrCat("cannot resolve ", host_, ": ", gai_strerror(gai));
+  }
+  const std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addresses(found, &freeaddrinfo);
+  const auto deadline = std::chrono::steady_clock::now() + settings_.dial_timeout;
+  std::string error = "no address";
+  for (const addrinfo* a = addresses.get(); a != nullptr; a = a->ai_next) {
+    const int fd =
+        socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      error = std::strerror(errno);
+      continue;
+    }
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      close(fd);
+      return "";
+    }
+    if (errno != EINPROGRESS) {
+      error = std::strerror(errno);
+      close(fd);
+      continue;
+    }
+    while (true) {
+      const auto now = std::chrono::steady_clock::now();
+      if (stopping() || now >= deadline) {
+        close(fd);
+        return stopping() ? "stopping" : "TCP connect timed out (dialTimeout)";
+      }
+      pollfd fds[2] = {{fd, POLLOUT, 0}, {wake_fd_, POLLIN, 0}};
+      const int timeout_ms = static_cast<int>(std::clamp<int64_t>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count(), 1,
+          kTick.count()));
+      const int ready = poll(fds, 2, timeout_ms);
+      if ((fds[1].revents & POLLIN) != 0) {
+        uint64_t count = 0;
+        (void)!read(wake_fd_, &count, sizeof(count));  // a Stop(); nothing to publish yet
+      }
+      if (ready <= 0 || fds[0].revents == 0) {
+        if (hooks_.on_tick) {
+          hooks_.on_tick();
+        }
+        continue;
+      }
+      int so_error = 0;
+      socklen_t length = sizeof(so_error);
+      (void)getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &length);
+      close(fd);
+      if (so_error == 0) {
+        return "";
+      }
+      error = std::strerror(so_error);
+      break;
+    }
+  }
+  return absl::StrCat("cannot connect to ", settings_.broker_host, ": ", error);
+}
+
+bool MosquittoConnection::TlsHoldsData() {
+  auto* ssl = static_cast<SSL*>(mosquitto_ssl_get(mosq_));
+  return ssl != nullptr && SSL_pending(ssl) > 0;
+}
+
 int MosquittoConnection::Turn() {
   const int sock = mosquitto_socket(mosq_);
   if (sock < 0) {
@@ -313,9 +394,14 @@ int MosquittoConnection::Turn() {
       {sock, static_cast<short>(POLLIN | (mosquitto_want_write(mosq_) ? POLLOUT : 0)), 0},
       {wake_fd_, POLLIN, 0}};
   const auto now = std::chrono::steady_clock::now();
-  const int timeout_ms = static_cast<int>(std::clamp<int64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(next_tick_ - now).count(), 0,
-      kTick.count()));
+  // Records TLS has decrypted already are not seen by poll(): read them without waiting.
+  const bool tls_pending = TlsHoldsData();
+  const int timeout_ms =
+      tls_pending
+          ? 0
+          : static_cast<int>(std::clamp<int64_t>(
+                std::chrono::duration_cast<std::chrono::milliseconds>(next_tick_ - now).count(), 0,
+                kTick.count()));
   if (poll(fds, 2, timeout_ms) < 0 && errno != EINTR) {
     return MOSQ_ERR_ERRNO;
   }
@@ -324,19 +410,26 @@ int MosquittoConnection::Turn() {
     (void)!read(wake_fd_, &count, sizeof(count));
   }
   int rc = MOSQ_ERR_SUCCESS;
-  if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+  if (tls_pending || (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
     // Every packet that is already here, not one per poll(): libmosquitto reads one (or those
     // its TLS layer holds) per call.
     for (int i = 0; i < kMaxReadsPerTurn; ++i) {
       rc = mosquitto_loop_read(mosq_, 1);
+      if (rc != MOSQ_ERR_SUCCESS || !drop_reason_.empty() || mosquitto_socket(mosq_) < 0) {
+        break;
+      }
       int waiting = 0;
-      if (rc != MOSQ_ERR_SUCCESS || !drop_reason_.empty() ||
-          ioctl(mosquitto_socket(mosq_), FIONREAD, &waiting) != 0 || waiting <= 0) {
+      if ((ioctl(mosquitto_socket(mosq_), FIONREAD, &waiting) != 0 || waiting <= 0) &&
+          !TlsHoldsData()) {
         break;
       }
     }
     if (rc != MOSQ_ERR_SUCCESS) {
       return rc;
+    }
+    if (mosquitto_socket(mosq_) < 0) {
+      // libmosquitto closed it and called it a success: the broker sent DISCONNECT.
+      return MOSQ_ERR_CONN_LOST;
     }
   }
   if (hooks_.on_turn) {
@@ -447,6 +540,18 @@ void MosquittoConnection::OnPublish(mosquitto* /*mosq*/, void* self_ptr, int mid
   auto* self = static_cast<MosquittoConnection*>(self_ptr);
   if (self->hooks_.on_publish) {
     self->hooks_.on_publish(mid, reason_code);
+  }
+}
+
+void MosquittoConnection::OnDisconnect(mosquitto* /*mosq*/, void* self_ptr, int reason,
+                                       const mosquitto_property* /*props*/) {
+  // A broker's DISCONNECT carries an MQTT reason code (>= 0x80 when it is an error); a lost
+  // connection, libmosquitto's own error code.
+  auto* self = static_cast<MosquittoConnection*>(self_ptr);
+  if (reason >= 0x80) {
+    self->server_disconnect_ =
+        absl::StrCat("the broker sent DISCONNECT: ", mosquitto_reason_string(reason),
+                     " (reason code ", reason, ")");
   }
 }
 

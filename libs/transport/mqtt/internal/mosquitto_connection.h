@@ -31,9 +31,9 @@ namespace mmi::transport::internal {
 // Each connection attempt gets a fresh libmosquitto handle: nothing a lost connection held (a
 // publish awaiting its PUBACK) is sent again on the next one; the owner fails it instead.
 //
-// The CONNECT goes through mosquitto_connect_bind_v5(), blocking for the TCP connect (and DNS):
-// an unreachable broker holds the thread, and Stop(), until the kernel gives up. `dialTimeout`
-// bounds the wait for CONNACK after that.
+// The CONNECT goes through mosquitto_connect_bind_v5(), whose TCP connect is blocking; a probe
+// connect with `dialTimeout` and Stop() in view comes first (Probe()), so an unreachable broker
+// holds neither. `dialTimeout` bounds the wait for CONNACK after that too.
 //
 // Thread-safe. Lifecycle: Start() once, Stop() (idempotent) before destruction.
 class MosquittoConnection {
@@ -98,6 +98,7 @@ class MosquittoConnection {
                         const mqtt5__property* props);
   static void OnPublish(mosquitto* mosq, void* self, int mid, int reason_code,
                         const mqtt5__property* props);
+  static void OnDisconnect(mosquitto* mosq, void* self, int reason, const mqtt5__property* props);
   static void OnLog(mosquitto* mosq, void* self, int level, const char* text);
 
   absl::Status CheckSettings();
@@ -106,6 +107,13 @@ class MosquittoConnection {
   void Run();
   // One connection attempt, from CONNECT to its end; returns why it ended ("" when stopping).
   std::string RunConnection();
+  // Resolves the broker and opens (and closes) a TCP connection to it within `dialTimeout`,
+  // waking for a Stop(): libmosquitto's own connect blocks until the kernel gives up on an
+  // unreachable address. "" when the broker answered, else why not. The resolver call itself
+  // blocks, as every resolver call does.
+  std::string Probe();
+  // TLS records decrypted and not read yet (poll() cannot see them).
+  bool TlsHoldsData();
   // poll() on the socket and the wake-up fd, then libmosquitto's reads, writes and keep-alive.
   int Turn();
   void WaitToRetry(std::string_view reason, bool was_connected);
@@ -127,6 +135,7 @@ class MosquittoConnection {
   bool accepted_ = false;  // the current connection's CONNACK accepted it
   bool ever_connected_ = false;
   std::string drop_reason_;
+  std::string server_disconnect_;  // the broker's DISCONNECT reason, when it sent one
   Backoff backoff_;
   std::chrono::steady_clock::time_point next_tick_;
 
