@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <utility>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "libs/transport/mqtt/internal/client_id.h"

@@ -87,8 +87,6 @@ class MosquittoConnection {
   // Connection thread (a hook) only: the handle of the current connection.
   mosquitto* handle() { return mosq_; }
 
-  const std::string& client_id() const { return client_id_; }
-
  private:
   static void OnConnect(mosquitto* mosq, void* self, int reason, int flags,
                         const mqtt5__property* props);
