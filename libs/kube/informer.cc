@@ -328,6 +328,12 @@ absl::Status Informer::StartPagedList(const std::stop_token& stop) {
           "state, the watch repairs the difference",
           {{"resource", metrics_->resource}, {"listed", static_cast<int64_t>(listed_so_far)}});
     };
+    if (settings_.deliver_first_list_pages && !store_.Synced()) {
+      hooks.on_listed = [this](const std::string& key, const ObjectPtr& object,
+                               internal::Entry entry) {
+        return DeliverListed(key, object, std::move(entry));
+      };
+    }
     internal::PagedList list =
         internal::ListPages(client_, settings_.resource, options, store_, hooks, worker_stop);
     if (worker_stop.stop_requested()) {
@@ -352,6 +358,22 @@ absl::Status Informer::StartPagedList(const std::stop_token& stop) {
   }
   AbandonList();  // joins: the worker returned after recording its failure
   return first_page;
+}
+
+internal::Entry Informer::DeliverListed(const std::string& key, const ObjectPtr& object,
+                                        internal::Entry entry) {
+  // Under notify_mu_, so the watch's change of the same key (it marks the key touched before it
+  // applies) comes wholly before or after: skipped here, or an update of what is cached here.
+  absl::MutexLock notifying(&notify_mu_);
+  if (buffer_.Touched(key)) {
+    return entry;  // the cache holds the watch's newer state; the replace decides
+  }
+  internal::Entry marker = internal::InformerStore::MarkerFor(entry);
+  if (!store_.AddListed(key, entry)) {
+    return entry;  // cached by an earlier attempt of this list at another version
+  }
+  Notify(handlers_, [&](InformerHandler& h) { h.OnAdd(object, /*in_initial_list=*/true); });
+  return marker;
 }
 
 void Informer::StartReplace(internal::ListedEntries listed, std::string resource_version,
@@ -435,6 +457,7 @@ void Informer::Replace(internal::ListedEntries listed, const std::string& resour
               {"updated", static_cast<uint64_t>(diff.updated.size())},
               {"deleted", static_cast<uint64_t>(diff.deleted.size())},
               {"changed_while_listing", static_cast<uint64_t>(touched.size())},
+              {"delivered_from_pages", store_.Stats().delivered_from_pages},
               {"resource_version", resource_version},
               {"ms", MillisecondsSince(clock_, started)}});
 }

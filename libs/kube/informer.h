@@ -37,6 +37,11 @@
 // also after it) are the watch's events buffered, the newest per object (a delete followed by a
 // re-create stays two events), and applied after the replace; the newest per object is never
 // older than what the list holds, so this is correct whatever the list's own resourceVersion.
+// The first list can be handed out page by page (`deliver_first_list_pages`): each listed object
+// the watch has not touched yet is cached and handed to OnAdd (in_initial_list true) as its page
+// arrives, so a cold start's handlers work while the rest is read (minutes for 300,000 objects on
+// a busy API server) instead of after it; only what rests on absence (OnDelete of an object that
+// is gone, OnSynced) waits for the complete list, whose replace then finds those objects cached.
 // A streamed list delivers the changes made during it only after its last initial event: a
 // collection whose changes must not wait for a long list is better listed in pages
 // (`watch_list` false).
@@ -103,7 +108,8 @@ Transform DropFields(const std::vector<std::string>& json_pointers);
 class InformerHandler {
  public:
   virtual ~InformerHandler() = default;
-  // `in_initial_list`: part of the first list (before OnSynced).
+  // `in_initial_list`: part of the first list (before OnSynced; with deliver_first_list_pages
+  // while its pages are read).
   virtual void OnAdd(const ObjectPtr& object, bool in_initial_list) = 0;
   virtual void OnUpdate(const ObjectPtr& old_object, const ObjectPtr& new_object) = 0;
   // The object's final state from the DELETED event or, when a relist found it gone, its last
@@ -124,6 +130,9 @@ struct InformerSettings {
   // watch until this time.
   std::chrono::seconds watch_list_timeout{1800};
   int64_t page_size = 500;  // LIST limit
+  // Paged lists only: the first list's objects are cached and handed to OnAdd page by page (see
+  // the top of this file) instead of all at once when the list is complete.
+  bool deliver_first_list_pages = false;
   // Each watch asks the server to end it after a random time in [min, max] (spreads
   // reconnects of many clients), as client-go does with 5-10 minutes.
   std::chrono::seconds min_watch_timeout{300};
@@ -158,6 +167,9 @@ struct InformerStats {
   // Watch events applied at once (and handed to the handlers) while a paged list's pages were
   // read; the list's replace keeps their newer state.
   int64_t applied_while_listing = 0;
+  // Objects of the first list cached and handed to OnAdd as their page arrived
+  // (deliver_first_list_pages).
+  int64_t delivered_from_pages = 0;
   // Paged lists whose continue token expired and that went on from the next key at the
   // server's current state (instead of one unpaged LIST of everything).
   int64_t inconsistent_continues = 0;
@@ -247,6 +259,12 @@ class Informer {
                       std::chrono::steady_clock::time_point started, WatchOutcome& outcome);
   // Applies one event (or buffers it while a list is applied); false to end the watch (ERROR).
   bool Apply(WatchEvent&& event, bool& expired, absl::Status& error);
+  // On the list worker, a first list's object not cached at its version (`object` prepared,
+  // `entry` made from it): cached and handed to OnAdd unless the watch touched its key or it is
+  // cached already. Returns what the list keeps for the replace: a same_as_cached marker when it
+  // was cached here, else `entry`.
+  internal::Entry DeliverListed(const std::string& key, const ObjectPtr& object,
+                                internal::Entry entry);
   // Applies a change to the cache and notifies handlers. For kDeleted `object` is the final
   // state and `entry` is ignored.
   void ApplyChange(WatchEventType type, std::string key, std::string resource_version,

@@ -454,6 +454,66 @@ TEST_P(InformerTest, PagedListWatchesFromItsFirstPageAndAppliesChangesAtOnce) {
   EXPECT_EQ(handler_.Events().back(), "add f 111");
 }
 
+// deliver_first_list_pages: a cold start's handlers get each page's objects as it arrives; the
+// watch's changes meanwhile are updates of those (or adds of what no page held yet), a delete
+// of a delivered object reaches OnDelete, and the replace adds only what was not delivered.
+TEST_P(InformerTest, FirstListDeliveredPageByPage) {
+  for (const char* name : {"a", "b", "c", "d", "e"}) {
+    ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());  // 101..105
+  }
+  SecondPageGate gate(fake_);
+  InformerSettings settings = Settings();
+  settings.deliver_first_list_pages = true;
+  Start(std::move(settings));
+  ASSERT_TRUE(gate.WaitUntilHeld());
+  ASSERT_TRUE(handler_.WaitForCount(2));
+  EXPECT_THAT(handler_.Events(), ElementsAre("add a 101 initial", "add b 102 initial"));
+  EXPECT_FALSE(informer_->HasSynced());
+  EXPECT_EQ(informer_->Size(), 2u);
+  EXPECT_EQ(informer_->ResourceVersionOf("argocd", "b"), "102");
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  auto a = *fake_.Get(apps_, "a");
+  a["spec"]["project"] = "p2";
+  ASSERT_TRUE(fake_.Update(apps_, a, {}).ok());            // 106
+  ASSERT_TRUE(fake_.Create(apps_, App("0new"), {}).ok());  // 107
+  ASSERT_TRUE(fake_.Delete(apps_, "b", {}).ok());          // 108: delivered from page 1
+  auto c = *fake_.Get(apps_, "c");
+  c["spec"]["project"] = "p2";
+  ASSERT_TRUE(fake_.Update(apps_, c, {}).ok());  // 109: c's page is still to come
+  ASSERT_TRUE(WaitForAppliedWhileListing(4));
+  ASSERT_TRUE(handler_.WaitForCount(6));
+  EXPECT_THAT(handler_.Events(),
+              ElementsAre("add a 101 initial", "add b 102 initial", "update a 101->106",
+                          "add 0new 107", "delete b", "add c 109"));
+  gate.Release();
+  ASSERT_TRUE(Steady());
+  // Page 2 brings c@103 (older than the watch's: skipped) and d; page 3 e; nothing twice.
+  EXPECT_THAT(
+      handler_.Events(),
+      ElementsAre("add a 101 initial", "add b 102 initial", "update a 101->106", "add 0new 107",
+                  "delete b", "add c 109", "add d 104 initial", "add e 105 initial", "synced"));
+  EXPECT_EQ(informer_->Size(), 5u);  // a, c, d, e, 0new
+  EXPECT_EQ(informer_->ResourceVersionOf("argocd", "a"), "106");
+  EXPECT_EQ(informer_->ResourceVersionOf("argocd", "c"), "109");
+  EXPECT_EQ(informer_->Get("argocd", "b"), nullptr);
+  EXPECT_EQ(informer_->Stats().delivered_from_pages, 4);  // a, b, d, e
+  EXPECT_EQ(informer_->Stats().lists, 1);
+  // A relist is not delivered page by page: it diffs against the cache as before.
+  handler_.Clear();
+  auto d = *fake_.Get(apps_, "d");
+  fake_.SetWatchDeliveryPaused(true);
+  d["spec"]["project"] = "p2";
+  ASSERT_TRUE(fake_.Update(apps_, d, {}).ok());    // 110
+  ASSERT_TRUE(fake_.Delete(apps_, "e", {}).ok());  // 111
+  fake_.Compact();
+  fake_.SetWatchDeliveryPaused(false);
+  ASSERT_TRUE(handler_.WaitForCount(2));
+  ASSERT_TRUE(WaitForWatches(2));
+  ASSERT_TRUE(Steady());
+  EXPECT_THAT(handler_.Events(), ElementsAre("update d 104->110", "delete e"));
+  EXPECT_EQ(informer_->Stats().delivered_from_pages, 4);
+}
+
 // A relist (after 410) of a full cache: the watch's changes while the pages are read reach the
 // handlers at once, also for objects the list had already read as unchanged, and the replace
 // keeps them (an object the watch deleted stays deleted, though the snapshot lists it).

@@ -65,7 +65,8 @@ std::string InformerStore::VersionOf(const Entry& entry) {
   return entry.resource_version;
 }
 
-Entry InformerStore::MakeListedEntry(const std::string& key, nlohmann::json&& object) const {
+Entry InformerStore::MakeListedEntry(const std::string& key, nlohmann::json&& object,
+                                     StoredObject* prepared) const {
   std::string version = kube::ResourceVersionOf(object);
   if (!version.empty()) {
     absl::ReaderMutexLock lock(&mu_);
@@ -77,7 +78,30 @@ Entry InformerStore::MakeListedEntry(const std::string& key, nlohmann::json&& ob
       return marker;
     }
   }
-  return MakeEntry(Prepare(std::move(object)));
+  StoredObject ready = Prepare(std::move(object));
+  Entry entry = MakeEntry(ready);
+  if (prepared != nullptr) {
+    *prepared = std::move(ready);
+  }
+  return entry;
+}
+
+Entry InformerStore::MarkerFor(const Entry& entry) {
+  Entry marker;
+  marker.resource_version = VersionOf(entry);
+  marker.same_as_cached = true;
+  return marker;
+}
+
+bool InformerStore::AddListed(const std::string& key, Entry& entry) {
+  absl::MutexLock lock(&mu_);
+  if (objects_.contains(key)) {
+    return false;
+  }
+  objects_.emplace(key, std::move(entry));
+  ++stats_->delivered_from_pages;
+  UpdateSizeGauge();
+  return true;
 }
 
 StoredObject InformerStore::Get(const std::string& key) const {

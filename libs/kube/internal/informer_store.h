@@ -87,8 +87,12 @@ class InformerStore {
   StoredObject Materialize(const Entry& entry) const;
   static std::string VersionOf(const Entry& entry);
   // The entry a list carries for `object` (key `key`): a same_as_cached marker when the cache
-  // holds this version (nothing is transformed or copied), else MakeEntry(Prepare(object)).
-  Entry MakeListedEntry(const std::string& key, nlohmann::json&& object) const;
+  // holds this version (nothing is transformed or copied), else MakeEntry(Prepare(object)),
+  // the prepared object then left in `prepared` when given.
+  Entry MakeListedEntry(const std::string& key, nlohmann::json&& object,
+                        StoredObject* prepared = nullptr) const;
+  // A same_as_cached marker for `entry`'s version.
+  static Entry MarkerFor(const Entry& entry);
 
   // nullptr when absent.
   StoredObject Get(const std::string& key) const;
@@ -121,6 +125,9 @@ class InformerStore {
                             bool streamed, const TouchedKeys& touched = {});
   // After a list that continued at a newer state: the newest (numeric) version its pages held.
   void GuardStaleEvents(int64_t newest_listed_version);
+  // A listed object cached before its list is complete (Informer::DeliverListed): stores
+  // `entry` (moved from) when `key` is absent and returns true; false leaves `entry` as it was.
+  bool AddListed(const std::string& key, Entry& entry);
   // Applies one watch event. For kDeleted `entry` is ignored.
   ChangeResult Apply(WatchEventType type, std::string key, std::string resource_version,
                      Entry entry);

@@ -136,6 +136,11 @@ bool ListBuffer::Buffer(WatchEventType type, std::string key, std::string resour
   return true;
 }
 
+bool ListBuffer::Touched(const std::string& key) const {
+  absl::MutexLock lock(&mu_);
+  return touched_.contains(key);
+}
+
 void ListBuffer::Drain(const std::stop_token& stop,
                        const std::function<void(std::vector<BufferedEvent>&)>& apply) {
   while (!stop.stop_requested()) {

@@ -42,6 +42,8 @@ class ListBuffer {
   // A paged list's first page is in at `list_version`: the watch may start from it and applies
   // its events itself, each key remembered as touched, until TakeTouched().
   void FirstPageIn(std::string list_version);
+  // The watch changed `key` while the pages were read.
+  bool Touched(const std::string& key) const;
   // The paged list is complete and about to replace the cache: the watch buffers from now on.
   // Returns the keys the watch changed while the pages were read, each with the version of its
   // newest event ("" when the event had none): the cache already holds their newer state.

@@ -16,7 +16,12 @@ PagedList ListPages(KubeClient& client, const ResourceRef& ref, const ListOption
   ListItemCallbacks callbacks;
   callbacks.on_item = [&](nlohmann::json&& item) {
     std::string key = ObjectKey(item);
-    Entry entry = store.MakeListedEntry(key, std::move(item));
+    StoredObject prepared;
+    Entry entry =
+        store.MakeListedEntry(key, std::move(item), hooks.on_listed ? &prepared : nullptr);
+    if (prepared != nullptr) {
+      entry = hooks.on_listed(key, prepared, std::move(entry));
+    }
     int64_t version = 0;
     if (inconsistent && absl::SimpleAtoi(InformerStore::VersionOf(entry), &version)) {
       result.newest_listed_version = std::max(result.newest_listed_version, version);

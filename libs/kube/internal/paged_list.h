@@ -21,6 +21,9 @@ struct PagedListHooks {
   // A continue token expired and the list goes on at the server's current state;
   // `listed_so_far` objects came before.
   std::function<void(size_t listed_so_far)> on_inconsistent_continue;
+  // Optional: each listed object not cached at its version, prepared, with the entry made from
+  // it; returns what the list keeps in its place (the entry, or a same_as_cached marker).
+  std::function<Entry(const std::string& key, const StoredObject& object, Entry entry)> on_listed;
 };
 
 struct PagedList {
