@@ -179,8 +179,8 @@ void DispatcherApp::BuildApplications(Clock& clock) {
   // new or changed Application is dispatched at once instead of after the whole list (a
   // streamed list delivers changes only after its last initial event: minutes at 300,000).
   app_settings.watch_list = false;
-  // A cold start decides each page's Applications as it arrives, not after the whole list.
-  app_settings.deliver_first_list_pages = true;
+  // Optionally, a start decides each page's Applications as it arrives (settings.h).
+  app_settings.deliver_first_list_pages = settings_.first_list_by_pages;
   c.app_informer =
       std::make_unique<kube::Informer>(hub_client, clock, app_settings, c.registry.get());
   c.lister = std::make_unique<InformerLister>(*c.app_informer);

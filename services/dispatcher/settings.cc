@@ -39,6 +39,7 @@ absl::StatusOr<DispatcherSettings> ParseSettingsYaml(std::string_view yaml) {
   d.Scalar("workers", s.workers);
   d.Scalar("specResync", s.spec_resync);
   d.Scalar("compactInformerStorage", s.compact_informer_storage);
+  d.Scalar("firstListByPages", s.first_list_by_pages);
 
   config::YamlSection o = root.Section("outbox");
   o.Scalar("maxInFlight", s.outbox.max_in_flight);

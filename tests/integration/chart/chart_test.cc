@@ -392,6 +392,7 @@ dispatcher:
     workers: 5
     specResync: false
     compactInformerStorage: false
+    firstListByPages: true
   outbox: {maxInFlight: 99, retryInitial: 1s, retryMax: 2m, markLinger: 7ms}
   gitopsCluster:
     enabled: false
@@ -501,6 +502,7 @@ TEST_F(ChartTest, EverySettingReachesTheServices) {
   EXPECT_EQ(d.workers, 5);
   EXPECT_FALSE(d.spec_resync);
   EXPECT_FALSE(d.compact_informer_storage);  // the default is true
+  EXPECT_TRUE(d.first_list_by_pages);        // the default is false
   EXPECT_EQ(d.outbox.max_in_flight, 99u);
   EXPECT_EQ(d.outbox.retry.initial, seconds(1));
   EXPECT_EQ(d.outbox.retry.max, seconds(120));
