@@ -487,7 +487,8 @@ TEST_P(InformerTest, FirstListDeliveredPageByPage) {
                           "add 0new 107", "delete b", "add c 109"));
   gate.Release();
   ASSERT_TRUE(Steady());
-  // Page 2 brings c@103 (older than the watch's: skipped) and d; page 3 e; nothing twice.
+  // Page 2 brings c as the watch left it (the fake lists its current state, so a marker) and d;
+  // page 3 e; nothing twice.
   EXPECT_THAT(
       handler_.Events(),
       ElementsAre("add a 101 initial", "add b 102 initial", "update a 101->106", "add 0new 107",
@@ -512,6 +513,39 @@ TEST_P(InformerTest, FirstListDeliveredPageByPage) {
   ASSERT_TRUE(Steady());
   EXPECT_THAT(handler_.Events(), ElementsAre("update d 104->110", "delete e"));
   EXPECT_EQ(informer_->Stats().delivered_from_pages, 4);
+}
+
+// A listed object whose key the watch has touched is not delivered from its page: the watch's
+// state is the newer one, and the replace decides (here: c deleted by the watch, then created
+// again where only the list sees it, so the replace adds it, after the pages).
+TEST_P(InformerTest, FirstListPagesLeaveWhatTheWatchTouchedToTheReplace) {
+  for (const char* name : {"a", "b", "c", "d", "e"}) {
+    ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());  // 101..105
+  }
+  SecondPageGate gate(fake_);
+  InformerSettings settings = Settings();
+  settings.deliver_first_list_pages = true;
+  Start(std::move(settings));
+  ASSERT_TRUE(gate.WaitUntilHeld());
+  ASSERT_TRUE(handler_.WaitForCount(2));
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  ASSERT_TRUE(fake_.Delete(apps_, "c", {}).ok());  // 106: touched, nothing cached to delete
+  ASSERT_TRUE(WaitForAppliedWhileListing(1));
+  fake_.SetWatchDeliveryPaused(true);
+  ASSERT_TRUE(fake_.Create(apps_, App("c"), {}).ok());  // 107: listed by page 2 only
+  gate.Release();
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  ASSERT_TRUE(handler_.WaitForCount(6));
+  EXPECT_THAT(handler_.Events(),
+              ElementsAre("add a 101 initial", "add b 102 initial", "add d 104 initial",
+                          "add e 105 initial", "add c 107 initial", "synced"));
+  EXPECT_EQ(informer_->Stats().delivered_from_pages, 4);  // a, b, d, e
+  fake_.SetWatchDeliveryPaused(false);
+  ASSERT_TRUE(Steady());
+  ASSERT_TRUE(fake_.Create(apps_, App("f"), {}).ok());  // 108
+  ASSERT_TRUE(handler_.WaitForCount(7));
+  EXPECT_EQ(handler_.Events().back(), "add f 108");  // c@107 from the watch changed nothing
+  EXPECT_EQ(informer_->ResourceVersionOf("argocd", "c"), "107");
 }
 
 // A relist (after 410) of a full cache: the watch's changes while the pages are read reach the
@@ -602,6 +636,44 @@ TEST_P(InformerTest, PagedListWhoseContinueTokenExpiresGoesOnAtTheCurrentState) 
     }
   }
   EXPECT_THAT(continues, ElementsAre("", "105:argocd/b", "-1:argocd/b"));
+}
+
+// With the first list delivered page by page, pages read past an expired continue token are
+// not delivered: they may be newer than the watch, which could then hand out an older version
+// after them. The replace takes them in (and guards against the watch's older events).
+TEST_P(InformerTest, FirstListStopsDeliveringPagesAtAnInconsistentContinue) {
+  for (const char* name : {"a", "b", "c", "d", "e"}) {
+    ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());  // 101..105
+  }
+  SecondPageGate gate(fake_);
+  InformerSettings settings = Settings();
+  settings.deliver_first_list_pages = true;
+  Start(std::move(settings));
+  ASSERT_TRUE(gate.WaitUntilHeld());
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  auto c = *fake_.Get(apps_, "c");
+  c["spec"]["project"] = "p2";
+  ASSERT_TRUE(fake_.Update(apps_, c, {}).ok());  // 106
+  ASSERT_TRUE(WaitForAppliedWhileListing(1));
+  fake_.Compact(/*expire_open_watches=*/false);
+  fake_.SetWatchDeliveryPaused(true);
+  c = *fake_.Get(apps_, "c");
+  c["spec"]["project"] = "p3";
+  ASSERT_TRUE(fake_.Update(apps_, c, {}).ok());    // 107: listed, not yet watched
+  ASSERT_TRUE(fake_.Delete(apps_, "e", {}).ok());  // 108
+  gate.Release();
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  fake_.SetWatchDeliveryPaused(false);
+  ASSERT_TRUE(Steady());
+  ASSERT_TRUE(fake_.Create(apps_, App("f"), {}).ok());  // 109
+  ASSERT_TRUE(handler_.WaitForCount(7));
+  EXPECT_THAT(handler_.Events(),
+              ElementsAre("add a 101 initial", "add b 102 initial", "add c 106",
+                          "add d 104 initial", "update c 106->107", "synced", "add f 109"));
+  EXPECT_EQ(informer_->Stats().delivered_from_pages, 2);  // page 1 only
+  EXPECT_EQ(informer_->Stats().inconsistent_continues, 1);
+  EXPECT_EQ(informer_->ResourceVersionOf("argocd", "c"), "107");
+  EXPECT_EQ(informer_->Size(), 5u);
 }
 
 // Without a token in the 410 (older servers) the list restarts as one unpaged LIST.

@@ -265,8 +265,9 @@ ReconcileResult InformerStore::Reconcile(ListedEntries listed, const std::string
 void InformerStore::CheckStillCached(absl::flat_hash_map<std::string, Entry>::const_iterator cached,
                                      const Entry& marker) const {
   if (cached == objects_.end() || VersionOf(cached->second) != marker.resource_version) {
-    // Only Reconcile and watch events change the cache, and the watch buffers its events while
-    // a list is collected: a marker always finds its entry.
+    // While a list is collected the cache changes only by the watch, which touches what it
+    // changes (skipped above), and by a first list's delivered pages, whose markers name what
+    // they cached: a marker always finds its entry.
     Log().Error("a listed object marked as cached is not cached at its version",
                 {{"resource", settings_.resource}, {"resource_version", marker.resource_version}});
     std::abort();

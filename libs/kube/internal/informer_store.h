@@ -119,8 +119,9 @@ class InformerStore {
   // ones removed (both handed back in the result). `touched` keys keep what the cache holds (the
   // watch's state is newer than the list's, listed or not), unless the list holds a numerically
   // newer version (a list that continued at a newer state). A same_as_cached marker of an
-  // untouched key whose entry is not cached at that version is a bug (only the watch changes the
-  // cache while a list is collected, and it touches what it changes) and aborts.
+  // untouched key whose entry is not cached at that version is a bug (while a list is collected
+  // only the watch changes the cache, touching what it changes, and a first list's delivered
+  // pages, marking what they cached) and aborts.
   ReconcileResult Reconcile(ListedEntries listed, const std::string& resource_version,
                             bool streamed, const TouchedKeys& touched = {});
   // After a list that continued at a newer state: the newest (numeric) version its pages held.

@@ -22,7 +22,9 @@ struct PagedListHooks {
   // `listed_so_far` objects came before.
   std::function<void(size_t listed_so_far)> on_inconsistent_continue;
   // Optional: each listed object not cached at its version, prepared, with the entry made from
-  // it; returns what the list keeps in its place (the entry, or a same_as_cached marker).
+  // it; returns what the list keeps in its place (the entry, or a same_as_cached marker). Only
+  // until an inconsistent continue or a restart (then the pages may be newer than the watch)
+  // and until `stop`.
   std::function<Entry(const std::string& key, const StoredObject& object, Entry entry)> on_listed;
 };
 
