@@ -49,7 +49,7 @@ struct DispatcherSettings {
   // pages as they arrive rather than once the list is complete: the first ones go out within
   // seconds, but dispatch (and the status writes it sets off) then competes with the list for
   // the API server; at 300,000 on the fleet bench's 2-core machine all were published after
-  // ~300 s against 175-183 s without it (bench/fleet/README.md).
+  // ~300 s against 169-183 s without it (bench/fleet/README.md).
   bool first_list_by_pages = false;
   // (shutdownTimeout) graceful drain budget on SIGTERM; keep below
   // terminationGracePeriodSeconds.
