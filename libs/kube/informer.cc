@@ -368,7 +368,8 @@ internal::Entry Informer::DeliverListed(const std::string& key, const ObjectPtr&
   if (buffer_.Touched(key)) {
     return entry;  // the cache holds the watch's newer state; the replace decides
   }
-  internal::Entry marker = internal::InformerStore::MarkerFor(entry);
+  internal::Entry marker =
+      internal::InformerStore::MarkerAt(internal::InformerStore::VersionOf(entry));
   if (!store_.AddListed(key, entry)) {
     return entry;  // cached by an earlier attempt of this list at another version
   }

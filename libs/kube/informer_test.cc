@@ -98,6 +98,8 @@ json App(const std::string& name, const std::string& ns = "argocd") {
           {"status", {{"sync", {{"status", "Synced"}}}}}};
 }
 
+class SecondPageGate;  // below: holds a paged list's second page
+
 // Every behaviour holds for both storage modes (json trees and compact MessagePack bytes).
 class InformerTest : public ::testing::TestWithParam<bool> {
  protected:
@@ -117,6 +119,9 @@ class InformerTest : public ::testing::TestWithParam<bool> {
     s.watch_list = true;
     return s;
   }
+  // a..e at 101..105, then an informer whose first list is delivered page by page; returns once
+  // page 1 (a, b) has been handed out and `gate` holds page 2.
+  void StartDeliveringPages(SecondPageGate& gate);
   size_t StreamedListRequests() {
     size_t n = 0;
     for (const auto& call : fake_.Calls()) {
@@ -454,18 +459,22 @@ TEST_P(InformerTest, PagedListWatchesFromItsFirstPageAndAppliesChangesAtOnce) {
   EXPECT_EQ(handler_.Events().back(), "add f 111");
 }
 
-// deliver_first_list_pages: a cold start's handlers get each page's objects as it arrives; the
-// watch's changes meanwhile are updates of those (or adds of what no page held yet), a delete
-// of a delivered object reaches OnDelete, and the replace adds only what was not delivered.
-TEST_P(InformerTest, FirstListDeliveredPageByPage) {
+void InformerTest::StartDeliveringPages(SecondPageGate& gate) {
   for (const char* name : {"a", "b", "c", "d", "e"}) {
     ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());  // 101..105
   }
-  SecondPageGate gate(fake_);
   InformerSettings settings = Settings();
   settings.deliver_first_list_pages = true;
   Start(std::move(settings));
   ASSERT_TRUE(gate.WaitUntilHeld());
+}
+
+// deliver_first_list_pages: a cold start's handlers get each page's objects as it arrives; the
+// watch's changes meanwhile are updates of those (or adds of what no page held yet), a delete
+// of a delivered object reaches OnDelete, and the replace adds only what was not delivered.
+TEST_P(InformerTest, FirstListDeliveredPageByPage) {
+  SecondPageGate gate(fake_);
+  ASSERT_NO_FATAL_FAILURE(StartDeliveringPages(gate));
   ASSERT_TRUE(handler_.WaitForCount(2));
   EXPECT_THAT(handler_.Events(), ElementsAre("add a 101 initial", "add b 102 initial"));
   EXPECT_FALSE(informer_->HasSynced());
@@ -519,14 +528,8 @@ TEST_P(InformerTest, FirstListDeliveredPageByPage) {
 // state is the newer one, and the replace decides (here: c deleted by the watch, then created
 // again where only the list sees it, so the replace adds it, after the pages).
 TEST_P(InformerTest, FirstListPagesLeaveWhatTheWatchTouchedToTheReplace) {
-  for (const char* name : {"a", "b", "c", "d", "e"}) {
-    ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());  // 101..105
-  }
   SecondPageGate gate(fake_);
-  InformerSettings settings = Settings();
-  settings.deliver_first_list_pages = true;
-  Start(std::move(settings));
-  ASSERT_TRUE(gate.WaitUntilHeld());
+  ASSERT_NO_FATAL_FAILURE(StartDeliveringPages(gate));
   ASSERT_TRUE(handler_.WaitForCount(2));
   ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
   ASSERT_TRUE(fake_.Delete(apps_, "c", {}).ok());  // 106: touched, nothing cached to delete
@@ -642,14 +645,8 @@ TEST_P(InformerTest, PagedListWhoseContinueTokenExpiresGoesOnAtTheCurrentState) 
 // not delivered: they may be newer than the watch, which could then hand out an older version
 // after them. The replace takes them in (and guards against the watch's older events).
 TEST_P(InformerTest, FirstListStopsDeliveringPagesAtAnInconsistentContinue) {
-  for (const char* name : {"a", "b", "c", "d", "e"}) {
-    ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());  // 101..105
-  }
   SecondPageGate gate(fake_);
-  InformerSettings settings = Settings();
-  settings.deliver_first_list_pages = true;
-  Start(std::move(settings));
-  ASSERT_TRUE(gate.WaitUntilHeld());
+  ASSERT_NO_FATAL_FAILURE(StartDeliveringPages(gate));
   ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
   auto c = *fake_.Get(apps_, "c");
   c["spec"]["project"] = "p2";

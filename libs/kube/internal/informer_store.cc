@@ -72,10 +72,7 @@ Entry InformerStore::MakeListedEntry(const std::string& key, nlohmann::json&& ob
     absl::ReaderMutexLock lock(&mu_);
     const auto it = objects_.find(key);
     if (it != objects_.end() && VersionOf(it->second) == version) {
-      Entry marker;
-      marker.resource_version = std::move(version);
-      marker.same_as_cached = true;
-      return marker;
+      return MarkerAt(std::move(version));
     }
   }
   StoredObject ready = Prepare(std::move(object));
@@ -86,9 +83,9 @@ Entry InformerStore::MakeListedEntry(const std::string& key, nlohmann::json&& ob
   return entry;
 }
 
-Entry InformerStore::MarkerFor(const Entry& entry) {
+Entry InformerStore::MarkerAt(std::string resource_version) {
   Entry marker;
-  marker.resource_version = VersionOf(entry);
+  marker.resource_version = std::move(resource_version);
   marker.same_as_cached = true;
   return marker;
 }

@@ -91,8 +91,8 @@ class InformerStore {
   // the prepared object then left in `prepared` when given.
   Entry MakeListedEntry(const std::string& key, nlohmann::json&& object,
                         StoredObject* prepared = nullptr) const;
-  // A same_as_cached marker for `entry`'s version.
-  static Entry MarkerFor(const Entry& entry);
+  // A same_as_cached marker for the entry cached at `resource_version`.
+  static Entry MarkerAt(std::string resource_version);
 
   // nullptr when absent.
   StoredObject Get(const std::string& key) const;
