@@ -54,6 +54,8 @@ Transform DropFields(const std::vector<std::string>& json_pointers) {
 struct Informer::Metrics {
   prometheus::Family<prometheus::Counter>* restarts = nullptr;
   prometheus::Counter* relists = nullptr;
+  prometheus::Counter* streamed_lists = nullptr;
+  prometheus::Counter* paged_lists = nullptr;
   prometheus::Counter* watch_list_fallbacks = nullptr;
   prometheus::Counter* inconsistent_continues = nullptr;
   prometheus::Gauge* objects = nullptr;
@@ -76,6 +78,14 @@ struct Informer::Metrics {
                      .Help("Full lists of a watched resource after the first one.")
                      .Register(*registry)
                      .Add({{"resource", resource}});
+      auto& lists = prometheus::BuildCounter()
+                        .Name("mmi_kube_lists_total")
+                        .Help(
+                            "Complete lists of a watched resource (the first one and relists), by "
+                            "how they were read: streamed (sendInitialEvents) or paged (LIST).")
+                        .Register(*registry);
+      streamed_lists = &lists.Add({{"resource", resource}, {"how", "streamed"}});
+      paged_lists = &lists.Add({{"resource", resource}, {"how", "paged"}});
       watch_list_fallbacks =
           &prometheus::BuildCounter()
                .Name("mmi_kube_watch_list_fallbacks_total")
@@ -101,6 +111,8 @@ struct Informer::Metrics {
       Log().Error("cannot register informer metrics", {{"error", e.what()}});
       restarts = nullptr;
       relists = nullptr;
+      streamed_lists = nullptr;
+      paged_lists = nullptr;
       watch_list_fallbacks = nullptr;
       inconsistent_continues = nullptr;
       objects = nullptr;
@@ -210,7 +222,7 @@ void Informer::CountRestart(internal::WatchEnd reason) {
 
 void Informer::Run(const std::stop_token& stop) {
   Backoff backoff(settings_.backoff);
-  internal::ListPlan plan(settings_.watch_list);
+  internal::ListPlan plan(settings_.watch_list, settings_.stream_first_list_only);
   auto retry_list = [&](const absl::Status& failed) {
     const auto delay = backoff.Next();
     Log().Warn("list failed; retrying", {{"resource", metrics_->resource},
@@ -430,6 +442,10 @@ void Informer::Replace(internal::ListedEntries listed, const std::string& resour
   }
   if (diff.lists > 1 && metrics_->relists != nullptr) {
     metrics_->relists->Increment();
+  }
+  if (prometheus::Counter* lists = streamed ? metrics_->streamed_lists : metrics_->paged_lists;
+      lists != nullptr) {
+    lists->Increment();
   }
   if (!handlers_.empty()) {
     for (const auto& key : diff.added) {

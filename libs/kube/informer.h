@@ -125,6 +125,10 @@ struct InformerSettings {
   std::string field_selector;
   // Streamed lists (see the top of this file); false: always paged LISTs.
   bool watch_list = true;
+  // With watch_list: only the first list streams (cheap for the API server, served from its
+  // watch cache); every relist is a paged LIST, whose watch hands out changes while the pages
+  // are read.
+  bool stream_first_list_only = false;
   // Server-side end (timeoutSeconds) of a streamed list's watch: it must cover sending the whole
   // collection (minutes for 300,000 Applications on a busy hub); the stream then goes on as a
   // watch until this time.

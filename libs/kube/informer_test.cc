@@ -855,6 +855,39 @@ TEST_P(InformerTest, StreamedListBrokenBeforeItsEndIsReplacedByOneListThenStream
   EXPECT_EQ(fake_.CountCalls("LIST"), 1u);
 }
 
+TEST_P(InformerTest, StreamedFirstListOnlyRelistsInPages) {
+  for (const char* name : {"a", "b"}) {
+    ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());
+  }
+  InformerSettings settings = Streaming();
+  settings.stream_first_list_only = true;
+  Start(std::move(settings));
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  ASSERT_TRUE(handler_.WaitForCount(3));
+  EXPECT_THAT(handler_.Events(), ElementsAre("add a 101 initial", "add b 102 initial", "synced"));
+  EXPECT_EQ(StreamedListRequests(), 1u);
+  EXPECT_EQ(fake_.CountCalls("LIST"), 0u);
+  // A 410: the relist is paged (its watch hands out changes while the pages are read).
+  handler_.Clear();
+  fake_.SetWatchDeliveryPaused(true);
+  ASSERT_TRUE(fake_.Create(apps_, App("c"), {}).ok());
+  fake_.Compact();
+  fake_.SetWatchDeliveryPaused(false);
+  ASSERT_TRUE(handler_.WaitForCount(1));
+  EXPECT_THAT(handler_.Events(), ElementsAre("add c 103"));
+  EXPECT_EQ(informer_->Stats().lists, 2);
+  EXPECT_EQ(informer_->Stats().streamed_lists, 1);
+  EXPECT_EQ(StreamedListRequests(), 1u);
+  EXPECT_EQ(fake_.CountCalls("LIST"), 2u);  // a, b then c: two pages of two
+  EXPECT_EQ(informer_->Size(), 3u);
+  EXPECT_EQ(Metric("mmi_kube_lists_total",
+                   {{"resource", "applications.argoproj.io"}, {"how", "streamed"}}),
+            1);
+  EXPECT_EQ(
+      Metric("mmi_kube_lists_total", {{"resource", "applications.argoproj.io"}, {"how", "paged"}}),
+      1);
+}
+
 TEST_P(InformerTest, TransformRunsBeforeObjectsAreCachedOrHandedOut) {
   ASSERT_TRUE(fake_.Create(apps_, App("a"), {}).ok());
   InformerSettings settings = Settings();

@@ -55,7 +55,9 @@ WatchOptions MakeWatchOptions(const InformerSettings& settings, bool stream_list
 // LIST after a streamed list failed, paged LISTs for good once the server said it cannot.
 class ListPlan {
  public:
-  explicit ListPlan(bool watch_list) : can_stream_(watch_list) {}
+  // `stream_first_only`: only the first list may stream; every relist is a paged LIST.
+  ListPlan(bool watch_list, bool stream_first_only)
+      : can_stream_(watch_list), stream_first_only_(stream_first_only) {}
   // The next watch is a streamed list.
   bool Streams() const { return need_list_ && can_stream_ && !list_next_; }
   // A paged LIST must start before the next watch.
@@ -63,6 +65,9 @@ class ListPlan {
   void Listed() {
     need_list_ = false;
     list_next_ = false;
+    if (stream_first_only_) {
+      can_stream_ = false;
+    }
   }
   void ListAgain() { need_list_ = true; }
   // A streamed list failed; `unsupported`: the server cannot stream lists at all.
@@ -78,6 +83,7 @@ class ListPlan {
   bool need_list_ = true;
   bool can_stream_;         // false for good once the server says it cannot
   bool list_next_ = false;  // the last streamed list failed: one paged LIST
+  const bool stream_first_only_;
 };
 
 // The BOOKMARK that ends a streamed list's initial events.
