@@ -26,6 +26,7 @@ class MeteredStore final : public store::DispatchStore {
 
   absl::Status ForEachResource(
       const std::function<void(const store::DispatchedResource&)>& fn) override;
+  absl::StatusOr<bool> HasResources() override { return inner_.HasResources(); }
   absl::StatusOr<std::optional<store::DispatchedResource>> GetResource(
       const std::string& resource_id) override {
     return inner_.GetResource(resource_id);

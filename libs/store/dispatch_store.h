@@ -94,6 +94,9 @@ class DispatchStore {
   // ~1 GB to read and hold.
   virtual absl::Status ForEachResource(
       const std::function<void(const DispatchedResource&)>& fn) = 0;
+  // Whether any resource row exists: false for a first install (nothing was ever dispatched, or
+  // every row was forgotten).
+  virtual absl::StatusOr<bool> HasResources() = 0;
   virtual absl::StatusOr<std::optional<DispatchedResource>> GetResource(
       const std::string& resource_id) = 0;
   // The rows of the Applications in `keys`, and the rows with the ids in `resource_ids` (what

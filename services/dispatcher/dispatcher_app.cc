@@ -85,7 +85,7 @@ absl::Status DispatcherApp::Start() {
                                                   settings_.kube, clock, *c.registry));
   RETURN_IF_ERROR(OpenStore());
   RETURN_IF_ERROR(OpenTransport(clock));
-  BuildApplications(clock);
+  BuildApplications(clock, StreamsFirstList());
   if (settings_.gitops_cluster_enabled) {
     c.gitops = std::make_unique<GitOpsClusterController>(*c.hub.client, clock,
                                                          settings_.gitops_cluster, *c.registry);
@@ -156,7 +156,30 @@ absl::Status DispatcherApp::OpenTransport(Clock& clock) {
 
 // The Applications room (apps/): reconcile loop, worker pool, informers, reconciler, outbox,
 // deletion confirmations and spec resync answers.
-void DispatcherApp::BuildApplications(Clock& clock) {
+bool DispatcherApp::StreamsFirstList() {
+  switch (settings_.first_list) {
+    case FirstList::kPaged:
+      return false;
+    case FirstList::kStreamed:
+      return true;
+    case FirstList::kAuto:
+      break;
+  }
+  const absl::StatusOr<bool> dispatched = c_->store->HasResources();
+  if (!dispatched.ok()) {
+    // Paged is the safe choice: changes are dispatched while the list is read.
+    Log().Warn("could not tell whether anything was dispatched before; listing in pages",
+               {{"error", std::string(dispatched.status().message())}});
+    return false;
+  }
+  Log().Info("first Application list",
+             {{"how", *dispatched ? "paged" : "streamed"},
+              {"why", *dispatched ? "resources were dispatched before (a restart)"
+                                  : "nothing was dispatched before (a first install)"}});
+  return !*dispatched;
+}
+
+void DispatcherApp::BuildApplications(Clock& clock, bool stream_first_list) {
   Components& c = *c_;
   kube::HttpKubeClient& hub_client = *c.hub.client;
   // Reconcile loop, worker pool and the pipeline.
@@ -175,10 +198,13 @@ void DispatcherApp::BuildApplications(Clock& clock) {
   app_settings.label_selector = kPullLabel;
   app_settings.transform = ApplicationTransform();
   app_settings.compact_storage = settings_.compact_informer_storage;
-  // Paged lists: their watch hands out changes while the pages are read, so after a restart a
-  // new or changed Application is dispatched at once instead of after the whole list (a
-  // streamed list delivers changes only after its last initial event: minutes at 300,000).
-  app_settings.watch_list = false;
+  // Relists are paged: their watch hands out changes while the pages are read, so a new or
+  // changed Application is dispatched at once instead of after the whole list (a streamed list
+  // delivers changes only after its last initial event). The first list streams on a first
+  // install (dispatch.firstList, settings.h): the API server serves it from its watch cache at a
+  // fraction of a paged LIST's cost.
+  app_settings.watch_list = stream_first_list;
+  app_settings.stream_first_list_only = true;
   // Optionally, a start decides each page's Applications as it arrives (settings.h).
   app_settings.deliver_first_list_pages = settings_.first_list_by_pages;
   c.app_informer =

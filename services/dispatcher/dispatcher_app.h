@@ -50,7 +50,10 @@ class DispatcherApp {
   // Start() in steps, each filling its part of Components.
   absl::Status OpenStore();
   absl::Status OpenTransport(Clock& clock);
-  void BuildApplications(Clock& clock);
+  // Whether the Application informer's first list streams (dispatch.firstList; `auto` asks the
+  // store whether anything was ever dispatched).
+  bool StreamsFirstList();
+  void BuildApplications(Clock& clock, bool stream_first_list);
   void AddHealthChecks(Clock& clock);
   void StartLeading();
   void OnLostLeadership();

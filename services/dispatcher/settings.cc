@@ -40,6 +40,17 @@ absl::StatusOr<DispatcherSettings> ParseSettingsYaml(std::string_view yaml) {
   d.Scalar("specResync", s.spec_resync);
   d.Scalar("compactInformerStorage", s.compact_informer_storage);
   d.Scalar("firstListByPages", s.first_list_by_pages);
+  std::string first_list;
+  d.Scalar("firstList", first_list);
+  if (first_list == "auto") {
+    s.first_list = FirstList::kAuto;
+  } else if (first_list == "paged") {
+    s.first_list = FirstList::kPaged;
+  } else if (first_list == "streamed") {
+    s.first_list = FirstList::kStreamed;
+  } else if (!first_list.empty()) {
+    d.Error("firstList", absl::StrCat("must be auto, paged or streamed, got '", first_list, "'"));
+  }
 
   config::YamlSection o = root.Section("outbox");
   o.Scalar("maxInFlight", s.outbox.max_in_flight);
@@ -176,19 +187,31 @@ absl::StatusOr<DispatcherSettings> LoadSettings(int argc, const char* const* arg
   return s;
 }
 
+const char* FirstListName(FirstList first_list) {
+  switch (first_list) {
+    case FirstList::kAuto:
+      return "auto";
+    case FirstList::kPaged:
+      return "paged";
+    case FirstList::kStreamed:
+      return "streamed";
+  }
+  return "?";
+}
+
 std::string SettingsSummary(const DispatcherSettings& s) {
-  return absl::StrCat("watchNamespace=", s.watch_namespace.empty() ? "<all>" : s.watch_namespace,
-                      " admin=", s.admin_listen,
-                      " kube=", s.kube.kubeconfig.empty() ? "in-cluster" : s.kube.kubeconfig,
-                      " store.poolSize=", s.store.pool_size,
-                      " leaderElection=", s.leader.enabled ? "on" : "off",
-                      " lease=", s.leader.lease_namespace, "/", s.leader.lease_name,
-                      " identity=", s.leader.identity, " sourceId=", s.reconciler.payload.source_id,
-                      " transport=", transport::RedactedSummary(s.transport),
-                      " workers=", s.workers, " specResync=", s.spec_resync ? "on" : "off",
-                      " skipLocalCluster=", s.reconciler.skip_local_cluster ? "on" : "off",
-                      " maxOutbox=", s.reconciler.max_outbox,
-                      " gitopsCluster=", s.gitops_cluster_enabled ? "on" : "off");
+  return absl::StrCat(
+      "watchNamespace=", s.watch_namespace.empty() ? "<all>" : s.watch_namespace,
+      " admin=", s.admin_listen,
+      " kube=", s.kube.kubeconfig.empty() ? "in-cluster" : s.kube.kubeconfig,
+      " store.poolSize=", s.store.pool_size, " leaderElection=", s.leader.enabled ? "on" : "off",
+      " lease=", s.leader.lease_namespace, "/", s.leader.lease_name,
+      " identity=", s.leader.identity, " sourceId=", s.reconciler.payload.source_id,
+      " transport=", transport::RedactedSummary(s.transport), " workers=", s.workers,
+      " specResync=", s.spec_resync ? "on" : "off",
+      " skipLocalCluster=", s.reconciler.skip_local_cluster ? "on" : "off",
+      " maxOutbox=", s.reconciler.max_outbox, " firstList=", FirstListName(s.first_list),
+      " gitopsCluster=", s.gitops_cluster_enabled ? "on" : "off");
 }
 
 }  // namespace mmi::dispatcher

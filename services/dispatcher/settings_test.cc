@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "libs/service/testing/fake_env.h"
 
 namespace mmi::dispatcher {
@@ -85,6 +87,24 @@ TEST(SettingsTest, AcceptedEventsLingerTwentyMillisecondsBeforeLeavingTheOutbox)
   EXPECT_NE(finalized.message().find("outbox.markLinger: must be between 0 and 10s"),
             std::string::npos)
       << finalized;
+}
+
+TEST(SettingsTest, TheFirstListIsAutoUnlessSetToPagedOrStreamed) {
+  EXPECT_EQ(DispatcherSettings{}.first_list, FirstList::kAuto);
+  for (const auto& [text, want] :
+       {std::pair{"auto", FirstList::kAuto}, std::pair{"paged", FirstList::kPaged},
+        std::pair{"streamed", FirstList::kStreamed}}) {
+    auto s = ParseSettingsYaml(absl::StrCat("dispatch: {firstList: ", text, "}\n"));
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(s->first_list, want) << text;
+    EXPECT_NE(SettingsSummary(*s).find(absl::StrCat("firstList=", text)), std::string::npos)
+        << SettingsSummary(*s);
+  }
+  auto bad = ParseSettingsYaml("dispatch: {firstList: chunked}\n");
+  ASSERT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("dispatch.firstList: must be auto, paged or streamed"),
+            std::string::npos)
+      << bad.status();
 }
 
 TEST(SettingsTest, ReportsEveryBadFieldByItsPath) {

@@ -218,6 +218,19 @@ absl::Status PostgresDispatchStore::ForEachResource(
   });
 }
 
+absl::StatusOr<bool> PostgresDispatchStore::HasResources() {
+  bool any = false;
+  absl::Status status =
+      Run("has_resources", "check for dispatched resources", [&](pqxx::connection& conn) {
+        pqxx::nontransaction tx(conn);
+        any = tx.exec1("SELECT EXISTS (SELECT 1 FROM dispatched_resources)")[0].as<bool>();
+      });
+  if (!status.ok()) {
+    return status;
+  }
+  return any;
+}
+
 absl::StatusOr<std::optional<DispatchedResource>> PostgresDispatchStore::GetResource(
     const std::string& resource_id) {
   std::optional<DispatchedResource> out;

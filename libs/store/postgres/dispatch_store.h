@@ -16,6 +16,7 @@ class PostgresDispatchStore final : public DispatchStore {
       : pool_(pool), observer_(std::move(observer)) {}
 
   absl::Status ForEachResource(const std::function<void(const DispatchedResource&)>& fn) override;
+  absl::StatusOr<bool> HasResources() override;
   absl::StatusOr<std::optional<DispatchedResource>> GetResource(
       const std::string& resource_id) override;
   absl::StatusOr<ApplicationRows> LoadApplications(

@@ -166,11 +166,17 @@ TEST_P(DispatchStoreContract, LoadsTheRowsAndPendingEventsOfSomeApplications) {
 }
 
 TEST_P(DispatchStoreContract, WalksEveryResourceAndForgetsDeletedOnes) {
+  auto any = store_->HasResources();
+  ASSERT_TRUE(any.ok()) << any.status();
+  EXPECT_FALSE(*any) << "a new store has no resources";
   std::vector<DispatchChange> changes;
   for (int i = 0; i < 1200; ++i) {
     changes.push_back(Change(i, "c" + std::to_string(i % 7), OutboxAction::kCreate, 0));
   }
   ASSERT_TRUE(store_->Record(changes).ok());
+  any = store_->HasResources();
+  ASSERT_TRUE(any.ok()) << any.status();
+  EXPECT_TRUE(*any);
   int seen = 0;
   int without_payload = 0;
   ASSERT_TRUE(store_

@@ -61,6 +61,14 @@ absl::Status FakeDispatchStore::ForEachResource(
       fn);
 }
 
+absl::StatusOr<bool> FakeDispatchStore::HasResources() {
+  absl::MutexLock lock(&mu_);
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  return !resources_.empty();
+}
+
 absl::StatusOr<std::optional<DispatchedResource>> FakeDispatchStore::GetResource(
     const std::string& resource_id) {
   absl::MutexLock lock(&mu_);

@@ -14,6 +14,7 @@ namespace mmi::store::testing {
 class FakeDispatchStore final : public DispatchStore, public FakeLockedStore {
  public:
   absl::Status ForEachResource(const std::function<void(const DispatchedResource&)>& fn) override;
+  absl::StatusOr<bool> HasResources() override;
   absl::StatusOr<std::optional<DispatchedResource>> GetResource(
       const std::string& resource_id) override;
   absl::StatusOr<ApplicationRows> LoadApplications(

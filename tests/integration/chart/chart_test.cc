@@ -393,6 +393,7 @@ dispatcher:
     specResync: false
     compactInformerStorage: false
     firstListByPages: true
+    firstList: streamed
   outbox: {maxInFlight: 99, retryInitial: 1s, retryMax: 2m, markLinger: 7ms}
   gitopsCluster:
     enabled: false
@@ -501,8 +502,9 @@ TEST_F(ChartTest, EverySettingReachesTheServices) {
   EXPECT_EQ(d.reconciler.unknown_cluster_event_interval, seconds(1200));
   EXPECT_EQ(d.workers, 5);
   EXPECT_FALSE(d.spec_resync);
-  EXPECT_FALSE(d.compact_informer_storage);  // the default is true
-  EXPECT_TRUE(d.first_list_by_pages);        // the default is false
+  EXPECT_FALSE(d.compact_informer_storage);                   // the default is true
+  EXPECT_TRUE(d.first_list_by_pages);                         // the default is false
+  EXPECT_EQ(d.first_list, dispatcher::FirstList::kStreamed);  // the default is auto
   EXPECT_EQ(d.outbox.max_in_flight, 99u);
   EXPECT_EQ(d.outbox.retry.initial, seconds(1));
   EXPECT_EQ(d.outbox.retry.max, seconds(120));

@@ -373,6 +373,11 @@ TEST_F(DispatcherIntegrationTest, DispatchesChangesOnlyAndSurvivesARestart) {
   EXPECT_NE(metrics->body.find("mmi_dispatcher_dispatches_total{action=\"update\",result=\"ok\""),
             std::string::npos);
   EXPECT_NE(metrics->body.find("mmi_store_query_duration_seconds"), std::string::npos);
+  // Nothing was dispatched before this first start (dispatch.firstList auto): a streamed list.
+  EXPECT_NE(metrics->body.find("mmi_kube_lists_total{how=\"streamed\",resource=\"applications."
+                               "argoproj.io\"} 1"),
+            std::string::npos)
+      << metrics->body;
 
   // 4. Restart: nothing unchanged is republished.
   ASSERT_TRUE(mmi::testing::WaitFor([&] { return app->outbox_pending() == 0; }, seconds(30)));
@@ -384,6 +389,13 @@ TEST_F(DispatcherIntegrationTest, DispatchesChangesOnlyAndSurvivesARestart) {
   const auto after = agent_->Received();
   ASSERT_EQ(after.size(), before + 1) << "something was republished after the restart";
   EXPECT_EQ(after.back().ResourceId().value(), IdOf("barrier-2"));
+  // A restart (resources were dispatched): a paged list, whose watch hands out changes at once.
+  metrics = mmi::testing::HttpGet(absl::StrCat("http://127.0.0.1:", app->admin_port(), "/metrics"));
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_NE(metrics->body.find(
+                "mmi_kube_lists_total{how=\"paged\",resource=\"applications.argoproj.io\"} 1"),
+            std::string::npos)
+      << metrics->body;
 
   // 5. A spec resync request from the agent is answered from PostgreSQL.
   ASSERT_TRUE(agent_->Send(SpecResyncRequest({{{id, 1}}})));

@@ -19,6 +19,7 @@ class OwningPostgresStore final : public DispatchStore {
   absl::Status ForEachResource(const std::function<void(const DispatchedResource&)>& fn) override {
     return store_.ForEachResource(fn);
   }
+  absl::StatusOr<bool> HasResources() override { return store_.HasResources(); }
   absl::StatusOr<std::optional<DispatchedResource>> GetResource(const std::string& id) override {
     return store_.GetResource(id);
   }
