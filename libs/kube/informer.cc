@@ -250,6 +250,9 @@ void Informer::Run(const std::stop_token& stop) {
     }
     const auto started = clock_.MonotonicNow();
     const WatchOutcome outcome = WatchOnce(stop, streaming);
+    if (streaming && outcome.listed) {
+      plan.Listed();  // before any exit below: a relist must know the first list is done
+    }
     if (outcome.end == internal::WatchEnd::kStopped || stop.stop_requested()) {
       break;
     }
@@ -259,9 +262,6 @@ void Informer::Run(const std::stop_token& stop) {
     if (streaming && !outcome.listed) {
       AfterStreamedListFailed(outcome, plan);
       continue;
-    }
-    if (streaming) {
-      plan.Listed();
     }
     if (clock_.MonotonicNow() - started >= settings_.backoff_reset_after) {
       backoff.Reset();

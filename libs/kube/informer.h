@@ -127,7 +127,8 @@ struct InformerSettings {
   bool watch_list = true;
   // With watch_list: only the first list streams (cheap for the API server, served from its
   // watch cache); every relist is a paged LIST, whose watch hands out changes while the pages
-  // are read.
+  // are read. A first streamed list that fails is replaced by a paged LIST, as without it, and
+  // streaming then ends too.
   bool stream_first_list_only = false;
   // Server-side end (timeoutSeconds) of a streamed list's watch: it must cover sending the whole
   // collection (minutes for 300,000 Applications on a busy hub); the stream then goes on as a

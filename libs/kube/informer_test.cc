@@ -878,7 +878,7 @@ TEST_P(InformerTest, StreamedFirstListOnlyRelistsInPages) {
   EXPECT_EQ(informer_->Stats().lists, 2);
   EXPECT_EQ(informer_->Stats().streamed_lists, 1);
   EXPECT_EQ(StreamedListRequests(), 1u);
-  EXPECT_EQ(fake_.CountCalls("LIST"), 2u);  // a, b then c: two pages of two
+  EXPECT_EQ(fake_.CountCalls("LIST"), 2u);  // a, b then c: one page of two, one of one
   EXPECT_EQ(informer_->Size(), 3u);
   EXPECT_EQ(Metric("mmi_kube_lists_total",
                    {{"resource", "applications.argoproj.io"}, {"how", "streamed"}}),
@@ -886,6 +886,39 @@ TEST_P(InformerTest, StreamedFirstListOnlyRelistsInPages) {
   EXPECT_EQ(
       Metric("mmi_kube_lists_total", {{"resource", "applications.argoproj.io"}, {"how", "paged"}}),
       1);
+}
+
+TEST_P(InformerTest, StreamedFirstListOnlyThatBreaksIsListedInPagesAndNeverStreamsAgain) {
+  ASSERT_TRUE(fake_.Create(apps_, App("a"), {}).ok());
+  fake_.SetInitialEventsEndHeld(true);
+  InformerSettings settings = Streaming();
+  settings.stream_first_list_only = true;
+  Start(std::move(settings));
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+  fake_.BreakWatches(absl::UnavailableError("connection reset"));  // before the end bookmark
+  ASSERT_TRUE(informer_->WaitForSynced(kWait));
+  ASSERT_TRUE(handler_.WaitForCount(2));
+  EXPECT_THAT(handler_.Events(), ElementsAre("add a 101 initial", "synced"));
+  EXPECT_EQ(fake_.CountCalls("LIST"), 1u);
+  fake_.SetInitialEventsEndHeld(false);
+  // A 410 later: the relist is paged too.
+  ASSERT_TRUE(WaitForWatches(2));
+  handler_.Clear();
+  fake_.SetWatchDeliveryPaused(true);
+  ASSERT_TRUE(fake_.Create(apps_, App("b"), {}).ok());
+  fake_.Compact();
+  fake_.SetWatchDeliveryPaused(false);
+  ASSERT_TRUE(handler_.WaitForCount(1));
+  EXPECT_THAT(handler_.Events(), ElementsAre("add b 102"));
+  EXPECT_EQ(StreamedListRequests(), 1u);
+  EXPECT_EQ(fake_.CountCalls("LIST"), 2u);
+  EXPECT_EQ(informer_->Stats().streamed_lists, 0);
+  EXPECT_EQ(Metric("mmi_kube_lists_total",
+                   {{"resource", "applications.argoproj.io"}, {"how", "streamed"}}),
+            0);
+  EXPECT_EQ(
+      Metric("mmi_kube_lists_total", {{"resource", "applications.argoproj.io"}, {"how", "paged"}}),
+      2);
 }
 
 TEST_P(InformerTest, TransformRunsBeforeObjectsAreCachedOrHandedOut) {

@@ -154,31 +154,16 @@ absl::Status DispatcherApp::OpenTransport(Clock& clock) {
   return absl::OkStatus();
 }
 
-// The Applications room (apps/): reconcile loop, worker pool, informers, reconciler, outbox,
-// deletion confirmations and spec resync answers.
 bool DispatcherApp::StreamsFirstList() {
-  switch (settings_.first_list) {
-    case FirstList::kPaged:
-      return false;
-    case FirstList::kStreamed:
-      return true;
-    case FirstList::kAuto:
-      break;
-  }
-  const absl::StatusOr<bool> dispatched = c_->store->HasResources();
-  if (!dispatched.ok()) {
-    // Paged is the safe choice: changes are dispatched while the list is read.
-    Log().Warn("could not tell whether anything was dispatched before; listing in pages",
-               {{"error", std::string(dispatched.status().message())}});
-    return false;
-  }
-  Log().Info("first Application list",
-             {{"how", *dispatched ? "paged" : "streamed"},
-              {"why", *dispatched ? "resources were dispatched before (a restart)"
-                                  : "nothing was dispatched before (a first install)"}});
-  return !*dispatched;
+  const FirstListChoice choice =
+      ChooseFirstList(settings_, [this] { return c_->store->HasResources(); });
+  Log().Log(choice.warn ? log::Level::kWarn : log::Level::kInfo, "first Application list",
+            {{"how", choice.streamed ? "streamed" : "paged"}, {"why", choice.why}});
+  return choice.streamed;
 }
 
+// The Applications room (apps/): reconcile loop, worker pool, informers, reconciler, outbox,
+// deletion confirmations and spec resync answers.
 void DispatcherApp::BuildApplications(Clock& clock, bool stream_first_list) {
   Components& c = *c_;
   kube::HttpKubeClient& hub_client = *c.hub.client;

@@ -199,6 +199,36 @@ const char* FirstListName(FirstList first_list) {
   return "?";
 }
 
+FirstListChoice ChooseFirstList(const DispatcherSettings& settings,
+                                const std::function<absl::StatusOr<bool>()>& has_resources) {
+  switch (settings.first_list) {
+    case FirstList::kPaged:
+      return {.streamed = false, .why = "dispatch.firstList is paged"};
+    case FirstList::kStreamed:
+      return {.streamed = true,
+              .why = settings.first_list_by_pages
+                         ? "dispatch.firstList is streamed (dispatch.firstListByPages applies only "
+                           "if the API server cannot stream)"
+                         : "dispatch.firstList is streamed"};
+    case FirstList::kAuto:
+      break;
+  }
+  if (settings.first_list_by_pages) {
+    return {.streamed = false, .why = "dispatch.firstListByPages hands out a paged list's pages"};
+  }
+  const absl::StatusOr<bool> dispatched = has_resources();
+  if (!dispatched.ok()) {
+    return {.streamed = false,
+            .why = absl::StrCat("could not tell whether anything was dispatched before (",
+                                dispatched.status().message(), ")"),
+            .warn = true};
+  }
+  if (*dispatched) {
+    return {.streamed = false, .why = "resources were dispatched before (a restart)"};
+  }
+  return {.streamed = true, .why = "nothing was dispatched before (a first install)"};
+}
+
 std::string SettingsSummary(const DispatcherSettings& s) {
   return absl::StrCat(
       "watchNamespace=", s.watch_namespace.empty() ? "<all>" : s.watch_namespace,

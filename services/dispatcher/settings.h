@@ -62,12 +62,13 @@ struct DispatcherSettings {
   // 202 against 512 MiB peak at 30,000, same dispatch rate; bench/fleet/README.md).
   bool compact_informer_storage = true;
   // (dispatch.firstListByPages) on a start, decide the Applications of the Application list's
-  // pages as they arrive rather than once the list is complete: the first ones go out within
+  // pages as they arrive rather than once the list is complete (a paged list only: with it
+  // firstList auto lists in pages): the first ones go out within
   // seconds, but dispatch (and the status writes it sets off) then competes with the list for
   // the API server; at 300,000 on the fleet bench's 2-core machine all were published after
   // ~300 s against 169-183 s without it (bench/fleet/README.md).
   bool first_list_by_pages = false;
-  // (dispatch.firstList) auto | paged | streamed: see FirstList.
+  // (dispatch.firstList) auto | paged | streamed: see FirstList and ChooseFirstList().
   FirstList first_list = FirstList::kAuto;
   // (shutdownTimeout) graceful drain budget on SIGTERM; keep below
   // terminationGracePeriodSeconds.
@@ -99,5 +100,16 @@ absl::StatusOr<DispatcherSettings> LoadSettings(int argc, const char* const* arg
 std::string SettingsSummary(const DispatcherSettings& settings);
 // "auto", "paged" or "streamed" (the YAML value).
 const char* FirstListName(FirstList first_list);
+
+// Whether the Application informer's first list streams, and why (for the log).
+struct FirstListChoice {
+  bool streamed = false;
+  std::string why;
+  bool warn = false;  // the store could not be asked: paged, the safe choice
+};
+// `has_resources` (DispatchStore::HasResources) is asked only for `auto` without
+// firstListByPages, which delivers the pages of a paged list as they arrive and so asks for one.
+FirstListChoice ChooseFirstList(const DispatcherSettings& settings,
+                                const std::function<absl::StatusOr<bool>()>& has_resources);
 
 }  // namespace mmi::dispatcher

@@ -107,6 +107,34 @@ TEST(SettingsTest, TheFirstListIsAutoUnlessSetToPagedOrStreamed) {
       << bad.status();
 }
 
+TEST(SettingsTest, AutoStreamsTheFirstListOnlyOnAFirstInstall) {
+  int asked = 0;
+  const auto store_says = [&asked](absl::StatusOr<bool> answer) {
+    return [&asked, answer] {
+      ++asked;
+      return answer;
+    };
+  };
+  DispatcherSettings s;                                         // auto
+  EXPECT_TRUE(ChooseFirstList(s, store_says(false)).streamed);  // nothing dispatched yet
+  EXPECT_FALSE(ChooseFirstList(s, store_says(true)).streamed);  // a restart
+  const FirstListChoice failed =
+      ChooseFirstList(s, store_says(absl::UnavailableError("connection refused")));
+  EXPECT_FALSE(failed.streamed);  // unknown: paged, the safe choice
+  EXPECT_TRUE(failed.warn);
+  EXPECT_NE(failed.why.find("connection refused"), std::string::npos) << failed.why;
+  EXPECT_EQ(asked, 3);
+
+  asked = 0;
+  s.first_list_by_pages = true;  // asks for a paged first list
+  EXPECT_FALSE(ChooseFirstList(s, store_says(false)).streamed);
+  s.first_list = FirstList::kStreamed;
+  EXPECT_TRUE(ChooseFirstList(s, store_says(true)).streamed);
+  s.first_list = FirstList::kPaged;
+  EXPECT_FALSE(ChooseFirstList(s, store_says(false)).streamed);
+  EXPECT_EQ(asked, 0) << "the store is asked only for auto without firstListByPages";
+}
+
 TEST(SettingsTest, ReportsEveryBadFieldByItsPath) {
   auto s = ParseSettingsYaml(R"(
 kube: {qps: fast}

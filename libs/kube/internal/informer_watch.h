@@ -52,7 +52,8 @@ WatchOptions MakeWatchOptions(const InformerSettings& settings, bool stream_list
                               std::mt19937_64& rng);
 
 // Which list the reflector does next: a streamed list while the server can stream, one paged
-// LIST after a streamed list failed, paged LISTs for good once the server said it cannot.
+// LIST after a streamed list failed, paged LISTs for good once the server said it cannot (or,
+// with `stream_first_only`, once the first list, streamed or its paged fallback, is done).
 class ListPlan {
  public:
   // `stream_first_only`: only the first list may stream; every relist is a paged LIST.
@@ -81,7 +82,7 @@ class ListPlan {
 
  private:
   bool need_list_ = true;
-  bool can_stream_;         // false for good once the server says it cannot
+  bool can_stream_;         // false for good once the server says it cannot (see above)
   bool list_next_ = false;  // the last streamed list failed: one paged LIST
   const bool stream_first_only_;
 };
