@@ -223,6 +223,14 @@ TEST(JsonFormatTest, RejectsMalformedEventsWithInvalidArgumentNamingTheMember) {
     EXPECT_NE(Message(event.status()).find(needle), std::string::npos)
         << json << " -> " << event.status();
   }
+  // A NUL byte ends nlohmann's input: without a check of our own this would read as "{...}".
+  const std::string with_nul(R"({"specversion":"1.0","id":"1","source":"s","type":"t"})"
+                             "\0junk",
+                             59);
+  auto event = DecodeStructuredJson(with_nul);
+  EXPECT_EQ(event.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(Message(event.status()).find("NUL byte at offset 54"), std::string::npos)
+      << event.status();
 }
 
 TEST(JsonFormatTest, RejectsInvalidUtf8) {
@@ -288,6 +296,15 @@ TEST(JsonFormatTest, RefusesToEncodeInvalidEvents) {
   not_json.data_content_type = "application/json";
   not_json.data = "{not json";
   EXPECT_EQ(EncodeStructuredJson(not_json).status().code(), absl::StatusCode::kInvalidArgument);
+  // A fuzzer finding (2026-11-28): JSON data followed by a NUL byte (binary mode carries data
+  // unchecked). Embedded, it would make the structured event unreadable.
+  Event trailing_nul = valid;
+  trailing_nul.data_content_type = "application/json";
+  trailing_nul.data = std::string("{\"a\":1}\0junk", 12);
+  const auto refused = EncodeStructuredJson(trailing_nul);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("NUL byte at offset 7"), std::string_view::npos)
+      << refused.status();
 }
 
 TEST(JsonFormatTest, RecognisesJsonAndStructuredContentTypes) {

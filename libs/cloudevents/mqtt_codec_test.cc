@@ -100,6 +100,23 @@ TEST(MqttCodecTest, StructuredModeRoundTripKeepsTypes) {
   }
 }
 
+// A fuzzer finding (2026-11-28): binary mode carries JSON data unchecked, so data with a NUL
+// byte after the JSON value decodes; structured mode must refuse it (nlohmann alone would accept
+// the value before the NUL and the encoding would embed the rest) rather than write an event
+// nobody can read.
+TEST(MqttCodecTest, StructuredModeRefusesJsonDataFollowedByANulByte) {
+  Event event = SampleEvent("cloudevents.spec.maestro.json");
+  auto message = EncodeMqtt(event);
+  ASSERT_TRUE(message.ok()) << message.status();
+  message->payload.push_back('\0');
+  auto decoded = DecodeMqtt(*message);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  auto structured = EncodeMqtt(*decoded, MqttContentMode::kStructured);
+  EXPECT_EQ(structured.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(structured.status().message().find("NUL byte"), std::string_view::npos)
+      << structured.status();
+}
+
 TEST(MqttCodecTest, EventWithoutDataHasEmptyPayloadAndNoContentType) {
   auto event = DecodeStructuredJson(testing::kDeleteRequestJson);
   ASSERT_TRUE(event.ok());

@@ -218,13 +218,20 @@ bool IsValidUtf8(std::string_view text) {
 
 namespace {
 
-// The limits checked before any parse or validation: the size, then the nesting depth.
+// The checks before any parse or validation: the size, no NUL byte, the nesting depth.
 absl::Status CheckSizeAndDepth(std::string_view text, const CodecLimits& limits,
                                std::string_view what) {
   if (text.size() > limits.max_event_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(std::string(what), " of ", text.size(),
                                                    " bytes exceeds the limit of ",
                                                    limits.max_event_bytes, " bytes"));
+  }
+  // nlohmann's lexer takes a NUL byte for the end of the input, so it would accept "{}\0junk"
+  // as "{}" (and the structured encoding embeds data byte for byte). A NUL is never valid JSON:
+  // not between tokens, and escaped inside strings.
+  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(what), " is not valid JSON: a NUL byte at offset ", nul));
   }
   if (const int depth = NestingDepth(text, limits.max_json_depth); depth > limits.max_json_depth) {
     return absl::InvalidArgumentError(absl::StrCat(std::string(what), " nests JSON deeper than ",
