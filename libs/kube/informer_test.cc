@@ -122,6 +122,31 @@ class InformerTest : public ::testing::TestWithParam<bool> {
   // a..e at 101..105, then an informer whose first list is delivered page by page; returns once
   // page 1 (a, b) has been handed out and `gate` holds page 2.
   void StartDeliveringPages(SecondPageGate& gate);
+  // Creates `name` where only a relist sees it: the watch never delivers it and its history is
+  // compacted away (the watch's resume then gets a 410).
+  void CreateWhereOnlyARelistSeesIt(const std::string& name) {
+    fake_.SetWatchDeliveryPaused(true);
+    ASSERT_TRUE(fake_.Create(apps_, App(name), {}).ok());
+    fake_.Compact();
+    fake_.SetWatchDeliveryPaused(false);
+  }
+  // "a" on the hub; an informer whose first streamed list breaks before its end bookmark, so a
+  // paged LIST replaces it (once: "a" is added once). Returns once that list has synced.
+  void StartAndBreakTheFirstStream(InformerSettings settings) {
+    ASSERT_TRUE(fake_.Create(apps_, App("a"), {}).ok());
+    fake_.SetInitialEventsEndHeld(true);
+    Start(std::move(settings));
+    ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
+    fake_.BreakWatches(absl::UnavailableError("connection reset"));  // before the end bookmark
+    ASSERT_TRUE(informer_->WaitForSynced(kWait));
+    ASSERT_TRUE(handler_.WaitForCount(2));
+    EXPECT_THAT(handler_.Events(), ElementsAre("add a 101 initial", "synced"));  // once
+    EXPECT_EQ(fake_.CountCalls("LIST"), 1u);
+  }
+  // mmi_kube_lists_total of the Application informer read `how` ("streamed" or "paged").
+  double ListsTotal(const std::string& how) {
+    return Metric("mmi_kube_lists_total", {{"resource", "applications.argoproj.io"}, {"how", how}});
+  }
   size_t StreamedListRequests() {
     size_t n = 0;
     for (const auto& call : fake_.Calls()) {
@@ -829,24 +854,13 @@ TEST_P(InformerTest, StreamedListFallsBackToPagedListsForGoodWhenTheServerCannot
 }
 
 TEST_P(InformerTest, StreamedListBrokenBeforeItsEndIsReplacedByOneListThenStreamsAgain) {
-  ASSERT_TRUE(fake_.Create(apps_, App("a"), {}).ok());
-  fake_.SetInitialEventsEndHeld(true);
-  Start(Streaming());
-  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
-  fake_.BreakWatches(absl::UnavailableError("connection reset"));  // before the end bookmark
-  ASSERT_TRUE(informer_->WaitForSynced(kWait));
-  ASSERT_TRUE(handler_.WaitForCount(2));
-  EXPECT_THAT(handler_.Events(), ElementsAre("add a 101 initial", "synced"));  // once, not twice
-  EXPECT_EQ(fake_.CountCalls("LIST"), 1u);
+  ASSERT_NO_FATAL_FAILURE(StartAndBreakTheFirstStream(Streaming()));
   EXPECT_EQ(informer_->Stats().watch_list_fallbacks, 1);
   // The next relist (after a 410) streams again and diffs against the cache.
   fake_.SetInitialEventsEndHeld(false);
   ASSERT_TRUE(WaitForWatches(2));
   handler_.Clear();
-  fake_.SetWatchDeliveryPaused(true);
-  ASSERT_TRUE(fake_.Create(apps_, App("b"), {}).ok());
-  fake_.Compact();
-  fake_.SetWatchDeliveryPaused(false);
+  ASSERT_NO_FATAL_FAILURE(CreateWhereOnlyARelistSeesIt("b"));
   ASSERT_TRUE(handler_.WaitForCount(1));
   EXPECT_THAT(handler_.Events(), ElementsAre("add b 102"));
   EXPECT_EQ(informer_->Stats().lists, 2);
@@ -869,10 +883,7 @@ TEST_P(InformerTest, StreamedFirstListOnlyRelistsInPages) {
   EXPECT_EQ(fake_.CountCalls("LIST"), 0u);
   // A 410: the relist is paged (its watch hands out changes while the pages are read).
   handler_.Clear();
-  fake_.SetWatchDeliveryPaused(true);
-  ASSERT_TRUE(fake_.Create(apps_, App("c"), {}).ok());
-  fake_.Compact();
-  fake_.SetWatchDeliveryPaused(false);
+  ASSERT_NO_FATAL_FAILURE(CreateWhereOnlyARelistSeesIt("c"));
   ASSERT_TRUE(handler_.WaitForCount(1));
   EXPECT_THAT(handler_.Events(), ElementsAre("add c 103"));
   EXPECT_EQ(informer_->Stats().lists, 2);
@@ -880,45 +891,26 @@ TEST_P(InformerTest, StreamedFirstListOnlyRelistsInPages) {
   EXPECT_EQ(StreamedListRequests(), 1u);
   EXPECT_EQ(fake_.CountCalls("LIST"), 2u);  // a, b then c: one page of two, one of one
   EXPECT_EQ(informer_->Size(), 3u);
-  EXPECT_EQ(Metric("mmi_kube_lists_total",
-                   {{"resource", "applications.argoproj.io"}, {"how", "streamed"}}),
-            1);
-  EXPECT_EQ(
-      Metric("mmi_kube_lists_total", {{"resource", "applications.argoproj.io"}, {"how", "paged"}}),
-      1);
+  EXPECT_EQ(ListsTotal("streamed"), 1);
+  EXPECT_EQ(ListsTotal("paged"), 1);
 }
 
 TEST_P(InformerTest, StreamedFirstListOnlyThatBreaksIsListedInPagesAndNeverStreamsAgain) {
-  ASSERT_TRUE(fake_.Create(apps_, App("a"), {}).ok());
-  fake_.SetInitialEventsEndHeld(true);
   InformerSettings settings = Streaming();
   settings.stream_first_list_only = true;
-  Start(std::move(settings));
-  ASSERT_TRUE(fake_.WaitForOpenWatches(1, kWait));
-  fake_.BreakWatches(absl::UnavailableError("connection reset"));  // before the end bookmark
-  ASSERT_TRUE(informer_->WaitForSynced(kWait));
-  ASSERT_TRUE(handler_.WaitForCount(2));
-  EXPECT_THAT(handler_.Events(), ElementsAre("add a 101 initial", "synced"));
-  EXPECT_EQ(fake_.CountCalls("LIST"), 1u);
+  ASSERT_NO_FATAL_FAILURE(StartAndBreakTheFirstStream(std::move(settings)));
   fake_.SetInitialEventsEndHeld(false);
   // A 410 later: the relist is paged too.
   ASSERT_TRUE(WaitForWatches(2));
   handler_.Clear();
-  fake_.SetWatchDeliveryPaused(true);
-  ASSERT_TRUE(fake_.Create(apps_, App("b"), {}).ok());
-  fake_.Compact();
-  fake_.SetWatchDeliveryPaused(false);
+  ASSERT_NO_FATAL_FAILURE(CreateWhereOnlyARelistSeesIt("b"));
   ASSERT_TRUE(handler_.WaitForCount(1));
   EXPECT_THAT(handler_.Events(), ElementsAre("add b 102"));
   EXPECT_EQ(StreamedListRequests(), 1u);
   EXPECT_EQ(fake_.CountCalls("LIST"), 2u);
   EXPECT_EQ(informer_->Stats().streamed_lists, 0);
-  EXPECT_EQ(Metric("mmi_kube_lists_total",
-                   {{"resource", "applications.argoproj.io"}, {"how", "streamed"}}),
-            0);
-  EXPECT_EQ(
-      Metric("mmi_kube_lists_total", {{"resource", "applications.argoproj.io"}, {"how", "paged"}}),
-      2);
+  EXPECT_EQ(ListsTotal("streamed"), 0);
+  EXPECT_EQ(ListsTotal("paged"), 2);
 }
 
 TEST_P(InformerTest, TransformRunsBeforeObjectsAreCachedOrHandedOut) {

@@ -1,5 +1,7 @@
 #include "services/dispatcher/settings.h"
 
+#include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +13,13 @@
 #include "libs/transport/settings_yaml.h"
 
 namespace mmi::dispatcher {
+namespace {
+
+// dispatch.firstList's YAML values, read by ParseSettingsYaml and written by FirstListName.
+constexpr std::pair<FirstList, const char*> kFirstListNames[] = {
+    {FirstList::kAuto, "auto"}, {FirstList::kPaged, "paged"}, {FirstList::kStreamed, "streamed"}};
+
+}  // namespace
 
 absl::StatusOr<DispatcherSettings> ParseSettingsYaml(std::string_view yaml) {
   DispatcherSettings s;
@@ -42,12 +51,10 @@ absl::StatusOr<DispatcherSettings> ParseSettingsYaml(std::string_view yaml) {
   d.Scalar("firstListByPages", s.first_list_by_pages);
   std::string first_list;
   d.Scalar("firstList", first_list);
-  if (first_list == "auto") {
-    s.first_list = FirstList::kAuto;
-  } else if (first_list == "paged") {
-    s.first_list = FirstList::kPaged;
-  } else if (first_list == "streamed") {
-    s.first_list = FirstList::kStreamed;
+  const auto named = std::find_if(std::begin(kFirstListNames), std::end(kFirstListNames),
+                                  [&](const auto& entry) { return first_list == entry.second; });
+  if (named != std::end(kFirstListNames)) {
+    s.first_list = named->first;
   } else if (!first_list.empty()) {
     d.Error("firstList", absl::StrCat("must be auto, paged or streamed, got '", first_list, "'"));
   }
@@ -188,13 +195,10 @@ absl::StatusOr<DispatcherSettings> LoadSettings(int argc, const char* const* arg
 }
 
 const char* FirstListName(FirstList first_list) {
-  switch (first_list) {
-    case FirstList::kAuto:
-      return "auto";
-    case FirstList::kPaged:
-      return "paged";
-    case FirstList::kStreamed:
-      return "streamed";
+  for (const auto& [value, name] : kFirstListNames) {
+    if (value == first_list) {
+      return name;
+    }
   }
   return "?";
 }
