@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   cli.add_option("--publisher", o.publisher, "path of sink_publisher");
   cli.add_option("--mqtt-library", o.mqtt_library, "the sink's MQTT client library")
-      ->check(CLI::IsMember({"libmosquitto", "paho"}));
+      ->check(CLI::IsMember({"libmosquitto", "native", "paho"}));
   CLI11_PARSE(cli, argc, argv);
   mmi::log::SetMinLevel(mmi::log::Level::kWarn);  // the sink's per-start info lines
   return mmi::bench::Run(o);

@@ -35,8 +35,8 @@ std::string GroupOf(const std::string& name) {
   if (name.starts_with("status-writers")) {
     return "hub writes (status-writers)";
   }
-  // libmosquitto runs on "mqtt-sub"; Paho C (`library: paho`) names its threads
-  // MQTTAsync_send and MQTTAsync_rcv.
+  // The native subscriber and libmosquitto run on "mqtt-sub"; Paho C (`library: paho`) names
+  // its threads MQTTAsync_send and MQTTAsync_rcv.
   if (name.starts_with("mqtt") || name.starts_with("MQTTAsync") || name.starts_with("kafka") ||
       name.starts_with("rdk:") || name == "sink_bench") {
     return "transport: receive + CloudEvent decode (MQTT client / librdkafka threads)";

@@ -25,7 +25,7 @@ struct RunSettings {
   std::string transport = "mqtt";  // mqtt | kafka
   EventShape shape;
   std::size_t events = 20'000;
-  std::string publisher;                      // path of the sink_publisher binary
+  std::string publisher;                // path of the sink_publisher binary
   std::string mqtt_library = "libmosquitto";  // the sink's transport.mqtt.library
   // Every event waits in the broker before the sink starts, so that the publisher cannot be the
   // bound: the sink's own intake capacity. Its CPU then includes its start-up. Kafka: the topic

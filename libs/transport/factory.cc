@@ -11,6 +11,7 @@
 #include "libs/transport/mqtt/mosquitto_subscriber.h"
 #include "libs/transport/mqtt/mqtt_publisher.h"
 #include "libs/transport/mqtt/mqtt_subscriber.h"
+#include "libs/transport/mqtt/native_subscriber.h"
 #endif
 #if MMI_TRANSPORT_WITH_KAFKA
 #include "libs/transport/kafka/kafka_publisher.h"
@@ -50,6 +51,8 @@ struct ClientsBuilder {
     if (want_subscriber) {
       if (settings.library == "paho") {
         clients.subscriber = std::make_unique<MqttSubscriber>(settings, deps.registry);
+      } else if (settings.library == "native") {
+        clients.subscriber = std::make_unique<NativeSubscriber>(settings, deps.registry);
       } else {
         clients.subscriber = std::make_unique<MosquittoSubscriber>(settings, deps.registry);
       }

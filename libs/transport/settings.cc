@@ -200,6 +200,13 @@ absl::Status ValidateMqttSettings(const MqttSettings& settings, std::string_view
   if (!settings.password.empty() && settings.username.empty()) {
     problems.Add("username", "must be set when a password is set");
   }
+  // MQTT strings carry a two-byte length (MQTT 5 §1.5.4).
+  if (settings.username.size() > 65'535) {
+    problems.Add("username", "must be at most 65,535 bytes");
+  }
+  if (settings.password.size() > 65'535) {
+    problems.Add("password", "must be at most 65,535 bytes");
+  }
   CheckTls(settings.tls, problems);
   if (settings.keep_alive.count() < 0 || settings.keep_alive.count() > 65535) {
     problems.Add("keepAlive", "must be between 0s and 65535s");
@@ -224,9 +231,10 @@ absl::Status ValidateMqttSettings(const MqttSettings& settings, std::string_view
   }
   CheckBackoff(settings.reconnect_backoff, "reconnectBackoff", problems);
   CheckLimits(settings.limits, problems);
-  if (settings.library != "libmosquitto" && settings.library != "paho") {
-    problems.Add("library",
-                 absl::StrCat("must be libmosquitto or paho, got ", Quoted(settings.library)));
+  if (settings.library != "libmosquitto" && settings.library != "paho" &&
+      settings.library != "native") {
+    problems.Add("library", absl::StrCat("must be libmosquitto, native or paho, got ",
+                                         Quoted(settings.library)));
   }
   return problems.ToStatus();
 }

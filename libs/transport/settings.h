@@ -75,8 +75,9 @@ struct MqttSettings {
                                     std::chrono::milliseconds(60'000), 2.0, 0.2};
   cloudevents::CodecLimits limits;  // (limits) largest accepted/produced event
   // (library) the MQTT client library of the publisher and the subscriber: `libmosquitto`
-  // (default: one thread per client, a fraction of Paho's CPU per event, mqtt/README.md) or
-  // `paho` (Paho MQTT C++, as before 2026-11-28).
+  // (default: one thread per client, a fraction of Paho's CPU per event, mqtt/README.md),
+  // `native` (the subscriber on the project's own receive path, buffered reads and batched
+  // PUBACKs; the publisher on libmosquitto) or `paho` (Paho MQTT C++, as before 2026-11-28).
   std::string library = "libmosquitto";
 };
 

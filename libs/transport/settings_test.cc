@@ -115,14 +115,27 @@ TEST(MqttSettingsTest, RejectsAPasswordWithoutUsername) {
   EXPECT_THAT(Message(ValidateMqttSettings(s)), HasSubstr("transport.mqtt.username"));
 }
 
-TEST(MqttSettingsTest, AcceptsBothSubscriberLibrariesAndNothingElse) {
+TEST(MqttSettingsTest, RejectsCredentialsLongerThanAnMqttString) {
+  MqttSettings s = ValidMqtt();
+  s.username = std::string(65'536, 'u');
+  s.password = std::string(65'536, 'p');
+  EXPECT_THAT(Message(ValidateMqttSettings(s)),
+              HasSubstr("transport.mqtt.username: must be at most"));
+  EXPECT_THAT(Message(ValidateMqttSettings(s)),
+              HasSubstr("transport.mqtt.password: must be at most"));
+}
+
+TEST(MqttSettingsTest, AcceptsTheThreeClientLibrariesAndNothingElse) {
   MqttSettings s = ValidMqtt();
   EXPECT_EQ(s.library, "libmosquitto");
+  EXPECT_TRUE(ValidateMqttSettings(s).ok());
+  s.library = "native";
+  EXPECT_TRUE(ValidateMqttSettings(s).ok());
   s.library = "paho";
   EXPECT_TRUE(ValidateMqttSettings(s).ok());
   s.library = "mosquitto";
   EXPECT_THAT(Message(ValidateMqttSettings(s)),
-              HasSubstr("transport.mqtt.library: must be libmosquitto or paho, got "
+              HasSubstr("transport.mqtt.library: must be libmosquitto, native or paho, got "
                         "\"mosquitto\""));
 }
 

@@ -22,6 +22,7 @@
 #include "libs/transport/mqtt/mosquitto_publisher.h"
 #include "libs/transport/mqtt/mosquitto_subscriber.h"
 #include "libs/transport/mqtt/mqtt_subscriber.h"
+#include "libs/transport/mqtt/native_subscriber.h"
 
 namespace mmi::transport {
 namespace {
@@ -95,6 +96,9 @@ TEST_P(MqttClientsTest, StartFailsOnInvalidSettings) {
   if (GetParam() == "paho") {
     publisher = std::make_unique<MqttPublisher>(s, clock_, registry_);
     subscriber = std::make_unique<MqttSubscriber>(s, registry_);
+  } else if (GetParam() == "native") {
+    publisher = std::make_unique<MosquittoPublisher>(s, clock_, registry_);
+    subscriber = std::make_unique<NativeSubscriber>(s, registry_);
   } else {
     publisher = std::make_unique<MosquittoPublisher>(s, clock_, registry_);
     subscriber = std::make_unique<MosquittoSubscriber>(s, registry_);
@@ -160,7 +164,8 @@ TEST_P(MqttClientsTest, StopDoesNotWaitForAConnectThatHangs) {
   ::close(listener);
 }
 
-INSTANTIATE_TEST_SUITE_P(Libraries, MqttClientsTest, ::testing::Values("libmosquitto", "paho"),
+INSTANTIATE_TEST_SUITE_P(Libraries, MqttClientsTest,
+                         ::testing::Values("libmosquitto", "paho", "native"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });

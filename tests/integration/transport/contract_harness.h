@@ -59,6 +59,9 @@ std::unique_ptr<Harness> MakeFakeHarness();
 std::unique_ptr<Harness> MakeGrpcHarness();
 std::unique_ptr<Harness> MakeMqttHarness();      // on libmosquitto (the default)
 std::unique_ptr<Harness> MakeMqttPahoHarness();  // on Paho (`library: paho`)
+// The subscriber on the project's own receive path, the publisher on libmosquitto
+// (`library: native`).
+std::unique_ptr<Harness> MakeMqttNativeHarness();
 std::unique_ptr<Harness> MakeKafkaHarness();
 
 }  // namespace mmi::transport::contract

@@ -1,6 +1,7 @@
 // The contract suite for the MQTT transport against a real mosquitto 2 (MQTT 5) started by
 // tests/peers/bin/start-mosquitto, through its mTLS listener, once per client library of our
-// publisher and subscriber (`library`: libmosquitto, the default, and Paho). The agent side is a
+// publisher and subscriber (`library`: libmosquitto, the default, Paho, and the subscriber on
+// the project's own receive path). The agent side is a
 // raw Paho client that behaves like an OCM agent for any cluster: it subscribes the source's
 // per-cluster sourceevents topics and publishes binary-mode events on agentevents topics (§3.2,
 // §3.4).
@@ -227,5 +228,6 @@ class MqttHarness final : public Harness {
 
 std::unique_ptr<Harness> MakeMqttHarness() { return std::make_unique<MqttHarness>("libmosquitto"); }
 std::unique_ptr<Harness> MakeMqttPahoHarness() { return std::make_unique<MqttHarness>("paho"); }
+std::unique_ptr<Harness> MakeMqttNativeHarness() { return std::make_unique<MqttHarness>("native"); }
 
 }  // namespace mmi::transport::contract

@@ -154,7 +154,9 @@ class TransportContractTest : public ::testing::TestWithParam<std::string> {
         {"grpc", MakeGrpcHarness},
 #endif
 #if MMI_CONTRACT_WITH_MQTT
-        {"mqtt", MakeMqttHarness},   {"mqtt_paho", MakeMqttPahoHarness},
+        {"mqtt", MakeMqttHarness},
+        {"mqtt_paho", MakeMqttPahoHarness},
+        {"mqtt_native", MakeMqttNativeHarness},
 #endif
 #if MMI_CONTRACT_WITH_KAFKA
         {"kafka", MakeKafkaHarness},
@@ -430,6 +432,7 @@ std::vector<std::string> Transports() {
 #if MMI_CONTRACT_WITH_MQTT
   names.push_back("mqtt");
   names.push_back("mqtt_paho");
+  names.push_back("mqtt_native");
 #endif
 #if MMI_CONTRACT_WITH_KAFKA
   names.push_back("kafka");

@@ -2,7 +2,6 @@
 
 #include <mosquitto.h>
 #include <mqtt_protocol.h>
-#include <netdb.h>
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -20,9 +19,9 @@
 #include <string>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "libs/transport/mqtt/internal/client_id.h"
+#include "libs/transport/mqtt/internal/dial.h"
 #include "libs/transport/mqtt/internal/tls_files.h"
 
 namespace mmi::transport::internal {
@@ -45,19 +44,6 @@ constexpr const char* kSystemCaDir = "/etc/ssl/certs";
 void InitLibrary() {
   static std::once_flag once;
   std::call_once(once, [] { mosquitto_lib_init(); });
-}
-
-// "host:port" or "[v6]:port" (ValidateMqttSettings checked the shape).
-bool SplitHostPort(const std::string& text, std::string& host, int& port) {
-  const auto colon = text.rfind(':');
-  if (colon == std::string::npos || !absl::SimpleAtoi(text.substr(colon + 1), &port)) {
-    return false;
-  }
-  host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return !host.empty();
 }
 
 // The text of a libmosquitto return code; MOSQ_ERR_ERRNO means "see errno".
@@ -318,66 +304,18 @@ std::string MosquittoConnection::RunConnection() {
 }
 
 std::string MosquittoConnection::Probe() {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const int gai = getaddrinfo(host_.c_str(), std::to_string(port_).c_str(), &hints, &found);
-  if (gai != 0) {
-    return absl::StrCat("cannot resolve ", host_, ": ", gai_strerror(gai));
-  }
-  const std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addresses(found, &freeaddrinfo);
-  const auto deadline = std::chrono::steady_clock::now() + settings_.dial_timeout;
-  std::string error = "no address";
-  for (const addrinfo* a = addresses.get(); a != nullptr; a = a->ai_next) {
-    const int fd =
-        socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) {
-      error = std::strerror(errno);
-      continue;
-    }
-    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-      close(fd);
-      return "";
-    }
-    if (errno != EINPROGRESS) {
-      error = std::strerror(errno);
-      close(fd);
-      continue;
-    }
-    while (true) {
-      const auto now = std::chrono::steady_clock::now();
-      if (stopping() || now >= deadline) {
-        close(fd);
-        return stopping() ? "stopping" : "TCP connect timed out (dialTimeout)";
-      }
-      pollfd fds[2] = {{fd, POLLOUT, 0}, {wake_fd_, POLLIN, 0}};
-      const int timeout_ms = static_cast<int>(std::clamp<int64_t>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count(), 1,
-          kTick.count()));
-      const int ready = poll(fds, 2, timeout_ms);
-      if ((fds[1].revents & POLLIN) != 0) {
-        uint64_t count = 0;
-        (void)!read(wake_fd_, &count, sizeof(count));  // a Stop(); nothing to publish yet
-      }
-      if (ready <= 0 || fds[0].revents == 0) {
+  const DialResult dialed = Dial(
+      host_, port_, std::chrono::steady_clock::now() + settings_.dial_timeout, wake_fd_, kTick,
+      [this] { return stopping(); },
+      [this] {
         if (hooks_.on_tick) {
           hooks_.on_tick();
         }
-        continue;
-      }
-      int so_error = 0;
-      socklen_t length = sizeof(so_error);
-      (void)getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &length);
-      close(fd);
-      if (so_error == 0) {
-        return "";
-      }
-      error = std::strerror(so_error);
-      break;
-    }
+      });
+  if (dialed.fd >= 0) {
+    close(dialed.fd);
   }
-  return absl::StrCat("cannot connect to ", settings_.broker_host, ": ", error);
+  return dialed.error;
 }
 
 bool MosquittoConnection::TlsHoldsData() {

@@ -1,0 +1,754 @@
+#include "libs/transport/mqtt/internal/native_connection.h"
+
+#include <arpa/inet.h>
+#include <mosquitto.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "libs/transport/mqtt/internal/client_id.h"
+#include "libs/transport/mqtt/internal/dial.h"
+#include "libs/transport/mqtt/internal/tls_files.h"
+
+namespace mmi::transport::internal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kTick = std::chrono::milliseconds(100);
+// The input buffer: one read takes up to this much of what is waiting.
+constexpr std::size_t kInputBytes = 256 * 1024;
+// Bytes read in one turn before the loop turns again (so that a flood cannot starve the tick).
+constexpr std::size_t kMaxReadPerTurn = 4 * 1024 * 1024;
+// The largest packet taken: MQTT's own bound, as libmosquitto's. A PUBLISH above the event limit
+// is read whole, rejected as oversize by the subscriber's intake and acknowledged, so that it
+// cannot block a persistent session (refusing it would make the broker send it again forever).
+constexpr std::size_t kMaxPacketBytes = mqtt5::kMaxRemainingLength + 5;
+// The keep-alive libmosquitto allows, kept so that `keepAlive` means the same on every library:
+// at least 5 s; 0 (off, which Paho allows) becomes the largest.
+constexpr int64_t kMinKeepAliveS = 5;
+constexpr int64_t kMaxKeepAliveS = 65'535;
+// The Receive Maximum our CONNECT announces, as MosquittoConnection's: the broker's
+// max_inflight_messages bounds what it has in flight to us.
+constexpr uint16_t kReceiveMaximum = 65'535;
+constexpr auto kGoodbyeTimeout = std::chrono::milliseconds(1'000);
+
+// The reasons OpenSSL queued, oldest first; clears its queue.
+std::string OpenSslErrors() {
+  std::string text;
+  while (const unsigned long code = ERR_get_error()) {
+    char buffer[256];
+    ERR_error_string_n(code, buffer, sizeof(buffer));
+    absl::StrAppend(&text, text.empty() ? "" : "; ", buffer);
+  }
+  return text.empty() ? "unknown TLS error" : text;
+}
+
+bool IsIpAddress(const std::string& host) {
+  in6_addr address{};
+  return inet_pton(AF_INET, host.c_str(), &address) == 1 ||
+         inet_pton(AF_INET6, host.c_str(), &address) == 1;
+}
+
+// Milliseconds until `until` for poll(), rounded up (a timeout rounded down to 0 would spin
+// through the last millisecond), at most `cap`.
+int PollTimeoutMs(Clock::time_point until, std::chrono::milliseconds cap) {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now());
+  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, cap.count()));
+}
+
+// Waits up to one tick for `events` on `fd` or a wake-up on `wake_fd` (drained here); false once
+// `deadline` has passed.
+bool WaitFor(int fd, short events, int wake_fd, Clock::time_point deadline) {
+  if (Clock::now() >= deadline) {
+    return false;
+  }
+  pollfd fds[2] = {{fd, events, 0}, {wake_fd, POLLIN, 0}};
+  (void)poll(fds, 2, PollTimeoutMs(deadline, kTick));
+  if ((fds[1].revents & POLLIN) != 0) {
+    uint64_t count = 0;
+    (void)!read(wake_fd, &count, sizeof(count));
+  }
+  return true;
+}
+
+// "reason code 135 (Not authorized)" and the broker's Reason String when it sent one.
+std::string DescribeReason(uint8_t code, std::string_view reason_string) {
+  std::string text = absl::StrCat(mosquitto_reason_string(code), " (reason code ", code, ")");
+  if (!reason_string.empty()) {
+    absl::StrAppend(&text, ": ", std::string(reason_string));
+  }
+  return text;
+}
+
+}  // namespace
+
+void TlsContextFree::operator()(ssl_ctx_st* context) const { SSL_CTX_free(context); }
+
+// The connected socket, plain TCP or TLS over it. Non-blocking: Read() and Write() say when they
+// would block, and write_waits_for() / read_waits_for() what for (TLS may need to write to read,
+// or to read to write).
+class NativeConnection::Channel {
+ public:
+  enum class Io { kProgress, kWouldBlock, kClosed, kError };
+
+  Channel(int fd, SSL* ssl) : fd_(fd), ssl_(ssl) {}
+  ~Channel() {
+    if (ssl_ != nullptr) {
+      SSL_free(ssl_);
+    }
+    close(fd_);
+  }
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  int fd() const { return fd_; }
+  // The poll() events a blocked write waits for (POLLOUT, or POLLIN when TLS must read first).
+  short write_waits_for() const { return write_waits_for_; }
+  // Extra poll() events a blocked read waits for (POLLOUT when TLS must write first).
+  short read_waits_for() const { return read_waits_for_; }
+
+  Io Read(char* data, std::size_t size, std::size_t& done, std::string& error) {
+    read_waits_for_ = 0;
+    if (ssl_ == nullptr) {
+      const ssize_t n = recv(fd_, data, size, MSG_DONTWAIT);
+      if (n > 0) {
+        done = static_cast<std::size_t>(n);
+        return Io::kProgress;
+      }
+      if (n == 0) {
+        return Io::kClosed;
+      }
+      return SocketFailure(error);
+    }
+    ERR_clear_error();
+    errno = 0;
+    const int n = SSL_read(ssl_, data, static_cast<int>(std::min<std::size_t>(size, INT32_MAX)));
+    if (n > 0) {
+      done = static_cast<std::size_t>(n);
+      return Io::kProgress;
+    }
+    return TlsFailure(n, read_waits_for_, 0, error);
+  }
+
+  Io Write(const char* data, std::size_t size, std::size_t& done, std::string& error) {
+    write_waits_for_ = POLLOUT;
+    if (ssl_ == nullptr) {
+      const ssize_t n = send(fd_, data, size, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n >= 0) {
+        done = static_cast<std::size_t>(n);
+        return Io::kProgress;
+      }
+      return SocketFailure(error);
+    }
+    ERR_clear_error();
+    errno = 0;
+    const int n = SSL_write(ssl_, data, static_cast<int>(std::min<std::size_t>(size, INT32_MAX)));
+    if (n > 0) {
+      done = static_cast<std::size_t>(n);
+      return Io::kProgress;
+    }
+    return TlsFailure(n, write_waits_for_, POLLOUT, error);
+  }
+
+  // TLS records already decrypted and not read yet: poll() cannot see them.
+  bool HoldsData() const { return ssl_ != nullptr && SSL_pending(ssl_) > 0; }
+
+  // A TLS close_notify, best effort.
+  void Shutdown() {
+    if (ssl_ != nullptr) {
+      ERR_clear_error();
+      (void)SSL_shutdown(ssl_);
+    }
+  }
+
+ private:
+  static Io SocketFailure(std::string& error) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+      return Io::kWouldBlock;
+    }
+    error = std::strerror(errno);
+    return Io::kError;
+  }
+
+  // `waits_for` is set to what a blocked call waits for: POLLIN or POLLOUT as OpenSSL asks, where
+  // `writing` is what the call itself would wait for.
+  Io TlsFailure(int rc, short& waits_for, short writing, std::string& error) {
+    switch (SSL_get_error(ssl_, rc)) {
+      case SSL_ERROR_WANT_READ:
+        waits_for = writing == 0 ? 0 : POLLIN;  // a read waits for POLLIN anyway
+        return Io::kWouldBlock;
+      case SSL_ERROR_WANT_WRITE:
+        waits_for = POLLOUT;
+        return Io::kWouldBlock;
+      case SSL_ERROR_ZERO_RETURN:
+        return Io::kClosed;
+      case SSL_ERROR_SYSCALL:
+        if (ERR_peek_error() == 0) {
+          if (errno == 0) {
+            return Io::kClosed;  // an end without close_notify
+          }
+          error = std::strerror(errno);
+          return Io::kError;
+        }
+        break;
+      case SSL_ERROR_SSL:
+        if (ERR_GET_REASON(ERR_peek_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+          ERR_clear_error();
+          return Io::kClosed;  // OpenSSL 3's name for an end without close_notify
+        }
+        break;
+      default:
+        break;
+    }
+    error = OpenSslErrors();
+    return Io::kError;
+  }
+
+  const int fd_;
+  SSL* const ssl_;
+  short write_waits_for_ = POLLOUT;
+  short read_waits_for_ = 0;
+};
+
+NativeConnection::NativeConnection(const MqttSettings& settings, std::string client_id,
+                                   std::chrono::seconds session_expiry, TransportMetrics& metrics,
+                                   const log::Logger& logger)
+    : settings_(settings),
+      client_id_(std::move(client_id)),
+      session_expiry_(session_expiry),
+      metrics_(metrics),
+      logger_(logger),
+      backoff_(settings.reconnect_backoff) {}
+
+NativeConnection::~NativeConnection() {
+  Stop();
+  channel_.reset();
+  if (wake_fd_ >= 0) {
+    close(wake_fd_);
+  }
+}
+
+absl::Status NativeConnection::Start(Hooks hooks, const char* thread_name) {
+  if (!SplitHostPort(settings_.broker_host, host_, port_)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "transport.mqtt.brokerHost: must be host:port, got \"", settings_.broker_host, "\""));
+  }
+  const TlsSettings& tls = settings_.tls;
+  if (absl::Status s = CheckTlsFiles(tls); !s.ok()) {
+    return s;
+  }
+  if (tls.enabled) {
+    tls_context_.reset(SSL_CTX_new(TLS_client_method()));
+    if (tls_context_ == nullptr) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("transport.mqtt.tls: cannot create a TLS context: ", OpenSslErrors()));
+    }
+    SSL_CTX* context = tls_context_.get();
+    SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+    SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION);
+    SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nullptr);
+    SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    const bool roots = tls.ca_file.empty() ? SSL_CTX_set_default_verify_paths(context) == 1
+                                           : SSL_CTX_load_verify_locations(
+                                                 context, tls.ca_file.c_str(), nullptr) == 1;
+    if (!roots) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "transport.mqtt.tls.caFile: cannot load the CA certificates: ", OpenSslErrors()));
+    }
+    if (!tls.client_cert_file.empty()) {
+      if (SSL_CTX_use_certificate_chain_file(context, tls.client_cert_file.c_str()) != 1) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("transport.mqtt.tls.clientCertFile: cannot load \"", tls.client_cert_file,
+                         "\": ", OpenSslErrors()));
+      }
+      if (SSL_CTX_use_PrivateKey_file(context, tls.client_key_file.c_str(), SSL_FILETYPE_PEM) !=
+              1 ||
+          SSL_CTX_check_private_key(context) != 1) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("transport.mqtt.tls.clientKeyFile: cannot load \"", tls.client_key_file,
+                         "\" for the client certificate: ", OpenSslErrors()));
+      }
+    }
+  }
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot create an eventfd: ", std::strerror(errno)));
+  }
+  hooks_ = std::move(hooks);
+  metrics_.SetConnected(false);
+  thread_ = std::thread([this] {
+    // A write to a socket the broker closed must fail with EPIPE, not end the process (OpenSSL
+    // writes with write(), which cannot be told MSG_NOSIGNAL). A blocked SIGPIPE raised by this
+    // thread's own write stays pending on this thread and is never delivered.
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+    Run();
+  });
+  pthread_setname_np(thread_.native_handle(), thread_name);
+  return absl::OkStatus();
+}
+
+void NativeConnection::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) {
+      return;
+    }
+    stopping_ = true;
+  }
+  if (wake_fd_ >= 0) {
+    const uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof(one));
+  }
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+  connected_.store(false);
+  metrics_.SetConnected(false);
+}
+
+bool NativeConnection::stopping() const {
+  absl::MutexLock lock(&mu_);
+  return stopping_;
+}
+
+uint16_t NativeConnection::NextPacketId() {
+  last_packet_id_ = static_cast<uint16_t>(last_packet_id_ == 65'535 ? 1 : last_packet_id_ + 1);
+  return last_packet_id_;
+}
+
+void NativeConnection::Drop(std::string reason, uint8_t reason_code) {
+  if (drop_reason_.empty()) {
+    drop_reason_ = std::move(reason);
+    drop_code_ = reason_code;
+  }
+}
+
+std::string NativeConnection::EndCause(std::string cause) const {
+  return peer_disconnected_ && !drop_reason_.empty() ? drop_reason_ : cause;
+}
+
+void NativeConnection::Run() {
+  next_tick_ = Clock::now() + kTick;
+  while (!stopping()) {
+    accepted_ = false;
+    peer_disconnected_ = false;
+    drop_reason_.clear();
+    drop_code_ = mqtt5::kNormalDisconnection;
+    const std::string reason = RunConnection();
+    const bool was_connected = accepted_;
+    channel_.reset();
+    if (was_connected) {
+      connected_.store(false);
+      metrics_.SetConnected(false);
+      if (hooks_.on_lost) {
+        hooks_.on_lost();
+      }
+    }
+    if (stopping()) {
+      break;
+    }
+    WaitToRetry(reason, was_connected);
+  }
+}
+
+std::string NativeConnection::RunConnection() {
+  logger_.Debug("connecting", {{"broker", settings_.broker_host}, {"client_id", client_id_}});
+  const Clock::time_point deadline = Clock::now() + settings_.dial_timeout;
+  DialResult dialed = Dial(
+      host_, port_, deadline, wake_fd_, kTick, [this] { return stopping(); }, [this] { Tick(); });
+  if (dialed.fd < 0) {
+    return stopping() ? "" : dialed.error;
+  }
+  const int one = 1;
+  (void)setsockopt(dialed.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  SSL* ssl = nullptr;
+  if (tls_context_ != nullptr) {
+    ssl = SSL_new(tls_context_.get());
+    if (ssl == nullptr) {
+      close(dialed.fd);
+      return absl::StrCat("cannot start TLS: ", OpenSslErrors());
+    }
+  }
+  channel_ = std::make_unique<Channel>(dialed.fd, ssl);
+  if (ssl != nullptr) {
+    SSL_set_fd(ssl, dialed.fd);
+    // The server's certificate must name the host we dialled (an IP address or a DNS name).
+    if (IsIpAddress(host_)) {
+      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host_.c_str());
+    } else {
+      SSL_set_tlsext_host_name(ssl, host_.c_str());
+      SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+      SSL_set1_host(ssl, host_.c_str());
+    }
+    while (true) {
+      ERR_clear_error();
+      const int rc = SSL_connect(ssl);
+      if (rc == 1) {
+        break;
+      }
+      const int error = SSL_get_error(ssl, rc);
+      if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) {
+        const long verify = SSL_get_verify_result(ssl);
+        return absl::StrCat(
+            "TLS handshake failed: ",
+            verify != X509_V_OK
+                ? absl::StrCat("the broker's certificate: ", X509_verify_cert_error_string(verify))
+                : OpenSslErrors());
+      }
+      if (stopping()) {
+        return "";
+      }
+      if (!WaitFor(dialed.fd, error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, wake_fd_,
+                   deadline)) {
+        return "TLS handshake timed out (dialTimeout)";
+      }
+    }
+  }
+  in_.resize(kInputBytes);
+  in_begin_ = in_end_ = 0;
+  out_.clear();
+  out_sent_ = 0;
+  ping_outstanding_ = false;
+  mqtt5::ConnectOptions connect;
+  connect.client_id = client_id_;
+  connect.clean_start = session_expiry_.count() == 0;
+  connect.keep_alive_s = static_cast<uint16_t>(
+      settings_.keep_alive.count() == 0
+          ? kMaxKeepAliveS
+          : std::clamp<int64_t>(settings_.keep_alive.count(), kMinKeepAliveS, kMaxKeepAliveS));
+  connect.session_expiry_s =
+      static_cast<uint32_t>(std::clamp<int64_t>(session_expiry_.count(), 0, INT32_MAX));
+  connect.receive_maximum = kReceiveMaximum;
+  if (!settings_.username.empty()) {
+    connect.username = settings_.username;
+  }
+  if (!settings_.password.empty()) {
+    connect.password = settings_.password;
+  }
+  mqtt5::AppendConnect(connect, out_);
+  keep_alive_ = std::chrono::seconds(connect.keep_alive_s);
+  last_write_ = Clock::now();
+  while (!stopping()) {
+    std::string ended = Turn(deadline);
+    if (!ended.empty()) {
+      return ended;
+    }
+    if (!drop_reason_.empty()) {
+      break;
+    }
+  }
+  if (accepted_ && !peer_disconnected_) {
+    // Why we end it: a normal disconnection when stopping (with a persistent session the broker
+    // keeps it), else the error.
+    mqtt5::AppendDisconnect(drop_reason_.empty() ? mqtt5::kNormalDisconnection : drop_code_, out_);
+  }
+  // Best effort: what is queued (the DISCONNECT) within a second.
+  const Clock::time_point goodbye = Clock::now() + kGoodbyeTimeout;
+  while (out_sent_ < out_.size() && Clock::now() < goodbye) {
+    std::size_t done = 0;
+    std::string error;
+    const Channel::Io io =
+        channel_->Write(out_.data() + out_sent_, out_.size() - out_sent_, done, error);
+    if (io == Channel::Io::kProgress) {
+      out_sent_ += done;
+    } else if (io != Channel::Io::kWouldBlock ||
+               !WaitFor(channel_->fd(), POLLOUT, wake_fd_, goodbye)) {
+      break;
+    }
+  }
+  channel_->Shutdown();
+  return drop_reason_;
+}
+
+std::string NativeConnection::Turn(Clock::time_point connect_deadline) {
+  Clock::time_point wake_at = next_tick_;
+  if (accepted_ && keep_alive_.count() > 0) {
+    wake_at = std::min(wake_at, (ping_outstanding_ ? ping_sent_ : last_write_) + keep_alive_);
+  }
+  const bool ready_now = more_input_ || channel_->HoldsData();
+  const bool writing = out_sent_ < out_.size();
+  const short events = static_cast<short>(POLLIN | channel_->read_waits_for() |
+                                          (writing ? channel_->write_waits_for() : 0));
+  pollfd fds[2] = {{channel_->fd(), events, 0}, {wake_fd_, POLLIN, 0}};
+  if (poll(fds, 2, ready_now ? 0 : PollTimeoutMs(wake_at, kTick)) < 0 && errno != EINTR) {
+    return absl::StrCat("poll: ", std::strerror(errno));
+  }
+  if ((fds[1].revents & POLLIN) != 0) {
+    uint64_t count = 0;
+    (void)!read(wake_fd_, &count, sizeof(count));
+  }
+  if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0 || ready_now ||
+      ((fds[0].revents & POLLOUT) != 0 && channel_->read_waits_for() != 0)) {
+    if (std::string ended = ReadAndHandle(); !ended.empty()) {
+      return ended;
+    }
+  }
+  HandlePackets();
+  const Clock::time_point now = Clock::now();
+  if (!accepted_ && drop_reason_.empty() && now >= connect_deadline) {
+    return "no CONNACK within dialTimeout";
+  }
+  if (accepted_ && keep_alive_.count() > 0 && drop_reason_.empty()) {
+    if (ping_outstanding_ && now - ping_sent_ >= keep_alive_) {
+      return "no PINGRESP within the keep-alive";
+    }
+    if (!ping_outstanding_ && now - last_write_ >= keep_alive_) {
+      mqtt5::AppendPingReq(out_);
+      ping_outstanding_ = true;
+      ping_sent_ = now;
+    }
+  }
+  // Everything queued this turn (the PUBACKs of a whole batch) in as few writes as the socket
+  // takes.
+  while (out_sent_ < out_.size()) {
+    std::size_t done = 0;
+    std::string error;
+    const Channel::Io io =
+        channel_->Write(out_.data() + out_sent_, out_.size() - out_sent_, done, error);
+    if (io == Channel::Io::kProgress) {
+      out_sent_ += done;
+      last_write_ = now;
+      continue;
+    }
+    if (io == Channel::Io::kWouldBlock) {
+      break;
+    }
+    return EndCause(io == Channel::Io::kClosed ? "the broker closed the connection"
+                                               : absl::StrCat("write: ", error));
+  }
+  if (out_sent_ == out_.size()) {
+    out_.clear();
+    out_sent_ = 0;
+  }
+  if (now >= next_tick_) {
+    Tick();
+  }
+  return "";
+}
+
+std::string NativeConnection::ReadAndHandle() {
+  // Everything waiting, in chunks as large as the buffer's free space; a full buffer is handled
+  // before the next read.
+  more_input_ = false;
+  std::size_t read_this_turn = 0;
+  while (drop_reason_.empty()) {
+    if (read_this_turn >= kMaxReadPerTurn) {
+      more_input_ = true;  // the next turn reads on without waiting
+      return "";
+    }
+    if (in_end_ == in_.size()) {
+      HandlePackets();
+      if (!drop_reason_.empty()) {
+        return "";
+      }
+      if (in_begin_ > 0) {
+        std::memmove(in_.data(), in_.data() + in_begin_, in_end_ - in_begin_);
+        in_end_ -= in_begin_;
+        in_begin_ = 0;
+      } else if (in_end_ == in_.size()) {
+        in_.resize(in_.size() * 2);  // one packet larger than the buffer
+      }
+    }
+    std::size_t done = 0;
+    std::string error;
+    const Channel::Io io = channel_->Read(in_.data() + in_end_, in_.size() - in_end_, done, error);
+    if (io == Channel::Io::kProgress) {
+      in_end_ += done;
+      read_this_turn += done;
+      continue;
+    }
+    if (io == Channel::Io::kWouldBlock) {
+      return "";
+    }
+    // What came before the end still counts (its PUBACKs cannot leave any more: the broker
+    // sends those events again), and may say why it ended (a DISCONNECT).
+    HandlePackets();
+    return EndCause(io == Channel::Io::kClosed ? "the broker closed the connection"
+                                               : absl::StrCat("read: ", error));
+  }
+  return "";
+}
+
+void NativeConnection::HandlePackets() {
+  while (in_end_ > in_begin_ && drop_reason_.empty()) {
+    mqtt5::Frame frame;
+    std::string error;
+    const mqtt5::FrameResult result =
+        mqtt5::NextFrame(std::string_view(in_.data() + in_begin_, in_end_ - in_begin_),
+                         kMaxPacketBytes, frame, error);
+    if (result == mqtt5::FrameResult::kIncomplete) {
+      break;
+    }
+    if (result == mqtt5::FrameResult::kMalformed) {
+      Drop(absl::StrCat("a malformed packet from the broker: ", error), mqtt5::kMalformedPacket);
+      return;
+    }
+    HandlePacket(frame);
+    in_begin_ += frame.size;
+  }
+  if (in_begin_ == in_end_) {
+    in_begin_ = in_end_ = 0;
+    if (in_.size() > kInputBytes) {
+      in_.resize(kInputBytes);  // after one large packet, back to the usual buffer
+      in_.shrink_to_fit();
+    }
+  }
+}
+
+void NativeConnection::HandlePacket(const mqtt5::Frame& frame) {
+  const mqtt5::PacketType type = frame.type();
+  auto malformed = [this](const absl::Status& status) {
+    Drop(absl::StrCat("a malformed packet from the broker: ", status.message()),
+         mqtt5::kMalformedPacket);
+  };
+  if (!accepted_ && type != mqtt5::PacketType::kConnAck) {
+    Drop(absl::StrCat("a ", mqtt5::PacketTypeName(frame.first_byte), " before CONNACK"),
+         mqtt5::kProtocolError);
+    return;
+  }
+  switch (type) {
+    case mqtt5::PacketType::kPublish:
+      if (absl::Status s = mqtt5::ParsePublish(frame, publish_); !s.ok()) {
+        malformed(s);
+        return;
+      }
+      if (hooks_.on_publish) {
+        hooks_.on_publish(publish_);
+      }
+      if (publish_.qos == 1) {
+        mqtt5::AppendPubAck(publish_.packet_id, out_);
+      }
+      return;
+    case mqtt5::PacketType::kConnAck: {
+      if (accepted_) {
+        Drop("a second CONNACK from the broker", mqtt5::kProtocolError);
+        return;
+      }
+      mqtt5::ConnAck connack;
+      if (absl::Status s = mqtt5::ParseConnAck(frame, connack); !s.ok()) {
+        malformed(s);
+        return;
+      }
+      if (connack.reason_code != 0) {
+        peer_disconnected_ = true;  // it closes the connection; nothing more is sent
+        Drop(absl::StrCat("the broker refused the connection: ",
+                          DescribeReason(connack.reason_code, connack.reason_string)));
+        return;
+      }
+      Accept(connack);
+      return;
+    }
+    case mqtt5::PacketType::kSubAck:
+      if (absl::Status s = mqtt5::ParseSubAck(frame, suback_); !s.ok()) {
+        malformed(s);
+        return;
+      }
+      if (hooks_.on_suback) {
+        hooks_.on_suback(suback_);
+      }
+      return;
+    case mqtt5::PacketType::kPingResp:
+      if (absl::Status s = mqtt5::ParsePingResp(frame); !s.ok()) {
+        malformed(s);
+        return;
+      }
+      ping_outstanding_ = false;
+      return;
+    case mqtt5::PacketType::kDisconnect: {
+      mqtt5::Disconnect disconnect;
+      if (absl::Status s = mqtt5::ParseDisconnect(frame, disconnect); !s.ok()) {
+        malformed(s);
+        return;
+      }
+      peer_disconnected_ = true;
+      Drop(absl::StrCat("the broker sent DISCONNECT: ",
+                        DescribeReason(disconnect.reason_code, disconnect.reason_string)));
+      return;
+    }
+    default:
+      Drop(absl::StrCat("an unexpected ", mqtt5::PacketTypeName(frame.first_byte),
+                        " from the broker"),
+           mqtt5::kProtocolError);
+      return;
+  }
+}
+
+void NativeConnection::Accept(const mqtt5::ConnAck& connack) {
+  if (connack.server_keep_alive.has_value()) {
+    keep_alive_ = std::chrono::seconds(*connack.server_keep_alive);
+  }
+  const bool reconnect = ever_connected_;
+  ever_connected_ = true;
+  accepted_ = true;
+  backoff_.Reset();
+  connected_.store(true);
+  metrics_.SetConnected(true);
+  if (reconnect) {
+    metrics_.RecordReconnect();
+  }
+  LogConnected(logger_, settings_, client_id_, session_expiry_, connack.session_present);
+  if (hooks_.on_connected) {
+    hooks_.on_connected(reconnect);
+  }
+}
+
+void NativeConnection::Tick() {
+  next_tick_ = Clock::now() + kTick;
+  if (hooks_.on_tick) {
+    hooks_.on_tick();
+  }
+}
+
+void NativeConnection::WaitToRetry(std::string_view reason, bool was_connected) {
+  const std::chrono::milliseconds delay = backoff_.Next();
+  if (was_connected) {
+    logger_.Warn("MQTT connection lost; reconnecting",
+                 {{"broker", settings_.broker_host},
+                  {"client_id", client_id_},
+                  {"cause", std::string(reason)},
+                  {"retry_in_ms", static_cast<int64_t>(delay.count())}});
+  } else {
+    logger_.Warn("MQTT connect failed; retrying",
+                 {{"broker", settings_.broker_host},
+                  {"client_id", client_id_},
+                  {"error", std::string(reason)},
+                  {"attempt", backoff_.attempts()},
+                  {"retry_in_ms", static_cast<int64_t>(delay.count())}});
+  }
+  const auto until = Clock::now() + delay;
+  while (true) {
+    const auto now = Clock::now();
+    if (now >= until) {
+      return;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping_),
+                               absl::FromChrono(std::min<Clock::duration>(until - now, kTick)))) {
+        return;
+      }
+    }
+    Tick();
+  }
+}
+
+}  // namespace mmi::transport::internal

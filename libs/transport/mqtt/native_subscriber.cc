@@ -1,0 +1,133 @@
+#include "libs/transport/mqtt/native_subscriber.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "libs/transport/mqtt/internal/client_id.h"
+
+namespace mmi::transport {
+namespace {
+
+const log::Logger& Log() {
+  static const log::Logger logger("transport.mqtt");
+  return logger;
+}
+
+}  // namespace
+
+NativeSubscriber::NativeSubscriber(MqttSettings settings, prometheus::Registry& registry)
+    : settings_(std::move(settings)),
+      intake_log_(Log(), RealClock::Instance()),
+      metrics_(registry, "mqtt", ClientRole::kSubscriber),
+      topics_(settings_) {}
+
+NativeSubscriber::~NativeSubscriber() { Stop(); }
+
+absl::Status NativeSubscriber::Start(EventHandler handler, SubscribedHook on_subscribed) {
+  if (!handler) {
+    return absl::InvalidArgumentError("NativeSubscriber::Start: handler must be set");
+  }
+  if (absl::Status s = ValidateMqttSettings(settings_); !s.ok()) {
+    return s;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (started_ || stopped_) {
+      return absl::FailedPreconditionError("NativeSubscriber::Start called twice or after Stop");
+    }
+    started_ = true;
+  }
+  handler_ = std::move(handler);
+  on_subscribed_ = std::move(on_subscribed);
+  // A persistent session needs the same client id on every replica and restart.
+  const bool persistent = settings_.session_expiry.count() > 0;
+  connection_ = std::make_unique<internal::NativeConnection>(
+      settings_,
+      persistent ? internal::PersistentSessionClientId(settings_, "sub")
+                 : internal::MqttClientId(settings_, "sub"),
+      settings_.session_expiry, metrics_, Log());
+  internal::NativeConnection::Hooks hooks;
+  hooks.on_connected = [this](bool /*reconnect*/) { Subscribe(); };
+  hooks.on_lost = [this] { subscribed_.store(false); };
+  hooks.on_tick = [this] { intake_log_.Flush(); };
+  hooks.on_suback = [this](const internal::mqtt5::SubAck& suback) { OnSubAck(suback); };
+  hooks.on_publish = [this](const internal::mqtt5::Publish& publish) { OnPublish(publish); };
+  Log().Info(
+      "MQTT subscriber started",
+      {{"library", "native"}, {"filters", absl::StrJoin(topics_.SubscriptionFilters(), ",")}});
+  return connection_->Start(std::move(hooks), "mqtt-sub");
+}
+
+void NativeSubscriber::Subscribe() {
+  // On every connection, a resumed session included: the filters may have changed with the
+  // configuration.
+  const std::vector<std::string> filters = topics_.SubscriptionFilters();
+  subscribe_id_ = connection_->NextPacketId();
+  internal::mqtt5::AppendSubscribe(subscribe_id_, filters, settings_.sub_qos,
+                                   connection_->output());
+}
+
+void NativeSubscriber::OnSubAck(const internal::mqtt5::SubAck& suback) {
+  if (suback.packet_id != subscribe_id_) {
+    return;
+  }
+  for (const int code : suback.reason_codes) {
+    if (code >= 0x80) {
+      Log().Error("the broker refused a subscription; check the topic filters and the ACL",
+                  {{"reason_code", code}});
+      connection_->Drop("SUBACK refused a filter");
+      return;
+    }
+  }
+  const bool resubscribed = ever_subscribed_;
+  ever_subscribed_ = true;
+  subscribed_.store(true);
+  Log().Info("subscribed", {{"resubscribed", resubscribed}});
+  if (on_subscribed_) {
+    on_subscribed_(resubscribed);
+  }
+}
+
+void NativeSubscriber::OnPublish(const internal::mqtt5::Publish& publish) {
+  // Into the codec's form (payload, Content Type, User Properties), reusing the strings'
+  // capacity from the last event.
+  message_.payload.assign(publish.payload);
+  if (publish.content_type.has_value()) {
+    message_.content_type.emplace().assign(*publish.content_type);
+  } else {
+    message_.content_type.reset();
+  }
+  message_.user_properties.resize(publish.user_properties.size());
+  for (std::size_t i = 0; i < publish.user_properties.size(); ++i) {
+    message_.user_properties[i].first.assign(publish.user_properties[i].first);
+    message_.user_properties[i].second.assign(publish.user_properties[i].second);
+  }
+  internal::Intake(
+      cloudevents::MqttMessageSize(message_), settings_.limits.max_event_bytes,
+      [&]() { return cloudevents::DecodeMqtt(message_, settings_.limits); }, metrics_, intake_log_,
+      publish.topic, handler_, [] {});
+}
+
+void NativeSubscriber::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) {
+      return;
+    }
+    stopped_ = true;
+  }
+  subscribed_.store(false);
+  if (connection_ != nullptr) {
+    connection_->Stop();
+  }
+  Log().Info("MQTT subscriber stopped");
+}
+
+bool NativeSubscriber::connected() const {
+  absl::MutexLock lock(&mu_);
+  return subscribed_.load() && !stopped_;
+}
+
+}  // namespace mmi::transport
