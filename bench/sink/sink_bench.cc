@@ -24,7 +24,7 @@ struct Options {
   std::vector<std::string> transports;
   std::size_t resources = 200;
   std::string publisher = MMI_SINK_PUBLISHER;
-  std::string mqtt_library = "libmosquitto";
+  std::string mqtt_library = "native";
 };
 
 struct Size {

@@ -26,7 +26,7 @@ struct RunSettings {
   EventShape shape;
   std::size_t events = 20'000;
   std::string publisher;                // path of the sink_publisher binary
-  std::string mqtt_library = "libmosquitto";  // the sink's transport.mqtt.library
+  std::string mqtt_library = "native";  // the sink's transport.mqtt.library
   // Every event waits in the broker before the sink starts, so that the publisher cannot be the
   // bound: the sink's own intake capacity. Its CPU then includes its start-up. Kafka: the topic
   // keeps them (the sink's consumer starts at the earliest offset). MQTT: a first start of the

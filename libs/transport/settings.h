@@ -74,11 +74,12 @@ struct MqttSettings {
   BackoffSettings reconnect_backoff{std::chrono::milliseconds(1'000),
                                     std::chrono::milliseconds(60'000), 2.0, 0.2};
   cloudevents::CodecLimits limits;  // (limits) largest accepted/produced event
-  // (library) the MQTT client library of the publisher and the subscriber: `libmosquitto`
-  // (default: one thread per client, a fraction of Paho's CPU per event, mqtt/README.md),
-  // `native` (the subscriber on the project's own receive path, buffered reads and batched
-  // PUBACKs; the publisher on libmosquitto) or `paho` (Paho MQTT C++, as before 2026-11-28).
-  std::string library = "libmosquitto";
+  // (library) the MQTT client library of the publisher and the subscriber: `native` (default:
+  // the subscriber on the project's own receive path, buffered reads and batched PUBACKs, the
+  // publisher on libmosquitto; mqtt/README.md), `libmosquitto` (both on libmosquitto: one thread
+  // per client, a fraction of Paho's CPU per event) or `paho` (Paho MQTT C++, as before
+  // 2026-11-28).
+  std::string library = "native";
 };
 
 struct GrpcSettings {

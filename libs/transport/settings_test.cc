@@ -127,9 +127,9 @@ TEST(MqttSettingsTest, RejectsCredentialsLongerThanAnMqttString) {
 
 TEST(MqttSettingsTest, AcceptsTheThreeClientLibrariesAndNothingElse) {
   MqttSettings s = ValidMqtt();
-  EXPECT_EQ(s.library, "libmosquitto");
+  EXPECT_EQ(s.library, "native");
   EXPECT_TRUE(ValidateMqttSettings(s).ok());
-  s.library = "native";
+  s.library = "libmosquitto";
   EXPECT_TRUE(ValidateMqttSettings(s).ok());
   s.library = "paho";
   EXPECT_TRUE(ValidateMqttSettings(s).ok());
