@@ -125,13 +125,9 @@ void MosquittoSubscriber::OnSubscribed(int mid, absl::Span<const int> granted) {
   if (mid != subscribe_mid_) {
     return;
   }
-  for (const int code : granted) {
-    if (code >= 0x80) {
-      Log().Error("the broker refused a subscription; check the topic filters and the ACL",
-                  {{"reason_code", code}});
-      connection_->Drop("SUBACK refused a filter");
-      return;
-    }
+  if (!internal::SubAckGranted(Log(), granted)) {
+    connection_->Drop("SUBACK refused a filter");
+    return;
   }
   const bool resubscribed = ever_subscribed_;
   ever_subscribed_ = true;

@@ -92,19 +92,18 @@ void MqttSubscriber::Subscribe(bool reconnect) {
 }
 
 void MqttSubscriber::OnSubscribed(const mqtt::token& token) {
-  std::vector<mqtt::ReasonCode> codes;
+  std::vector<int> codes;
   try {
-    codes = token.get_subscribe_response().get_reason_codes();
+    const mqtt::subscribe_response response = token.get_subscribe_response();
+    for (mqtt::ReasonCode code : response.get_reason_codes()) {
+      codes.push_back(static_cast<int>(code));
+    }
   } catch (const std::exception&) {
     // MQTT 3 style response without reason codes: treat as granted.
   }
-  for (mqtt::ReasonCode code : codes) {
-    if (static_cast<int>(code) >= 0x80) {
-      Log().Error("the broker refused a subscription; check the topic filters and the ACL",
-                  {{"reason_code", static_cast<int>(code)}});
-      connection_->ForceReconnect("SUBACK refused a filter");
-      return;
-    }
+  if (!internal::SubAckGranted(Log(), codes)) {
+    connection_->ForceReconnect("SUBACK refused a filter");
+    return;
   }
   absl::MutexLock lock(&mu_);
   if (stopped_) {

@@ -73,13 +73,9 @@ void NativeSubscriber::OnSubAck(const internal::mqtt5::SubAck& suback) {
   if (suback.packet_id != subscribe_id_) {
     return;
   }
-  for (const int code : suback.reason_codes) {
-    if (code >= 0x80) {
-      Log().Error("the broker refused a subscription; check the topic filters and the ACL",
-                  {{"reason_code", code}});
-      connection_->Drop("SUBACK refused a filter");
-      return;
-    }
+  if (!internal::SubAckGranted(Log(), suback.reason_codes)) {
+    connection_->Drop("SUBACK refused a filter");
+    return;
   }
   const bool resubscribed = ever_subscribed_;
   ever_subscribed_ = true;

@@ -37,4 +37,34 @@ void LogConnected(const log::Logger& logger, const MqttSettings& settings,
   }
 }
 
+void LogRetry(const log::Logger& logger, const MqttSettings& settings, const std::string& client_id,
+              std::string_view reason, bool was_connected, int attempt,
+              std::chrono::milliseconds delay) {
+  if (was_connected) {
+    logger.Warn("MQTT connection lost; reconnecting",
+                {{"broker", settings.broker_host},
+                 {"client_id", client_id},
+                 {"cause", std::string(reason)},
+                 {"retry_in_ms", static_cast<int64_t>(delay.count())}});
+  } else {
+    logger.Warn("MQTT connect failed; retrying",
+                {{"broker", settings.broker_host},
+                 {"client_id", client_id},
+                 {"error", std::string(reason)},
+                 {"attempt", attempt},
+                 {"retry_in_ms", static_cast<int64_t>(delay.count())}});
+  }
+}
+
+bool SubAckGranted(const log::Logger& logger, absl::Span<const int> reason_codes) {
+  for (const int code : reason_codes) {
+    if (code >= 0x80) {
+      logger.Error("the broker refused a subscription; check the topic filters and the ACL",
+                   {{"reason_code", code}});
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace mmi::transport::internal

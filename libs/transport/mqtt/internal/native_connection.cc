@@ -720,20 +720,7 @@ void NativeConnection::Tick() {
 
 void NativeConnection::WaitToRetry(std::string_view reason, bool was_connected) {
   const std::chrono::milliseconds delay = backoff_.Next();
-  if (was_connected) {
-    logger_.Warn("MQTT connection lost; reconnecting",
-                 {{"broker", settings_.broker_host},
-                  {"client_id", client_id_},
-                  {"cause", std::string(reason)},
-                  {"retry_in_ms", static_cast<int64_t>(delay.count())}});
-  } else {
-    logger_.Warn("MQTT connect failed; retrying",
-                 {{"broker", settings_.broker_host},
-                  {"client_id", client_id_},
-                  {"error", std::string(reason)},
-                  {"attempt", backoff_.attempts()},
-                  {"retry_in_ms", static_cast<int64_t>(delay.count())}});
-  }
+  LogRetry(logger_, settings_, client_id_, reason, was_connected, backoff_.attempts(), delay);
   const auto until = Clock::now() + delay;
   while (true) {
     const auto now = Clock::now();
