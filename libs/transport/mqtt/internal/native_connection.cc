@@ -165,7 +165,9 @@ class NativeConnection::Channel {
     return TlsFailure(n, write_waits_for_, POLLOUT, error);
   }
 
-  // TLS records already decrypted and not read yet: poll() cannot see them.
+  // TLS records already decrypted and not read yet: poll() cannot see them. (With read-ahead,
+  // OpenSSL may also hold part of a record; a read that ended with WANT_READ consumed every whole
+  // one, and the rest waits for the socket, which poll() sees.)
   bool HoldsData() const { return ssl_ != nullptr && SSL_pending(ssl_) > 0; }
 
   // A TLS close_notify, best effort.
@@ -261,6 +263,9 @@ absl::Status NativeConnection::Start(Hooks hooks, const char* thread_name) {
     SSL_CTX* context = tls_context_.get();
     SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
     SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION);
+    // Read as much of what is waiting as fits, not one record header and body at a time.
+    SSL_CTX_set_read_ahead(context, 1);
+    SSL_CTX_set_default_read_buffer_len(context, kInputBytes);
     SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nullptr);
     SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     const bool roots = tls.ca_file.empty() ? SSL_CTX_set_default_verify_paths(context) == 1
@@ -343,7 +348,9 @@ void NativeConnection::Drop(std::string reason, uint8_t reason_code) {
 }
 
 std::string NativeConnection::EndCause(std::string cause) const {
-  return peer_disconnected_ && !drop_reason_.empty() ? drop_reason_ : cause;
+  // The broker's DISCONNECT, or our own reason for ending it, says more than the socket's end
+  // that follows.
+  return drop_reason_.empty() ? cause : drop_reason_;
 }
 
 void NativeConnection::Run() {
@@ -421,9 +428,14 @@ std::string NativeConnection::RunConnection() {
                    deadline)) {
         return "TLS handshake timed out (dialTimeout)";
       }
+      if (Clock::now() >= next_tick_) {
+        Tick();
+      }
     }
   }
   in_.resize(kInputBytes);
+  in_.shrink_to_fit();  // a connection lost inside a large packet left its buffer behind
+  more_input_ = false;
   in_begin_ = in_end_ = 0;
   out_.clear();
   out_sent_ = 0;
@@ -462,6 +474,12 @@ std::string NativeConnection::RunConnection() {
     mqtt5::AppendDisconnect(drop_reason_.empty() ? mqtt5::kNormalDisconnection : drop_code_, out_);
   }
   // Best effort: what is queued (the DISCONNECT) within a second.
+  if (!accepted_) {
+    // Never send a CONNECT that was not answered yet: with a persistent session's shared client
+    // id it would take the session from whoever holds it now.
+    out_.clear();
+    out_sent_ = 0;
+  }
   const Clock::time_point goodbye = Clock::now() + kGoodbyeTimeout;
   while (out_sent_ < out_.size() && Clock::now() < goodbye) {
     std::size_t done = 0;
@@ -471,7 +489,7 @@ std::string NativeConnection::RunConnection() {
     if (io == Channel::Io::kProgress) {
       out_sent_ += done;
     } else if (io != Channel::Io::kWouldBlock ||
-               !WaitFor(channel_->fd(), POLLOUT, wake_fd_, goodbye)) {
+               !WaitFor(channel_->fd(), channel_->write_waits_for(), wake_fd_, goodbye)) {
       break;
     }
   }
@@ -483,6 +501,9 @@ std::string NativeConnection::Turn(Clock::time_point connect_deadline) {
   Clock::time_point wake_at = next_tick_;
   if (accepted_ && keep_alive_.count() > 0) {
     wake_at = std::min(wake_at, (ping_outstanding_ ? ping_sent_ : last_write_) + keep_alive_);
+  }
+  if (!accepted_) {
+    wake_at = std::min(wake_at, connect_deadline);
   }
   const bool ready_now = more_input_ || channel_->HoldsData();
   const bool writing = out_sent_ < out_.size();
@@ -508,7 +529,9 @@ std::string NativeConnection::Turn(Clock::time_point connect_deadline) {
     return "no CONNACK within dialTimeout";
   }
   if (accepted_ && keep_alive_.count() > 0 && drop_reason_.empty()) {
-    if (ping_outstanding_ && now - ping_sent_ >= keep_alive_) {
+    // The PINGRESP may still wait among unread bytes while a backlog is read.
+    const bool input_drained = !more_input_ && !channel_->HoldsData();
+    if (ping_outstanding_ && input_drained && now - ping_sent_ >= keep_alive_) {
       return "no PINGRESP within the keep-alive";
     }
     if (!ping_outstanding_ && now - last_write_ >= keep_alive_) {
@@ -579,8 +602,8 @@ std::string NativeConnection::ReadAndHandle() {
     if (io == Channel::Io::kWouldBlock) {
       return "";
     }
-    // What came before the end still counts (its PUBACKs cannot leave any more: the broker
-    // sends those events again), and may say why it ended (a DISCONNECT).
+    // What came before the end still counts (its PUBACKs cannot leave any more), and may say
+    // why it ended (a DISCONNECT).
     HandlePackets();
     return EndCause(io == Channel::Io::kClosed ? "the broker closed the connection"
                                                : absl::StrCat("read: ", error));

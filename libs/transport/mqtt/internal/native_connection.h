@@ -10,8 +10,9 @@
 // receiving thread's time, in the kernel. Here one recv() (or SSL_read()) takes whatever is
 // waiting, up to 256 KiB.
 //
-// A PUBLISH is acknowledged after its hook returned (at-least-once: a connection lost before the
-// PUBACK left means the broker sends it again, to this session or the group's next member).
+// A PUBLISH is acknowledged after its hook returned: with a persistent session, a connection lost
+// before the PUBACK left means the broker sends it again (to this session); with Clean Start the
+// owner's resync after the next SUBSCRIBE covers it (subscriber.h).
 //
 // Thread-safe. Lifecycle: Start() once, Stop() (idempotent) before destruction. Every hook runs
 // on the connection's thread.

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -37,10 +38,11 @@ class FakeBroker {
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-    EXPECT_EQ(::listen(listener_, 8), 0);
     socklen_t length = sizeof(address);
-    EXPECT_EQ(::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length), 0);
+    ok_ = listener_ >= 0 &&
+          ::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+          ::listen(listener_, 8) == 0 &&
+          ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) == 0;
     port_ = ntohs(address.sin_port);
   }
   ~FakeBroker() {
@@ -50,12 +52,18 @@ class FakeBroker {
     ::close(listener_);
   }
 
+  // False when the loopback listener could not be set up.
+  bool ok() const { return ok_; }
   std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
 
   // The next connection, or -1 after `timeout`.
   int Accept(std::chrono::milliseconds timeout = seconds(10)) {
     pollfd fds{listener_, POLLIN, 0};
-    if (::poll(&fds, 1, static_cast<int>(timeout.count())) != 1) {
+    int ready = 0;
+    do {
+      ready = ::poll(&fds, 1, static_cast<int>(timeout.count()));
+    } while (ready < 0 && errno == EINTR);
+    if (ready != 1) {
       return -1;
     }
     const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -111,6 +119,7 @@ class FakeBroker {
  private:
   int listener_ = -1;
   int port_ = 0;
+  bool ok_ = false;
   std::vector<int> accepted_;
 };
 
@@ -153,6 +162,8 @@ struct Received {
 
 class NativeConnectionTest : public ::testing::Test {
  protected:
+  void SetUp() override { ASSERT_TRUE(broker_.ok()) << "no loopback listener: " << errno; }
+
   MqttSettings Settings() {
     MqttSettings s;
     s.broker_host = broker_.address();
@@ -214,9 +225,8 @@ class NativeConnectionTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (connection_ != nullptr) {
-      connection_->Stop();
-    }
+    // Before the members its hooks use.
+    connection_.reset();
   }
 
   FakeBroker broker_;
@@ -286,8 +296,8 @@ TEST_F(NativeConnectionTest, NoPingRespWithinTheServerKeepAliveEndsTheConnection
   // Server Keep Alive 1 s replaces the client's 30 s.
   const int fd = AcceptAndConnect(ConnAck("\x13\x00\x01"s));
   ASSERT_GE(fd, 0);
-  const std::optional<std::string> ping = FakeBroker::ReadPacket(fd, seconds(3));
-  ASSERT_TRUE(ping.has_value()) << "no PINGREQ within the keep-alive";
+  const std::optional<std::string> ping = FakeBroker::ReadPacket(fd, seconds(10));
+  ASSERT_TRUE(ping.has_value()) << "no PINGREQ after the keep-alive";
   EXPECT_EQ(*ping, "\xC0\x00"s);
   // Not answered: the client gives up on this connection and connects again.
   const int again = AcceptAndConnect();
@@ -330,6 +340,19 @@ TEST_F(NativeConnectionTest, StopSendsANormalDisconnect) {
   ASSERT_TRUE(disconnect.has_value());
   EXPECT_EQ(*disconnect, "\xE0\x02\x00\x00"s);
   EXPECT_FALSE(connection_->connected());
+}
+
+TEST_F(NativeConnectionTest, StopBeforeTheConnAckClosesWithoutADisconnect) {
+  Start(Settings());
+  const int fd = broker_.Accept();
+  ASSERT_GE(fd, 0);
+  const std::optional<std::string> connect = FakeBroker::ReadPacket(fd, seconds(5));
+  ASSERT_TRUE(connect.has_value() && (*connect)[0] == '\x10') << "no CONNECT";
+  connection_->Stop();  // never answered: not connected, so nothing to say goodbye to
+  EXPECT_FALSE(FakeBroker::ReadPacket(fd, seconds(5)).has_value());
+  absl::MutexLock lock(&mu_);
+  EXPECT_TRUE(connects_.empty());
+  EXPECT_EQ(lost_, 0);
 }
 
 }  // namespace
