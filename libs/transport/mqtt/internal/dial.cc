@@ -16,16 +16,41 @@
 
 namespace mmi::transport::internal {
 
-bool SplitHostPort(const std::string& text, std::string& host, int& port) {
+absl::Status ParseBrokerAddress(const MqttSettings& settings, std::string& host, int& port) {
+  const std::string& text = settings.broker_host;
   const auto colon = text.rfind(':');
-  if (colon == std::string::npos || !absl::SimpleAtoi(text.substr(colon + 1), &port)) {
-    return false;
+  if (colon != std::string::npos && absl::SimpleAtoi(text.substr(colon + 1), &port)) {
+    host = text.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    if (!host.empty()) {
+      return absl::OkStatus();
+    }
   }
-  host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
+  return absl::InvalidArgumentError(
+      absl::StrCat("transport.mqtt.brokerHost: must be host:port, got \"", text, "\""));
+}
+
+void WaitUnlessStopping(absl::Mutex& mu, const bool* stopping,
+                        std::chrono::steady_clock::duration delay, std::chrono::milliseconds tick,
+                        absl::FunctionRef<void()> on_tick) {
+  const auto until = std::chrono::steady_clock::now() + delay;
+  while (true) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until) {
+      return;
+    }
+    {
+      absl::MutexLock lock(&mu);
+      if (mu.AwaitWithTimeout(
+              absl::Condition(stopping),
+              absl::FromChrono(std::min<std::chrono::steady_clock::duration>(until - now, tick)))) {
+        return;
+      }
+    }
+    on_tick();
   }
-  return !host.empty();
 }
 
 DialResult Dial(const std::string& host, int port, std::chrono::steady_clock::time_point deadline,

@@ -7,11 +7,21 @@
 #include <string>
 
 #include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "libs/transport/settings.h"
 
 namespace mmi::transport::internal {
 
-// "host:port" or "[v6]:port" into its parts; false when it is not that shape.
-bool SplitHostPort(const std::string& text, std::string& host, int& port);
+// `brokerHost` ("host:port" or "[v6]:port") into its parts; kInvalidArgument naming the field
+// when it is not that shape.
+absl::Status ParseBrokerAddress(const MqttSettings& settings, std::string& host, int& port);
+
+// A connection thread's wait before its next attempt: `delay` in steps of at most `tick`,
+// calling `on_tick()` after each, over early once `*stopping` (guarded by `mu`) is true.
+void WaitUnlessStopping(absl::Mutex& mu, const bool* stopping,
+                        std::chrono::steady_clock::duration delay, std::chrono::milliseconds tick,
+                        absl::FunctionRef<void()> on_tick);
 
 struct DialResult {
   int fd = -1;        // connected, non-blocking, close-on-exec; -1 on failure

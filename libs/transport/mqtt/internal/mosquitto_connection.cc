@@ -81,9 +81,8 @@ MosquittoConnection::~MosquittoConnection() {
 }
 
 absl::Status MosquittoConnection::CheckSettings() {
-  if (!SplitHostPort(settings_.broker_host, host_, port_)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "transport.mqtt.brokerHost: must be host:port, got \"", settings_.broker_host, "\""));
+  if (absl::Status s = ParseBrokerAddress(settings_, host_, port_); !s.ok()) {
+    return s;
   }
   if (absl::Status s = CheckTlsFiles(settings_.tls); !s.ok()) {
     return s;
@@ -396,24 +395,11 @@ void MosquittoConnection::WaitToRetry(std::string_view reason, bool was_connecte
   const std::chrono::milliseconds delay = backoff_.Next();
   LogRetry(logger_, settings_, client_id_, reason, was_connected, backoff_.attempts(), delay);
   // The owner's tick goes on while no connection stands (a publisher fails what waits).
-  const auto until = std::chrono::steady_clock::now() + delay;
-  while (true) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= until) {
-      return;
-    }
-    {
-      absl::MutexLock lock(&mu_);
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopping_),
-                               absl::FromChrono(std::min<std::chrono::steady_clock::duration>(
-                                   until - now, kTick)))) {
-        return;
-      }
-    }
+  WaitUnlessStopping(mu_, &stopping_, delay, kTick, [this] {
     if (hooks_.on_tick) {
       hooks_.on_tick();
     }
-  }
+  });
 }
 
 void MosquittoConnection::OnConnect(mosquitto* /*mosq*/, void* self_ptr, int reason, int flags,

@@ -246,9 +246,8 @@ NativeConnection::~NativeConnection() {
 }
 
 absl::Status NativeConnection::Start(Hooks hooks, const char* thread_name) {
-  if (!SplitHostPort(settings_.broker_host, host_, port_)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "transport.mqtt.brokerHost: must be host:port, got \"", settings_.broker_host, "\""));
+  if (absl::Status s = ParseBrokerAddress(settings_, host_, port_); !s.ok()) {
+    return s;
   }
   const TlsSettings& tls = settings_.tls;
   if (absl::Status s = CheckTlsFiles(tls); !s.ok()) {
@@ -744,21 +743,7 @@ void NativeConnection::Tick() {
 void NativeConnection::WaitToRetry(std::string_view reason, bool was_connected) {
   const std::chrono::milliseconds delay = backoff_.Next();
   LogRetry(logger_, settings_, client_id_, reason, was_connected, backoff_.attempts(), delay);
-  const auto until = Clock::now() + delay;
-  while (true) {
-    const auto now = Clock::now();
-    if (now >= until) {
-      return;
-    }
-    {
-      absl::MutexLock lock(&mu_);
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopping_),
-                               absl::FromChrono(std::min<Clock::duration>(until - now, kTick)))) {
-        return;
-      }
-    }
-    Tick();
-  }
+  WaitUnlessStopping(mu_, &stopping_, delay, kTick, [this] { Tick(); });
 }
 
 }  // namespace mmi::transport::internal
