@@ -21,9 +21,26 @@ export MMI_REPO_ROOT MMI_PEERS_HOME
 
 # Pinned versions of every peer, in one place.
 MMI_KUBERNETES_VERSION="${MMI_KUBERNETES_VERSION:-v1.34.4}"
-MMI_MAESTRO_COMMIT="ab480c6578bcbcbceeeb2c964c7bef6aed119c18"
+# Maestro: an exact pseudo-version (the Go module proxy lists none but serves this one).
+MMI_MAESTRO_VERSION="v0.0.0-20251014140049-293e719bc362"
 MMI_HELM_VERSION="v3.21.4"
 MMI_KAFKA_VERSION="4.1.0"
+MMI_ARGOCD_VERSION="v3.2.11"
+
+# maestro_home: where build/maestro.sh puts the Maestro server (by the pseudo-version's commit).
+maestro_home() { printf '%s\n' "$MMI_PEERS_HOME/maestro-${MMI_MAESTRO_VERSION##*-}"; }
+
+# mmi_use_ccache: sets MMI_CCACHE_ARGS to the CMake flags that put Debian's ccache in front of the
+# compilers (none when ccache is missing) and exports its settings: the cache in ~/.cache/ccache,
+# the checkout as base dir and the working directory left out of the hash, so a fresh clone at
+# another path (CI) hits what an earlier clone compiled and recompiles only what changed.
+mmi_use_ccache() {
+  MMI_CCACHE_ARGS=()
+  command -v ccache >/dev/null || return 0
+  export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}" CCACHE_BASEDIR="$MMI_REPO_ROOT"
+  export CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-10G}"
+  MMI_CCACHE_ARGS=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+}
 
 log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
