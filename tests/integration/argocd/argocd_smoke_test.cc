@@ -3,8 +3,9 @@
 //   - a spoke's application-controller and repo-server sync each variant of
 //     examples/apps/guestbook-lite (plain YAML, Helm, Kustomize) from git://127.0.0.1, and a new
 //     commit becomes the Application's new sync revision;
-//   - the hub's ApplicationSet controller generates one Application per element and removes one
-//     when its element goes.
+//   - the hub's ApplicationSet controller generates one Application per element, with Argo CD's
+//     resources finalizer, and deletes one when its element goes (it then waits on that finalizer:
+//     in the pull model the dispatcher releases it once the spoke confirms).
 // The API servers run no controllers, so a Deployment never becomes available there: the Helm
 // variant runs without its workload (`workload: false`) to be Healthy; the others are checked for
 // Synced and for their objects on the cluster.
@@ -25,7 +26,7 @@ using nlohmann::json;
 using std::chrono::seconds;
 using testing::RunCommand;
 
-std::string RepoRoot() { return testing::PeersBinDir() + "/../.."; }
+std::string RepoRoot() { return testing::PeersBinDir() + "/../../.."; }
 
 std::string Quote(const std::string& s) {
   std::string out = "'";
@@ -193,16 +194,25 @@ spec:
       "cluster-a");
   EXPECT_EQ(Field(a, json::json_pointer("/metadata/ownerReferences/0/kind")), "ApplicationSet");
 
-  // One element goes: its Application goes.
+  const json::json_pointer finalizers("/metadata/finalizers");
+  ASSERT_TRUE(b.contains(finalizers)) << b.dump(2);
+  EXPECT_EQ(b.at(finalizers), json::array({"resources-finalizer.argocd.argoproj.io"}));
+
+  // One element goes: the controller deletes its Application, which the finalizer holds.
   Kubectl(
       *hub,
       "-n openshift-gitops patch applicationsets.argoproj.io smoke --type=json -p " +
           Quote(
               R"([{"op":"replace","path":"/spec/generators/0/list/elements","value":[{"cluster":"cluster-a"}]}])"));
-  EXPECT_TRUE(testing::WaitFor([&] { return GetApp(*hub, "cluster-b-smoke").is_null(); },
-                               seconds(60), std::chrono::milliseconds(500)))
-      << "cluster-b-smoke was not deleted";
-  EXPECT_TRUE(GetApp(*hub, "cluster-a-smoke").is_object());
+  EXPECT_TRUE(testing::WaitFor(
+      [&] {
+        b = GetApp(*hub, "cluster-b-smoke");
+        return b.is_object() && b.contains(json::json_pointer("/metadata/deletionTimestamp"));
+      },
+      seconds(60), std::chrono::milliseconds(500)))
+      << "cluster-b-smoke was not deleted: " << b.dump(2);
+  a = GetApp(*hub, "cluster-a-smoke");
+  EXPECT_TRUE(a.is_object() && !a.contains(json::json_pointer("/metadata/deletionTimestamp")));
 }
 
 }  // namespace

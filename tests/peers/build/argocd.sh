@@ -73,6 +73,9 @@ copy_crds() {
 
 main() {
   mkdir -p "$BIN"
+  # One build at a time: a second caller waits here, then finds the binary current.
+  exec 9>"$ARGOCD_HOME/.build.lock"
+  flock 9
   [ "$(pinned)" = "$MMI_ARGOCD_VERSION" ] \
     || die "tests/peers/argocd/go.mod requires argo-cd '$(pinned)' but lib.sh pins $MMI_ARGOCD_VERSION"
   # The helm the repo-server runs is the helm peer (Argo CD ships helm 3.18; ours is newer).

@@ -43,6 +43,10 @@ build() {
 
 [ "$(pinned)" = "$MMI_MAESTRO_VERSION" ] \
   || die "tests/peers/maestro/go.mod requires maestro '$(pinned)' but lib.sh pins $MMI_MAESTRO_VERSION"
+# One build at a time: a second caller waits here, then finds the binary current.
+mkdir -p "$prefix"
+exec 9>"$prefix/.build.lock"
+flock 9
 if [ -x "$bin" ] && [ "$(cat "$prefix/bin/.stamp" 2>/dev/null)" = "$(stamp)" ]; then
   log "maestro server $MMI_MAESTRO_VERSION already built: $bin"
   echo "$bin"
