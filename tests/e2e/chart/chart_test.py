@@ -15,8 +15,10 @@ says:
   2. Prometheus scrapes both pods through the chart's metrics Services (ClusterIPs routed by
      kube-proxy);
   3. tools/fleet-sim plays the agents of N clusters, the GitOpsCluster controller writes their
-     cluster secrets, one Application per cluster is created and every one becomes Synced and
-     Healthy on the hub; one is deleted and its deletion is confirmed (agent, then hub);
+     cluster secrets, Argo CD's real ApplicationSet controller (on the hub: start-argocd) generates
+     one Application per cluster and ApplicationSet of examples/ and every one becomes Synced and
+     Healthy on the hub; one cluster leaves the placement, the controller deletes its
+     Applications and their deletion is confirmed (agent, then hub);
   4. `helm upgrade` with a changed value rolls both pods, and the new dispatcher republishes
      nothing (the agents receive no spec event);
   5. `helm uninstall --wait` leaves no object of the release and no container on the node.
@@ -43,7 +45,6 @@ from mmi_stack import (APP_API, ARGO_NAMESPACE, RELEASE_NAME, RELEASE_NAMESPACE,
 from pods import INSTANCE, ChartOnNode, image_facts, run, start_node  # noqa: E402
 from checks import check, verdict  # noqa: E402
 
-APPSET = "guestbook"          # examples/applicationset.yaml
 
 timings: dict[str, float] = {}
 
@@ -114,7 +115,8 @@ def main() -> int:
         say(f"image {img['MMI_IMAGE']} ({os.path.getsize(img['MMI_IMAGE_ARCHIVE']) / 2**20:.0f} MiB archive)")
 
     prepare_work_dir(args.work_dir)
-    stack = Stack(StackConfig(work_dir=args.work_dir, build_dir=args.build_dir, clusters=n, transport="mqtt"))
+    stack = Stack(StackConfig(work_dir=args.work_dir, build_dir=args.build_dir, clusters=n, transport="mqtt",
+                              argocd=True))
     try:
         stack.binary("fleet-sim")
         with Step("peers (hub, PostgreSQL, mosquitto)"):
@@ -179,24 +181,31 @@ def main() -> int:
             stack.start_fleet_sim()
             wait_until(f"{n} cluster secrets from the GitOpsCluster controller", args.timeout,
                        lambda: len(stack.cluster_secrets()) >= n, 1)
-            apps = [stack.generated_application(APPSET, c) for c in stack.cluster_names()]
-            check(stack.create_applications(apps) == n, f"{n} Applications created")
-            counts = wait_until(f"{n} Applications Synced and Healthy", args.timeout,
-                                lambda: (lambda c: c if c["synced_healthy"] >= n else None)(stack.application_counts()), 0.5)
-            check(counts["synced_healthy"] == n and counts["total"] == n,
-                  f"every Application Synced and Healthy on the hub: {counts}")
+            appsets = sorted(a["metadata"]["name"] for a in stack.hub.list_all(
+                f"{APP_API}/namespaces/{ARGO_NAMESPACE}/applicationsets"))
+            k = n * len(appsets)
+            counts = wait_until(f"{k} Applications generated and Synced and Healthy", args.timeout,
+                                lambda: (lambda c: c if c["synced_healthy"] >= k else None)(stack.application_counts()), 0.5)
+            check(counts["synced_healthy"] == k and counts["total"] == k,
+                  f"every Application the ApplicationSet controller generated ({', '.join(appsets)} x {n}) "
+                  f"Synced and Healthy on the hub: {counts}")
             d = cl.metrics("dispatcher")
-            check(metric_sum(d, "mmi_dispatcher_dispatches_total", action="create", result="ok") == n,
-                  f"{n} create events accepted by the broker")
+            check(metric_sum(d, "mmi_dispatcher_dispatches_total", action="create", result="ok") == k,
+                  f"{k} create events accepted by the broker")
 
-        with Step("one deletion confirmed (agent, then the hub's finalizer)"):
-            victim = apps[0]["metadata"]["name"]
-            path = f"{APP_API}/namespaces/{ARGO_NAMESPACE}/applications/{victim}"
-            stack.hub.request("DELETE", path)
-            wait_until(f"{victim} gone from its agent", args.timeout,
-                       lambda: fleet_metric(stack, "mmi_fleet_sim_applications") <= n - 1, 0.5)
-            wait_until(f"{victim} gone from the hub", args.timeout, lambda: stack.hub.raw("GET", path)[0] == 404, 0.5)
-            check(True, f"{victim} deleted: its agent removed it and the hub object is gone")
+        with Step("a cluster leaves: its Applications' deletion confirmed (agent, then the hub's finalizer)"):
+            leaving = stack.cluster_name(1)
+            victims = [f"{leaving}-{a}" for a in appsets]
+            stack.deregister_cluster(leaving)
+            stack.write_placement_decisions()
+            wait_until(f"{', '.join(victims)} gone from the agent", args.timeout,
+                       lambda: fleet_metric(stack, "mmi_fleet_sim_applications") <= k - len(victims), 0.5)
+            wait_until(f"{', '.join(victims)} gone from the hub", args.timeout,
+                       lambda: all(stack.hub.raw("GET", f"{APP_API}/namespaces/{ARGO_NAMESPACE}/applications/{v}")[0]
+                                   == 404 for v in victims), 0.5)
+            check(True, f"{', '.join(victims)} deleted by the ApplicationSet controller: the agent removed them "
+                        "and the hub objects are gone")
+            k -= len(victims)
 
         check_pods(cl, "before the upgrade")
 
@@ -204,7 +213,8 @@ def main() -> int:
         with Step("helm upgrade with a changed value (both pods roll, nothing republished)"):
             before = {c: cl.pod_of(c)["metadata"]["uid"] for c in ("dispatcher", "status-sink")}
             specs_before = fleet_metric(stack, "mmi_fleet_sim_specs_received_total")
-            check(specs_before >= n + 1, f"the agents received {specs_before} spec events ({n} creates, a delete)")
+            check(specs_before >= k + 2 * len(appsets),
+                  f"the agents received {specs_before} spec events (creates and {len(appsets)} deletes)")
             cl.upgrade(["transport.mqtt.keepAlive=30s"])
             after = {}
             for c in before:
@@ -215,7 +225,7 @@ def main() -> int:
                 check(after[c] != before[c], f"{c} rolled to pod {pod['metadata']['name']}")
             wait_until("the new dispatcher leads and tracks every Application", args.timeout,
                        lambda: (lambda m: metric_sum(m, "mmi_leader_election_is_leader") == 1
-                                and metric_sum(m, "mmi_dispatcher_tracked_resources") == n - 1)(cl.metrics("dispatcher")), 1)
+                                and metric_sum(m, "mmi_dispatcher_tracked_resources") == k)(cl.metrics("dispatcher")), 1)
             wait_until("the new status sink leads", args.timeout,
                        lambda: metric_sum(cl.metrics("status-sink"), "mmi_leader_election_is_leader") == 1, 1)
             time.sleep(10)  # a window in which a republish would show
@@ -225,7 +235,7 @@ def main() -> int:
             check(fleet_metric(stack, "mmi_fleet_sim_specs_received_total") == specs_before,
                   "the agents received no spec event after the upgrade")
             counts = stack.application_counts()
-            check(counts["synced_healthy"] == n - 1, f"still every Application Synced and Healthy: {counts}")
+            check(counts["synced_healthy"] == k, f"still every Application Synced and Healthy: {counts}")
 
         check_pods(cl, "after the upgrade")
 

@@ -10,6 +10,8 @@ simulating N managed clusters. Python 3 standard library only. See tools/stack/R
     try:
         stack.start_peers(); stack.create_managed_clusters(); stack.apply_examples()
         stack.start_dispatcher(); stack.start_status_sink(); stack.start_fleet_sim()
+        # With StackConfig(argocd=True) Argo CD's ApplicationSet controller generates the
+        # Applications; the benches create them directly:
         apps = [stack.generated_application("guestbook", c) for c in stack.cluster_names()]
         stack.create_applications(apps)
     finally:
@@ -19,6 +21,7 @@ This file is the package's whole public surface: callers import from `mmi_stack`
 modules, so the modules can move without touching them.
 """
 
+from .app_watch import AppWatch, Watch, app_view
 from .chart import configmap_data_blocks
 from .config import (APP_API, ARGO_NAMESPACE, CHART_DIR, CLUSTERSET_LABEL, DECISIONS_PER_OBJECT, EXAMPLES_DIR,
                      OCM_CLUSTER_API, PEER_PID_KEYS, PLACEMENT_LABEL, RELEASE_NAME, RELEASE_NAMESPACE, REPO_ROOT,
@@ -32,7 +35,7 @@ from .stack import Stack
 from .workdir import prepare_work_dir
 
 __all__ = [
-    "APP_API", "ARGO_NAMESPACE", "CHART_DIR", "CLUSTERSET_LABEL", "DECISIONS_PER_OBJECT", "EXAMPLES_DIR",
+    "AppWatch", "Watch", "app_view", "APP_API", "ARGO_NAMESPACE", "CHART_DIR", "CLUSTERSET_LABEL", "DECISIONS_PER_OBJECT", "EXAMPLES_DIR",
     "OCM_CLUSTER_API", "PEER_PID_KEYS", "PLACEMENT_LABEL", "RELEASE_NAME", "RELEASE_NAMESPACE", "REPO_ROOT",
     "SECURE_MQTT_USERS", "SERVICE_USERS_GROUP", "SERVICES", "HubClient", "KubeError", "Stack", "StackConfig",
     "StackError", "configmap_data_blocks", "decision_pages", "free_port", "http_get", "label_selector_matches",

@@ -76,6 +76,10 @@ class StackConfig:
     # fleet-sim also plays this many clusters past `clusters` that are not registered at start
     # (no ManagedCluster): register_cluster() joins one later (the demo's join and leave).
     spare_clusters: int = 0
+    # The hub runs Argo CD's real ApplicationSet controller (tests/peers/bin/start-argocd ROLE=hub,
+    # with its repo-server and redis): the examples' ApplicationSets generate the Applications.
+    # Off for the benches and the fault matrix, which create their Applications directly.
+    argocd: bool = False
 
 
 # ------------------------------------------------------------------------------------------------

@@ -72,10 +72,15 @@ class PeersMixin:
         return read_env_file(os.path.join(d, "env"))
 
     def start_peers(self) -> None:
-        """Hub kube-apiserver + etcd (every CRD), PostgreSQL and the broker. Idempotent."""
+        """Hub kube-apiserver + etcd (every CRD), with cfg.argocd Argo CD's ApplicationSet controller
+        on it, PostgreSQL and the broker. Idempotent."""
         self._start_watchdog()
         self.hub_env = self.start_peer("start-kube", "hub", "ROLE=hub")
         self._hub = HubClient(self.hub_env)
+        if self.cfg.argocd:
+            self.argocd_env = self.start_peer("start-argocd", "argocd-hub", "ROLE=hub",
+                                              f"KUBECONFIG={self.hub_env['KUBECONFIG']}",
+                                              f"KUBECTL={self.hub_env['KUBECTL']}")
         self.pg_env = self.start_peer("start-postgres", "postgres", *(["TLS=1"] if self.cfg.secure else []))
         if self.cfg.transport == "mqtt":
             acl = []

@@ -41,6 +41,7 @@ class Stack(PeersMixin, PeerFaultsMixin, HubObjectsMixin, ServicesMixin, Process
         self.hub_env: dict[str, str] = {}
         self.pg_env: dict[str, str] = {}
         self.broker_env: dict[str, str] = {}
+        self.argocd_env: dict[str, str] = {}
         self._hub: HubClient | None = None
         self._procs: dict[str, _Proc] = {}
         self._external: dict[str, tuple[str, Callable[[], bool]]] = {}  # attach_external()
