@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 #include "services/dispatcher/apps/payload.h"
 
 namespace mmi::bench {

@@ -8,7 +8,7 @@
 #include "libs/cloudevents/internal/json.h"
 #include "libs/cloudevents/manifest_bundle.h"
 #include "libs/common/status_macros.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 
 namespace mmi::cloudevents {
 namespace {

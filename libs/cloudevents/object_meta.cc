@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/internal/json.h"
 #include "libs/common/status_macros.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 
 namespace mmi::cloudevents {
 namespace {

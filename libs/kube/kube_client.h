@@ -16,8 +16,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "libs/kube/object.h"  // ObjectKey, ResourceVersionOf: used with every object
 #include "libs/kube/resource.h"
+#include "libs/kube_object/object.h"  // ObjectKey, ResourceVersionOf: used with every object
 #include "nlohmann/json.hpp"
 
 namespace mmi::kube {

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/common/log.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 
 namespace mmi::kube {
 namespace {

@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 
 namespace mmi::service {
 

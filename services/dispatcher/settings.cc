@@ -8,7 +8,7 @@
 #include "libs/cloudevents/resource_id.h"
 #include "libs/common/config_yaml.h"
 #include "libs/common/status_macros.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 #include "libs/service/flags.h"
 #include "libs/transport/settings_yaml.h"
 

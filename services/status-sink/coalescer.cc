@@ -6,7 +6,7 @@
 #include "libs/cloudevents/codec_options.h"
 #include "libs/cloudevents/sequence_id.h"
 #include "libs/cloudevents/status_hash.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 #include "services/status-sink/internal/json_tree.h"
 
 namespace mmi::status_sink {

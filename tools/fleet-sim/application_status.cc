@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/status_hash.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 
 namespace mmi::fleet_sim {
 namespace {

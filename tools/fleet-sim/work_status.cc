@@ -6,7 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 
 namespace mmi::fleet_sim {
 namespace {

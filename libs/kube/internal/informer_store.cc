@@ -8,7 +8,7 @@
 #include "libs/common/log.h"
 #include "libs/kube/informer.h"
 #include "libs/kube/internal/loggers.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 #include "prometheus/gauge.h"
 
 namespace mmi::kube::internal {

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/numbers.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 
 namespace mmi::kube::internal {
 

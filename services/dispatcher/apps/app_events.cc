@@ -1,6 +1,6 @@
 #include "services/dispatcher/apps/app_events.h"
 
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 #include "services/dispatcher/apps/reconciler.h"
 
 namespace mmi::dispatcher {

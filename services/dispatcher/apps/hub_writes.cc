@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/kube/errors.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 #include "services/dispatcher/apps/payload.h"
 
 namespace mmi::dispatcher {

@@ -6,7 +6,7 @@
 #include "libs/cloudevents/json_format.h"
 #include "libs/cloudevents/resource_id.h"
 #include "libs/common/log.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 #include "services/dispatcher/apps/reconciler.h"
 
 namespace mmi::dispatcher {

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "libs/common/log.h"
 #include "libs/kube/label_selector.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 #include "libs/service/kube_event.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"

@@ -4,7 +4,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 
 namespace mmi::dispatcher {
 

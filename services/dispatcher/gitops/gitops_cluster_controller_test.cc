@@ -13,8 +13,8 @@
 
 #include "libs/common/log.h"
 #include "libs/common/testing/fake_clock.h"
-#include "libs/kube/object.h"
 #include "libs/kube/testing/fake_kube_client.h"
+#include "libs/kube_object/object.h"
 #include "libs/transport/testing/metric_value.h"
 #include "prometheus/registry.h"
 

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 
 namespace mmi::dispatcher {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/kube/informer.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 #include "nlohmann/json.hpp"
 #include "services/dispatcher/gitops/gitops_cluster.h"
 #include "services/dispatcher/gitops/gitops_cluster_controller.h"

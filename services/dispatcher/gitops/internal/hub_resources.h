@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "libs/kube/kube_client.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 #include "nlohmann/json.hpp"
 
 namespace mmi::dispatcher::internal {

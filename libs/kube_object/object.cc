@@ -1,4 +1,4 @@
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"

@@ -6,8 +6,8 @@
 //   "apps.open-cluster-management.io/ocm-cluster"); status["lastUpdateTime"] =
 //   kube::KubeTime(clock.Now());
 //
-// Pure functions, thread-safe. Target `mmi::kube_object` (no network, no curl), so that codecs
-// (libs/cloudevents) can use it too; `mmi::kube` brings it along.
+// Pure functions, thread-safe. Target `mmi::kube_object` (no network, no curl): every library may
+// use it; `mmi::kube` brings it along.
 #pragma once
 
 #include <chrono>
