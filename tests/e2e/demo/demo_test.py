@@ -148,6 +148,9 @@ def main() -> int:
             r = m.get("restart") or {}
             check(r.get("dispatches_after_restart") == 0 and r.get("bundles_changed") == [],
                   f"restarting the services republished nothing: {r}")
+            r = m.get("maestro_restart") or {}
+            check(r.get("dispatches_after_restart") == 0 and r.get("bundles_changed") == [],
+                  f"killing and restarting Maestro republished nothing, the publisher came back: {r}")
         scan = s.get("secrets_in_logs") or {}
         check(scan.get("files", 0) >= 5, f"the run's logs were searched for secrets ({scan.get('files')} files)")
         check("hub token" in scan.get("secrets", []), f"searched for the hub token: {scan.get('secrets')}")
