@@ -30,6 +30,20 @@ MMI_ARGOCD_VERSION="v3.2.11"
 # maestro_home: where build/maestro.sh puts the Maestro server (by the pseudo-version's commit).
 maestro_home() { printf '%s\n' "$MMI_PEERS_HOME/maestro-${MMI_MAESTRO_VERSION##*-}"; }
 
+# maestro_wait_ready <pid> <rest-url> <health-url> <grpc-port> [<broker-port>]: waits until the
+# Maestro server `pid` answers GET /api/maestro/v1/consumers with 200, its health check with 200
+# (it answers 503 for a few seconds after /consumers already answers 200) and its gRPC source
+# server (and gRPC broker, when given) accept connections. start-maestro and restart-maestro.
+maestro_wait_ready() {
+  local pid="$1" rest="$2" health="$3" grpc_port="$4" broker_port="${5:-}"
+  port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+  wait_for "maestro REST $rest" 90 "$pid" curl -sf -o /dev/null "$rest/api/maestro/v1/consumers" \
+    && wait_for "maestro health check $health" 60 "$pid" curl -sf -o /dev/null "$health" \
+    && wait_for "maestro gRPC source server :$grpc_port" 30 "$pid" port_open "$grpc_port" \
+    && { [ -z "$broker_port" ] \
+      || wait_for "maestro gRPC broker :$broker_port" 30 "$pid" port_open "$broker_port"; }
+}
+
 # mmi_use_ccache: sets MMI_CCACHE_ARGS to the CMake flags that put Debian's ccache in front of the
 # compilers (none when ccache is missing) and exports its settings: the cache in ~/.cache/ccache,
 # the checkout as base dir and the working directory left out of the hash, so a fresh clone at

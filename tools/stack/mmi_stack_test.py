@@ -92,5 +92,13 @@ class NamesTest(unittest.TestCase):
         self.assertEqual(stack.cluster_name(12345), "cluster-12345")
 
 
+class ResourceIdTest(unittest.TestCase):
+    def test_matches_the_dispatchers_ids(self):
+        # libs/cloudevents/resource_id_test.cc, the same check value.
+        self.assertEqual(mmi_stack.work_resource_id("app-work-client", "cluster1",
+                                                    "openshift-gitops-guestbook-cluster1"),
+                         "278f3a61-efe5-56de-abba-6aedbfcce272")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -5,6 +5,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "libs/common/log.h"
 #include "libs/kube_object/object.h"
@@ -135,10 +136,15 @@ absl::Status MaestroConsumerRegistry::EnsureConsumer(
   if (!response.ok()) {
     return response.status();
   }
-  if (response->status == 201 || response->status == 200 || response->status == 409) {
-    Log().Info(
-        response->status == 409 ? "Maestro consumer already exists" : "registered Maestro consumer",
-        {{"cluster", std::string(name)}});
+  // An existing name: 409 (maestro-6) where the database error reads "violates unique
+  // constraint", but the pinned server's GORM reports "duplicated key not allowed", which Maestro
+  // answers as 500 maestro-9 (a general error).
+  const bool exists =
+      response->status == 409 ||
+      (response->status == 500 && absl::StrContains(response->body, "duplicated key not allowed"));
+  if (response->status == 201 || response->status == 200 || exists) {
+    Log().Info(exists ? "Maestro consumer already exists" : "registered Maestro consumer",
+               {{"cluster", std::string(name)}});
     return absl::OkStatus();
   }
   return HttpError(request, *response);

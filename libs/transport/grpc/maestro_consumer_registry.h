@@ -43,10 +43,11 @@ class MaestroConsumerRegistry {
   explicit MaestroConsumerRegistry(MaestroRestSettings settings);
   MaestroConsumerRegistry(MaestroRestSettings settings, RestSender sender);
 
-  // Creates consumer `name` with `labels`; OK when it was created (201) or already exists (409),
-  // so it is idempotent. kInvalidArgument when `name` is not a DNS-1123 label (Maestro would
-  // answer 500 for it); kUnavailable for 5xx and transport failures (retry); kFailedPrecondition
-  // for other 4xx (message includes Maestro's `reason`).
+  // Creates consumer `name` with `labels`; OK when it was created (201) or already exists (409,
+  // or the pinned server's 500 "duplicated key not allowed"), so it is idempotent. kInvalidArgument
+  // when `name` is not a DNS-1123 label (Maestro would answer 500 for it); kUnavailable for 5xx and
+  // transport failures (retry); kFailedPrecondition for other 4xx (message includes Maestro's
+  // `reason`).
   absl::Status EnsureConsumer(std::string_view name,
                               const std::map<std::string, std::string>& labels = {});
 

@@ -55,6 +55,16 @@ TEST(MaestroConsumerRegistryTest, AnExistingConsumerIsSuccess) {
   EXPECT_TRUE(registry.EnsureConsumer("cluster1").ok());
 }
 
+// What the real server (tests/peers/maestro, pinned version) answers for an existing name.
+TEST(MaestroConsumerRegistryTest, TheRealServersDuplicatedKeyErrorIsAnExistingConsumer) {
+  ScriptedSender sender;
+  sender.responses = {RestResponse{
+      500, R"({"code":"maestro-9","href":"/api/maestro/v1/errors/9","id":"9","kind":"Error",)"
+           R"("reason":"Unable to create Consumer: duplicated key not allowed"})"}};
+  MaestroConsumerRegistry registry(Settings(), sender.AsSender());
+  EXPECT_TRUE(registry.EnsureConsumer("cluster1").ok());
+}
+
 TEST(MaestroConsumerRegistryTest, ServerErrorsAreRetryableAndClientErrorsAreNot) {
   ScriptedSender sender;
   sender.responses = {RestResponse{503, "upstream down"},

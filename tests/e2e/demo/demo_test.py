@@ -143,6 +143,20 @@ def main() -> int:
               f"the ApplicationSet controller generated and deleted the joining cluster's Applications: {jl}")
         check(jl.get("appset_refreshes", 0) >= 2,
               f"the GitOpsCluster controller refreshed the ApplicationSets on the join and the leave: {jl}")
+        if args.transport == "grpc":
+            m = s.get("maestro") or {}
+            print(f"maestro: {json.dumps(m, sort_keys=True)}", flush=True)
+            check(m.get("resource_bundles") == k and not m.get("missing_ids") and not m.get("unexpected_ids"),
+                  f"Maestro's REST API lists {k} resource bundles with the dispatcher's ids: {m}")
+            check(not m.get("without_status"), "every resource bundle in Maestro has a status")
+            check(m.get("statuses_received", 0) >= k, "statuses came back to the sink through the gRPC subscription")
+            check(m.get("left_cluster_bundle_http") == 404, "the left cluster's resource bundles are deleted in Maestro")
+            r = m.get("restart") or {}
+            check(r.get("dispatches_after_restart") == 0 and r.get("bundles_changed") == [],
+                  f"restarting the services republished nothing: {r}")
+            r = m.get("maestro_restart") or {}
+            check(r.get("dispatches_after_restart") == 0 and r.get("bundles_changed") == [],
+                  f"killing and restarting Maestro republished nothing, the publisher came back: {r}")
         scan = s.get("secrets_in_logs") or {}
         check(scan.get("files", 0) >= 5, f"the run's logs were searched for secrets ({scan.get('files')} files)")
         check("hub token" in scan.get("secrets", []), f"searched for the hub token: {scan.get('secrets')}")

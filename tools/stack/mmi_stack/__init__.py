@@ -27,7 +27,7 @@ from .config import (APP_API, ARGO_NAMESPACE, CHART_DIR, CLUSTERSET_LABEL, DECIS
                      OCM_CLUSTER_API, PEER_PID_KEYS, PLACEMENT_LABEL, RELEASE_NAME, RELEASE_NAMESPACE, REPO_ROOT,
                      SECURE_MQTT_USERS, SERVICE_USERS_GROUP, SERVICES, StackConfig, StackError)
 from .generation import (decision_pages, label_selector_matches, placement_selection, render_application,
-                         render_fasttemplate)
+                         render_fasttemplate, work_resource_id)
 from .host import free_port, http_get, read_env_file, tail
 from .hub_client import HubClient, KubeError
 from .prometheus import metric_sum, parse_prometheus
@@ -40,5 +40,5 @@ __all__ = [
     "SECURE_MQTT_USERS", "SERVICE_USERS_GROUP", "SERVICES", "HubClient", "KubeError", "Stack", "StackConfig",
     "StackError", "configmap_data_blocks", "decision_pages", "free_port", "http_get", "label_selector_matches",
     "metric_sum", "parse_prometheus", "placement_selection", "prepare_work_dir", "read_env_file",
-    "render_application", "render_fasttemplate", "tail",
+    "render_application", "render_fasttemplate", "tail", "work_resource_id",
 ]

@@ -29,6 +29,7 @@ PEER_PID_KEYS = {
     "postgres": ("postgres", "PG_PID"),
     "mosquitto": ("broker", "MOSQUITTO_PID"),
     "kafka": ("broker", "KAFKA_PID"),
+    "maestro": ("maestro", "MAESTRO_PID"),
 }
 
 
@@ -47,7 +48,9 @@ class StackError(RuntimeError):
 class StackConfig:
     work_dir: str
     build_dir: str = os.path.join(REPO_ROOT, "build", "release")
-    transport: str = "mqtt"  # "mqtt" | "kafka"
+    # "mqtt" | "kafka" | "grpc" (the services on the real Maestro server's gRPC source API,
+    # fleet-sim as the agents behind it on Maestro's MQTT topics).
+    transport: str = "mqtt"
     clusters: int = 50
     fleet_args: list[str] = dataclasses.field(default_factory=list)
     log_level: str = "info"

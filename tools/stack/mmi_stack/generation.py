@@ -5,6 +5,7 @@ generates). No I/O: the Stack feeds them what it read from the hub."""
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 from .config import CLUSTERSET_LABEL, DECISIONS_PER_OBJECT
@@ -113,3 +114,12 @@ def render_application(appset: dict, cluster: str, server: str, namespace: str,
                                 "controller": True, "blockOwnerDeletion": True}]
     return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": meta,
             "spec": tmpl.get("spec") or {}}
+
+
+def work_resource_id(source_id: str, cluster: str, work_name: str) -> str:
+    """The Maestro resource id of a work, as the dispatcher computes it
+    (libs/cloudevents/resource_id.h WorkResourceId): UUIDv5 in the OID namespace of
+    `<source>-manifestworks.work.open-cluster-management.io-<cluster>-<work name>`; the dispatcher's
+    work name is `<hub namespace>-<hub name>`."""
+    return str(uuid.uuid5(uuid.NAMESPACE_OID,
+                          f"{source_id}-manifestworks.work.open-cluster-management.io-{cluster}-{work_name}"))

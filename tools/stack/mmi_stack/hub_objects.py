@@ -55,7 +55,10 @@ class HubObjectsMixin:
                 "spec": {"hubAcceptsClient": True, "leaseDurationSeconds": 60}}
 
     def register_cluster(self, name: str) -> None:
-        """A ManagedCluster `name` in ManagedClusterSet `global` (a cluster joining the fleet)."""
+        """A ManagedCluster `name` in ManagedClusterSet `global` (a cluster joining the fleet);
+        with transport grpc also its Maestro consumer, as ACM's Maestro addon creates it."""
+        if self.cfg.transport == "grpc":
+            self.ensure_maestro_consumers([name])
         self._apply(self.managed_cluster(name))
 
     def deregister_cluster(self, name: str) -> None:
@@ -68,6 +71,8 @@ class HubObjectsMixin:
         self._apply({"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSet",
                      "metadata": {"name": "global"},
                      "spec": {"clusterSelector": {"selectorType": "LabelSelector", "labelSelector": {}}}})
+        if self.cfg.transport == "grpc":
+            self.ensure_maestro_consumers(self.cluster_names())
         objs = [self.managed_cluster(c) for c in self.cluster_names()]
         if self.cfg.local_cluster:
             objs.append(self.managed_cluster("local-cluster", local=True))

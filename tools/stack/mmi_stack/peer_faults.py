@@ -28,9 +28,17 @@ class PeerFaultsMixin:
     def restart_broker(self, down_seconds: float = 0) -> None:
         """restart-mosquitto / restart-kafka: same ports and configuration (mosquitto keeps no
         sessions: persistence false)."""
-        script = "restart-mosquitto" if self.cfg.transport == "mqtt" else "restart-kafka"
+        script = "restart-kafka" if self.cfg.transport == "kafka" else "restart-mosquitto"
         self._peer_script(script, "broker", f"DOWN_SECONDS={int(down_seconds)}")
         self.broker_env = read_env_file(os.path.join(self.peers_dir, "broker", "env"))
+        self._save_state()
+
+    def restart_maestro(self, kill: bool = True, down_seconds: float = 0) -> None:
+        """restart-maestro (transport grpc): the Maestro server killed (SIGKILL, or SIGTERM) and
+        started again with the same command line, so on the same ports."""
+        self._peer_script("restart-maestro", "maestro", f"SIGNAL={'KILL' if kill else 'TERM'}",
+                          f"DOWN_SECONDS={int(down_seconds)}")
+        self.maestro_env = read_env_file(os.path.join(self.peers_dir, "maestro", "env"))
         self._save_state()
 
     def restart_kube_apiserver(self, kill: bool = False) -> None:

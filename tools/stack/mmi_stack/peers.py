@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import http.client
+import json
 import os
 import re
 import shlex
@@ -11,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 
 from .config import EXAMPLES_DIR, REPO_ROOT, SECURE_MQTT_USERS, SERVICE_USERS_GROUP, StackError
 from .host import read_env_file, tail
@@ -73,7 +76,9 @@ class PeersMixin:
 
     def start_peers(self) -> None:
         """Hub kube-apiserver + etcd (every CRD), with cfg.argocd Argo CD's ApplicationSet controller
-        on it, PostgreSQL and the broker. Idempotent."""
+        on it, PostgreSQL and the broker; for transport grpc mosquitto as the agents' broker and the
+        real Maestro server (start-maestro, database `maestro` in the same PostgreSQL) in front of
+        it. Idempotent."""
         self._start_watchdog()
         self.hub_env = self.start_peer("start-kube", "hub", "ROLE=hub")
         self._hub = HubClient(self.hub_env)
@@ -82,13 +87,19 @@ class PeersMixin:
                                               f"KUBECONFIG={self.hub_env['KUBECONFIG']}",
                                               f"KUBECTL={self.hub_env['KUBECTL']}")
         self.pg_env = self.start_peer("start-postgres", "postgres", *(["TLS=1"] if self.cfg.secure else []))
-        if self.cfg.transport == "mqtt":
+        if self.cfg.transport in ("mqtt", "grpc"):
             acl = []
             if self.cfg.secure:
                 acl = [f"ACL_FILE={os.path.join(EXAMPLES_DIR, 'mosquitto-acl.conf')},"
                        f"{os.path.join(REPO_ROOT, 'tests', 'peers', 'mosquitto', 'fleet-sim.acl.conf')}",
                        "CLIENTS=" + ",".join(SECURE_MQTT_USERS.values())]
             self.broker_env = self.start_peer("start-mosquitto", "broker", *acl)
+            if self.cfg.transport == "grpc":
+                pg = self.pg_env
+                self.maestro_env = self.start_peer(
+                    "start-maestro", "maestro", "BROKER=mqtt", f"MQTT_HOST={self.broker_env['MQTT_HOST']}",
+                    f"PG_HOST={pg['PG_HOST']}", f"PG_PORT={pg['PG_PORT']}", f"PG_USER={pg['PG_USER']}",
+                    f"PG_PASSWORD={pg['PG_PASSWORD']}", "PG_DB=maestro", f"PG_BIN_DIR={pg['PG_BIN_DIR']}")
         else:
             self.broker_env = self.start_peer("start-kafka", "broker")
             self.ensure_kafka_topics()
@@ -174,6 +185,54 @@ class PeersMixin:
                 time.sleep(0.5)
 
     def broker_address(self) -> str:
-        if self.cfg.transport == "mqtt":
+        """Where the services connect: the broker, or Maestro's gRPC source server."""
+        if self.cfg.transport == "grpc":
+            return self.maestro_env["MAESTRO_GRPC_ADDR"]
+        return self.agent_broker_address()
+
+    def agent_broker_address(self) -> str:
+        """Where fleet-sim's agents connect (for grpc: mosquitto, behind Maestro)."""
+        if self.cfg.transport in ("mqtt", "grpc"):
             return self.broker_env["MQTT_MTLS_HOST" if self.cfg.secure else "MQTT_HOST"]
         return self.broker_env["KAFKA_BOOTSTRAP"]
+
+    def maestro_request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+        """One call to Maestro's REST API (/api/maestro/v1<path>); (status, parsed JSON body)."""
+        if not self.maestro_env:
+            raise StackError("Maestro runs only with transport grpc (start_peers() first)")
+        parsed = urllib.parse.urlsplit(self.maestro_env["MAESTRO_REST_URL"])
+        conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=30)
+        try:
+            conn.request(method, "/api/maestro/v1" + path, body=None if body is None else json.dumps(body),
+                         headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            text = resp.read().decode("utf-8", "replace")
+        finally:
+            conn.close()
+        try:
+            return resp.status, (json.loads(text) if text else {})
+        except ValueError:
+            return resp.status, {"raw": text}
+
+    def ensure_maestro_consumers(self, names: list[str]) -> None:
+        """A Maestro consumer per cluster (what ACM's Maestro addon does for each ManagedCluster):
+        201 created or 409 already there."""
+        for name in names:
+            status, body = self.maestro_request("POST", "/consumers", {"name": name})
+            if status not in (201, 409):
+                raise StackError(f"creating Maestro consumer {name}: HTTP {status} {body}")
+
+    def maestro_resource_bundles(self, source_id: str) -> list[dict]:
+        """Every resource bundle Maestro holds for `source_id` (REST, pages of 400)."""
+        items: list[dict] = []
+        page = 1
+        while True:
+            query = urllib.parse.quote(f"source='{source_id}'")
+            status, body = self.maestro_request("GET", f"/resource-bundles?search={query}&page={page}&size=400")
+            if status != 200:
+                raise StackError(f"listing Maestro resource bundles: HTTP {status} {body}")
+            batch = body.get("items") or []
+            items += batch
+            if len(batch) < 400:
+                return items
+            page += 1

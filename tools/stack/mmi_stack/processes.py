@@ -72,7 +72,8 @@ class ProcessesMixin:
             return proc.popen.pid
         if name in PEER_PID_KEYS:
             which, key = PEER_PID_KEYS[name]
-            env = {"hub": self.hub_env, "postgres": self.pg_env, "broker": self.broker_env}[which]
+            env = {"hub": self.hub_env, "postgres": self.pg_env, "broker": self.broker_env,
+                   "maestro": self.maestro_env}[which]
             if key in env:
                 return int(env[key])
         raise StackError(f"no process {name!r}")

@@ -25,6 +25,8 @@ class ServicesMixin:
                 "transport.credentials.existingSecret="]
         if t == "mqtt":
             sets += [f"transport.mqtt.brokerHost={self.broker_address()}", "transport.mqtt.username="]
+        elif t == "grpc":
+            sets += [f"transport.grpc.url={self.broker_address()}"]
         else:
             sets += [f"transport.kafka.bootstrapServer={self.broker_address()}",
                      "transport.kafka.sasl.mechanism=", "transport.kafka.sasl.username="]
@@ -106,8 +108,11 @@ class ServicesMixin:
         self._start("status-sink", args, self._service_env("status-sink"), port)
 
     def fleet_sim_args(self, port: int, extra_args: list[str] | None = None) -> list[str]:
-        return [self.binary("fleet-sim"), "--transport", self.cfg.transport, "--broker", self.broker_address(),
-                "--source-id", self.source_id(), "--clusters", str(self.cfg.clusters + self.cfg.spare_clusters),
+        # Over grpc the agents sit behind Maestro, on its MQTT topics under its own source id.
+        grpc = self.cfg.transport == "grpc"
+        return [self.binary("fleet-sim"), "--transport", "mqtt" if grpc else self.cfg.transport,
+                "--broker", self.agent_broker_address(),
+                "--source-id", self.maestro_env["MAESTRO_SOURCE_ID"] if grpc else self.source_id(), "--clusters", str(self.cfg.clusters + self.cfg.spare_clusters),
                 "--cluster-prefix", self.cfg.cluster_prefix, "--cluster-digits", str(self.cfg.cluster_digits),
                 "--metrics-listen", f"127.0.0.1:{port}", "--log-level", self.cfg.log_level,
                 *(["--state-file", os.path.join(self.work_dir, "fleet-sim-state.json")]

@@ -25,8 +25,10 @@ class Stack(PeersMixin, PeerFaultsMixin, HubObjectsMixin, ServicesMixin, Process
     concern; this class holds the state they share and the lifecycle."""
 
     def __init__(self, cfg: StackConfig):
-        if cfg.transport not in ("mqtt", "kafka"):
-            raise StackError(f"transport must be mqtt or kafka, got {cfg.transport!r}")
+        if cfg.transport not in ("mqtt", "kafka", "grpc"):
+            raise StackError(f"transport must be mqtt, kafka or grpc, got {cfg.transport!r}")
+        if cfg.secure and cfg.transport == "grpc":
+            raise StackError("secure is for MQTT (the ACL is mosquitto's), not grpc")
         if cfg.clusters < 1:
             raise StackError("clusters must be at least 1")
         self.cfg = cfg
@@ -42,6 +44,7 @@ class Stack(PeersMixin, PeerFaultsMixin, HubObjectsMixin, ServicesMixin, Process
         self.pg_env: dict[str, str] = {}
         self.broker_env: dict[str, str] = {}
         self.argocd_env: dict[str, str] = {}
+        self.maestro_env: dict[str, str] = {}  # transport grpc: start-maestro's facts
         self._hub: HubClient | None = None
         self._procs: dict[str, _Proc] = {}
         self._external: dict[str, tuple[str, Callable[[], bool]]] = {}  # attach_external()
@@ -114,7 +117,8 @@ class Stack(PeersMixin, PeerFaultsMixin, HubObjectsMixin, ServicesMixin, Process
                  "pids": [p["pid"] for p in procs.values()], "peer_dirs": list(self._peer_dirs),
                  "starting_pgids": list(self._starting_pgids),
                  "stop_script": os.path.join(REPO_ROOT, "tests", "peers", "bin", "stop"),
-                 "hub": self.hub_env, "postgres": self.pg_env, "broker": self.broker_env}
+                 "hub": self.hub_env, "postgres": self.pg_env, "broker": self.broker_env,
+                 "maestro": self.maestro_env}
         tmp = self._state_path() + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(state, f, indent=1)

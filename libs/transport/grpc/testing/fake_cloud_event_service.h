@@ -68,7 +68,10 @@ class FakeCloudEventService final {
   void RequireBearerToken(std::string token);
   // The next Publish calls fail with these statuses, in order (then OK).
   void FailNextPublish(grpc::Status status);
-  // Whether Subscribe sends the `subscription-id` header first, as Maestro does (default true).
+  // Whether Subscribe sends the `subscription-id` header first (default true), as newer Maestro
+  // servers do (spec §4.5). The pinned real server (tests/peers/maestro) sends none: its headers
+  // come with the first message, a heartbeat within --heartbeat-check-interval (10 s) at the
+  // latest, so the stream counts as established only then (maestro_smoke_test).
   void SetSendSubscriptionId(bool send);
 
   // To every open Subscribe stream.
