@@ -7,6 +7,7 @@
 #include "libs/cloudevents/resource_id.h"
 #include "libs/common/log.h"
 #include "libs/kube/object.h"
+#include "services/dispatcher/apps/finalizers.h"
 #include "services/dispatcher/apps/reconciler.h"
 
 namespace mmi::dispatcher {
