@@ -1,8 +1,8 @@
 // Decide(): what the reconciler does for one Application key, as a pure function of what it
 // sees (the cached Application, what is tracked for it, which ManagedClusters exist, the time).
-// The reconciler applies the decision (reconciler_apply.cc): that is where the store, the
-// outbox and the hub are touched. Pure: no I/O, no clock, no randomness; thread-compatible. It
-// includes only pure headers (no hub client, no informer).
+// The reconciler's DecisionApplier carries the decision out: that is where the store, the outbox
+// and the hub are touched. Pure: no I/O, no clock, no randomness; thread-compatible. It includes
+// only pure headers (no hub client, no informer).
 //
 // Decisions (per Application key "<namespace>/<name>"):
 //  * a store call or hub write for its resource is running: decide again once it is done;
