@@ -2,18 +2,13 @@
 
 #include <utility>
 
-#include "libs/common/log.h"
 #include "services/dispatcher/apps/decision.h"
+#include "services/dispatcher/apps/internal/reconciler_log.h"
 
 namespace mmi::dispatcher {
 namespace {
 
 using store::DeletionState;
-
-const log::Logger& Log() {
-  static const log::Logger logger("dispatcher.reconciler");
-  return logger;
-}
 
 }  // namespace
 
@@ -40,10 +35,10 @@ void ChangeRecorder::Flush(std::vector<PendingChange> batch) {
 void ChangeRecorder::OnRecordFailed(const std::vector<PendingChange>& batch,
                                     const absl::Status& error) {
   const auto delay = deps_.retry.Next();
-  Log().Warn("could not record dispatch changes; retrying",
-             {{"count", static_cast<int64_t>(batch.size())},
-              {"error", std::string(error.message())},
-              {"delay_ms", static_cast<int64_t>(delay.count())}});
+  internal::ReconcilerLog().Warn("could not record dispatch changes; retrying",
+                                 {{"count", static_cast<int64_t>(batch.size())},
+                                  {"error", std::string(error.message())},
+                                  {"delay_ms", static_cast<int64_t>(delay.count())}});
   for (const auto& pc : batch) {
     const std::string& id = pc.change.resource.resource_id;
     TrackedResource* t = deps_.state.Find(id);

@@ -4,8 +4,8 @@
 
 #include "libs/cloudevents/json_format.h"
 #include "libs/cloudevents/resource_id.h"
-#include "libs/common/log.h"
 #include "libs/kube/object.h"
+#include "services/dispatcher/apps/internal/reconciler_log.h"
 #include "services/dispatcher/apps/spec_events.h"
 
 namespace mmi::dispatcher {
@@ -14,11 +14,6 @@ namespace {
 using nlohmann::json;
 using store::DeletionState;
 using Action = Decision::Action;
-
-const log::Logger& Log() {
-  static const log::Logger logger("dispatcher.reconciler");
-  return logger;
-}
 
 absl::StatusOr<std::string> Encode(const absl::StatusOr<cloudevents::Event>& event) {
   return event.ok() ? cloudevents::EncodeStructuredJson(*event) : event.status();
@@ -105,13 +100,15 @@ void DecisionApplier::Apply(const std::string& key, const json* app, TrackedReso
 
 void DecisionApplier::LogNothing(const std::string& key, const Decision& d) {
   if (!d.conflict_with.empty()) {
-    Log().Error("two Applications map to the same work name; skipping the second",
-                {{"resource", key}, {"other", d.conflict_with}, {"work", d.why}});
+    internal::ReconcilerLog().Error(
+        "two Applications map to the same work name; skipping the second",
+        {{"resource", key}, {"other", d.conflict_with}, {"work", d.why}});
   } else if (d.reason == "invalid") {
-    Log().Warn("Application cannot be dispatched", {{"resource", key}, {"error", d.why}});
+    internal::ReconcilerLog().Warn("Application cannot be dispatched",
+                                   {{"resource", key}, {"error", d.why}});
   } else if (d.reason == "skipped_local_cluster") {
-    Log().Debug("skipping an Application for local-cluster",
-                {{"resource", key}, {"cluster", d.cluster}});
+    internal::ReconcilerLog().Debug("skipping an Application for local-cluster",
+                                    {{"resource", key}, {"cluster", d.cluster}});
   }
 }
 
@@ -124,8 +121,9 @@ void DecisionApplier::PublishSpec(const std::string& key, const json& app, const
   absl::StatusOr<std::string> encoded = Encode(event);
   if (!encoded.ok()) {
     deps_.metrics.Decision("invalid");
-    Log().Warn("Application payload cannot be encoded",
-               {{"resource", key}, {"error", std::string(encoded.status().message())}});
+    internal::ReconcilerLog().Warn(
+        "Application payload cannot be encoded",
+        {{"resource", key}, {"error", std::string(encoded.status().message())}});
     return;
   }
   TrackedResource resource = ResourceOf(dispatch);
@@ -155,9 +153,11 @@ void DecisionApplier::PublishSpec(const std::string& key, const json& app, const
     deps_.state.FindByKey(key)->busy = true;
   }
   deps_.metrics.Decision(d.create ? "create" : "update");
-  if (Log().Enabled(log::Level::kDebug)) {  // its fields cost on every dispatch otherwise
-    Log().Debug(d.create ? "create" : "update",
-                {{"resource", key}, {"cluster", dispatch.cluster}, {"version", d.version}});
+  if (internal::ReconcilerLog().Enabled(
+          log::Level::kDebug)) {  // its fields cost on every dispatch otherwise
+    internal::ReconcilerLog().Debug(
+        d.create ? "create" : "update",
+        {{"resource", key}, {"cluster", dispatch.cluster}, {"version", d.version}});
   }
   batch.push_back(std::move(pc));
 }
@@ -168,7 +168,7 @@ void DecisionApplier::RequestDelete(TrackedResource& t, const Decision& d,
     // delete_published_at and delete_resends move on when the resend is published
     // (ChangeRecorder): a resend whose Record fails is due again at once on its retry.
     deps_.metrics.Decision("delete_resent");
-    Log().Info(
+    internal::ReconcilerLog().Info(
         "no deletion confirmation yet; sending the delete request again",
         {{"resource", t.Key()}, {"cluster", t.identity.cluster}, {"resend", t.delete_resends + 1}});
   }
@@ -178,8 +178,9 @@ void DecisionApplier::RequestDelete(TrackedResource& t, const Decision& d,
   absl::StatusOr<std::string> encoded = Encode(event);
   if (!encoded.ok()) {
     // Only identities we built ourselves go in here: a failure is a bug.
-    Log().Error("cannot encode a delete request",
-                {{"resource", t.Key()}, {"error", std::string(encoded.status().message())}});
+    internal::ReconcilerLog().Error(
+        "cannot encode a delete request",
+        {{"resource", t.Key()}, {"error", std::string(encoded.status().message())}});
     return;
   }
   deps_.state.MarkDeleting(t.id());
@@ -190,7 +191,8 @@ void DecisionApplier::RequestDelete(TrackedResource& t, const Decision& d,
   pc.event = *std::move(event);
   t.busy = true;
   deps_.metrics.Decision("delete");
-  Log().Info("deletion requested", {{"resource", t.Key()}, {"cluster", t.identity.cluster}});
+  internal::ReconcilerLog().Info("deletion requested",
+                                 {{"resource", t.Key()}, {"cluster", t.identity.cluster}});
   batch.push_back(std::move(pc));
 }
 

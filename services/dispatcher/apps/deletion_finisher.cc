@@ -3,20 +3,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "libs/common/log.h"
 #include "services/dispatcher/apps/decision.h"
 #include "services/dispatcher/apps/finalizers.h"
 #include "services/dispatcher/apps/hub_writes.h"
+#include "services/dispatcher/apps/internal/reconciler_log.h"
 
 namespace mmi::dispatcher {
 namespace {
 
 using store::DeletionState;
-
-const log::Logger& Log() {
-  static const log::Logger logger("dispatcher.reconciler");
-  return logger;
-}
 
 }  // namespace
 
@@ -24,7 +19,8 @@ void DeletionFinisher::OnConfirmed(TrackedResource& t) {
   if (t.state == DeletionState::kLive) {
     // A confirmation for something we still consider live can only be stale; the store row
     // says otherwise only if the status sink saw a Deleted for a resource we re-created.
-    Log().Warn("deletion confirmed for a live resource; ignoring", {{"resource", t.Key()}});
+    internal::ReconcilerLog().Warn("deletion confirmed for a live resource; ignoring",
+                                   {{"resource", t.Key()}});
     return;
   }
   t.state = DeletionState::kDeleteConfirmed;
@@ -80,8 +76,8 @@ void DeletionFinisher::OnFinished(const std::string& id, const std::string& key,
   }
   if (!status.ok()) {
     const auto delay = deps_.retry.Next();
-    Log().Warn("could not finish a confirmed deletion; retrying",
-               {{"resource", key}, {"error", std::string(status.message())}});
+    internal::ReconcilerLog().Warn("could not finish a confirmed deletion; retrying",
+                                   {{"resource", key}, {"error", std::string(status.message())}});
     if (TrackedResource* t = deps_.state.Find(id); t != nullptr) {
       t->busy = false;
       t->requeue = false;
@@ -92,7 +88,8 @@ void DeletionFinisher::OnFinished(const std::string& id, const std::string& key,
   if (released) {
     deps_.metrics.Decision("finalizer_released");
   }
-  Log().Info("deletion finished", {{"resource", key}, {"finalizer_released", released}});
+  internal::ReconcilerLog().Info("deletion finished",
+                                 {{"resource", key}, {"finalizer_released", released}});
   // A resync answer built before the deletion may still be queued (up to ~2 min of
   // retries): it must not carry the spec of what is gone. Kept 10 min.
   deps_.state.RememberDeleted(id, deps_.clock.MonotonicNow());

@@ -3,18 +3,9 @@
 #include <cstdint>
 #include <utility>
 
-#include "libs/common/log.h"
+#include "services/dispatcher/apps/internal/reconciler_log.h"
 
 namespace mmi::dispatcher {
-namespace {
-
-const log::Logger& Log() {
-  static const log::Logger logger("dispatcher.reconciler");
-  return logger;
-}
-
-}  // namespace
-
 OutboxGate::OutboxGate(Outbox& outbox, DispatcherMetrics& metrics, const Clock& clock,
                        size_t max_outbox, std::function<void()> drained)
     : outbox_(outbox),
@@ -38,10 +29,11 @@ bool OutboxGate::Full() {
   paused_at_ = clock_.MonotonicNow();
   metrics_.outbox_paused().Set(1);
   const size_t resume_at = max_outbox_ / 2;
-  Log().Warn("outbox full: taking no new keys until the broker has taken some of it",
-             {{"ready_or_in_flight", static_cast<int64_t>(count)},
-              {"max_outbox", static_cast<int64_t>(max_outbox_)},
-              {"resume_at", static_cast<int64_t>(resume_at)}});
+  internal::ReconcilerLog().Warn(
+      "outbox full: taking no new keys until the broker has taken some of it",
+      {{"ready_or_in_flight", static_cast<int64_t>(count)},
+       {"max_outbox", static_cast<int64_t>(max_outbox_)},
+       {"resume_at", static_cast<int64_t>(resume_at)}});
   outbox_.NotifyWhenDrainedTo(resume_at, [this] { OnDrained(); });
   return true;
 }
@@ -51,9 +43,10 @@ void OutboxGate::OnDrained() {
   metrics_.outbox_paused().Set(0);
   const auto paused =
       std::chrono::duration_cast<std::chrono::milliseconds>(clock_.MonotonicNow() - paused_at_);
-  Log().Info("outbox drained: taking keys again",
-             {{"paused_ms", static_cast<int64_t>(paused.count())},
-              {"ready_or_in_flight", static_cast<int64_t>(outbox_.ready_or_in_flight())}});
+  internal::ReconcilerLog().Info(
+      "outbox drained: taking keys again",
+      {{"paused_ms", static_cast<int64_t>(paused.count())},
+       {"ready_or_in_flight", static_cast<int64_t>(outbox_.ready_or_in_flight())}});
   drained_();
 }
 

@@ -5,20 +5,11 @@
 #include <functional>
 #include <utility>
 
-#include "libs/common/log.h"
 #include "libs/kube/object.h"
 #include "services/dispatcher/apps/decision.h"
+#include "services/dispatcher/apps/internal/reconciler_log.h"
 
 namespace mmi::dispatcher {
-namespace {
-
-const log::Logger& Log() {
-  static const log::Logger logger("dispatcher.reconciler");
-  return logger;
-}
-
-}  // namespace
-
 Reconciler::Reconciler(ReconcilerDeps deps, ReconcilerSettings settings)
     : loop_(deps.loop),
       apps_(deps.apps),
@@ -280,7 +271,7 @@ void Reconciler::ProcessKeys() {
   }
   if (deferred > 0) {
     if (!deferred_until_synced_) {
-      Log().Info(
+      internal::ReconcilerLog().Info(
           "deciding the cached Applications while the Application list is read; those not "
           "cached yet wait for the complete list");
     }
@@ -288,7 +279,7 @@ void Reconciler::ProcessKeys() {
     metrics_.deferred_until_synced().Increment(static_cast<double>(deferred));
   }
   if (resync) {
-    Log().Warn("work queue overflowed; resyncing every Application");
+    internal::ReconcilerLog().Warn("work queue overflowed; resyncing every Application");
     EnqueueAll();
   }
   ScheduleProcess();

@@ -2,19 +2,10 @@
 
 #include <utility>
 
-#include "libs/common/log.h"
 #include "services/dispatcher/apps/hub_writes.h"
+#include "services/dispatcher/apps/internal/reconciler_log.h"
 
 namespace mmi::dispatcher {
-namespace {
-
-const log::Logger& Log() {
-  static const log::Logger logger("dispatcher.reconciler");
-  return logger;
-}
-
-}  // namespace
-
 void RequestStripper::Submit(TrackedResource& t, PropagatedRequest request) {
   if (request.empty()) {
     return;
@@ -36,8 +27,8 @@ void RequestStripper::OnStripped(const std::string& id, const std::string& key,
   }
   if (status.ok()) {
     deps_.metrics.HubWrite("strip_operation", "ok");
-    Log().Info("removed the propagated operation/refresh from the hub Application",
-               {{"resource", key}});
+    internal::ReconcilerLog().Info(
+        "removed the propagated operation/refresh from the hub Application", {{"resource", key}});
     return;
   }
   if (absl::IsFailedPrecondition(status) || absl::IsNotFound(status)) {
@@ -46,8 +37,9 @@ void RequestStripper::OnStripped(const std::string& id, const std::string& key,
   }
   deps_.metrics.HubWrite("strip_operation", "error");
   const auto delay = deps_.retry.Next();
-  Log().Warn("could not remove operation/refresh from the hub Application; retrying",
-             {{"resource", key}, {"error", std::string(status.message())}});
+  internal::ReconcilerLog().Warn(
+      "could not remove operation/refresh from the hub Application; retrying",
+      {{"resource", key}, {"error", std::string(status.message())}});
   deps_.retry_after(key, delay);
 }
 

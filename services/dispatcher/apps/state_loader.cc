@@ -6,19 +6,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/resource_id.h"
-#include "libs/common/log.h"
 #include "libs/kube/object.h"
 #include "services/dispatcher/apps/decision.h"
+#include "services/dispatcher/apps/internal/reconciler_log.h"
 
 namespace mmi::dispatcher {
 namespace {
 
 using store::DeletionState;
-
-const log::Logger& Log() {
-  static const log::Logger logger("dispatcher.reconciler");
-  return logger;
-}
 
 }  // namespace
 
@@ -68,9 +63,9 @@ void StateLoader::Load() {
   if (!status.ok()) {
     deps_.loop.Post([this, status] {
       const auto delay = load_backoff_.Next();
-      Log().Warn("could not load the dispatch state; retrying",
-                 {{"error", std::string(status.message())},
-                  {"delay_ms", static_cast<int64_t>(delay.count())}});
+      internal::ReconcilerLog().Warn("could not load the dispatch state; retrying",
+                                     {{"error", std::string(status.message())},
+                                      {"delay_ms", static_cast<int64_t>(delay.count())}});
       deps_.loop.PostAfter(delay, [this] { deps_.workers.Post([this] { Load(); }); });
     });
     return;
@@ -127,10 +122,10 @@ void StateLoader::Install(Loaded loaded) {
   early_fetched_.clear();
   early_ready_.clear();
   StartResendClocks(early);
-  Log().Info("dispatch state loaded",
-             {{"resources", static_cast<int64_t>(deps_.state.size())},
-              {"outbox", static_cast<int64_t>(outbox_read)},
-              {"tracked_while_loading", static_cast<int64_t>(early.size())}});
+  internal::ReconcilerLog().Info("dispatch state loaded",
+                                 {{"resources", static_cast<int64_t>(deps_.state.size())},
+                                  {"outbox", static_cast<int64_t>(outbox_read)},
+                                  {"tracked_while_loading", static_cast<int64_t>(early.size())}});
   loaded_.store(true);
   // Events recorded but not accepted before the restart go out first, with their original ids.
   deps_.outbox.Add(std::move(loaded.outbox));
@@ -194,10 +189,10 @@ void StateLoader::OnEarlyFetched(std::vector<std::string> keys,
   if (!rows.ok()) {
     // They wait for the warm load if it ends first (they are queued too).
     const auto delay = early_backoff_.Next();
-    Log().Warn("could not read the rows of changed Applications; retrying",
-               {{"count", static_cast<int64_t>(keys.size())},
-                {"error", std::string(rows.status().message())},
-                {"delay_ms", static_cast<int64_t>(delay.count())}});
+    internal::ReconcilerLog().Warn("could not read the rows of changed Applications; retrying",
+                                   {{"count", static_cast<int64_t>(keys.size())},
+                                    {"error", std::string(rows.status().message())},
+                                    {"delay_ms", static_cast<int64_t>(delay.count())}});
     early_wanted_.insert(keys.begin(), keys.end());
     deps_.loop.PostAfter(delay, [this] { EarlyFetch(); });
     return;

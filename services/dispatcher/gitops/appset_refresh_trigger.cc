@@ -6,19 +6,14 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "libs/common/log.h"
 #include "libs/kube/object.h"
 #include "services/dispatcher/gitops/gitops_cluster.h"
+#include "services/dispatcher/gitops/internal/controller_log.h"
 
 namespace mmi::dispatcher {
 namespace {
 
 using nlohmann::json;
-
-const log::Logger& Log() {
-  static const log::Logger logger("dispatcher.gitopscluster");
-  return logger;
-}
 
 std::string PendingKey(const std::string& ns, const std::string& placement) {
   return absl::AsciiStrToLower(absl::StrCat(ns, "/", placement));
@@ -43,7 +38,7 @@ void AppSetRefreshTrigger::Reconciled(const std::string& ns, const std::string& 
     // change up, as it would without us.
     if (!unsynced_logged_) {
       unsynced_logged_ = true;
-      Log().Warn(
+      internal::GitOpsClusterLog().Warn(
           "ApplicationSets not listed (CRD or RBAC missing?); decisions changes wait for their "
           "requeue",
           {{"placement", absl::StrCat(ns, "/", placement)}});

@@ -1,10 +1,10 @@
 #include "services/dispatcher/gitops/appset_resource_writer.h"
 
 #include "absl/strings/str_cat.h"
-#include "libs/common/log.h"
 #include "libs/common/status_macros.h"
 #include "libs/kube/object.h"
 #include "services/dispatcher/gitops/gitops_cluster.h"
+#include "services/dispatcher/gitops/internal/controller_log.h"
 #include "services/dispatcher/gitops/internal/hub_resources.h"
 
 namespace mmi::dispatcher {
@@ -15,11 +15,6 @@ using internal::Rbac;
 using kube::Metadata;
 using kube::StringAt;
 using nlohmann::json;
-
-const log::Logger& Log() {
-  static const log::Logger logger("dispatcher.gitopscluster");
-  return logger;
-}
 
 }  // namespace
 
@@ -35,8 +30,8 @@ absl::Status AppSetResourceWriter::CreateIfAbsent(const kube::ResourceRef& ref,
   }
   auto created = client_.Create(ref, object, {.field_manager = field_manager_});
   if (created.ok()) {
-    Log().Info("created",
-               {{"resource", absl::StrCat(ref.GroupResource(), " ", kube::ObjectKey(object))}});
+    internal::GitOpsClusterLog().Info(
+        "created", {{"resource", absl::StrCat(ref.GroupResource(), " ", kube::ObjectKey(object))}});
     return absl::OkStatus();
   }
   return absl::IsAlreadyExists(created.status()) ? absl::OkStatus() : created.status();

@@ -5,10 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "libs/common/log.h"
 #include "libs/common/status_macros.h"
 #include "libs/kube/object.h"
 #include "services/dispatcher/gitops/gitops_cluster_controller_settings.h"
+#include "services/dispatcher/gitops/internal/controller_log.h"
 #include "services/dispatcher/gitops/internal/hub_resources.h"
 
 namespace mmi::dispatcher {
@@ -20,11 +20,6 @@ using kube::FieldAt;
 using kube::Metadata;
 using kube::StringAt;
 using nlohmann::json;
-
-const log::Logger& Log() {
-  static const log::Logger logger("dispatcher.gitopscluster");
-  return logger;
-}
 
 }  // namespace
 
@@ -96,7 +91,8 @@ absl::Status ClusterSecretWriter::Write(const json& desired) {
   } else {
     auto created = client_.Create(ref, desired, options);
     if (created.ok()) {
-      Log().Info("cluster secret created", {{"resource", kube::ObjectKey(ns, name)}});
+      internal::GitOpsClusterLog().Info("cluster secret created",
+                                        {{"resource", kube::ObjectKey(ns, name)}});
       return absl::OkStatus();
     }
     if (!absl::IsAlreadyExists(created.status())) {
@@ -111,7 +107,8 @@ absl::Status ClusterSecretWriter::Write(const json& desired) {
   for (int attempt = 0;; ++attempt) {
     auto updated = client_.Update(ref, ClusterSecretUpdate(existing, desired), options);
     if (updated.ok()) {
-      Log().Info("cluster secret updated", {{"resource", kube::ObjectKey(ns, name)}});
+      internal::GitOpsClusterLog().Info("cluster secret updated",
+                                        {{"resource", kube::ObjectKey(ns, name)}});
       return absl::OkStatus();
     }
     if (!absl::IsAborted(updated.status()) || attempt > 0) {

@@ -7,10 +7,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "libs/common/log.h"
 #include "libs/common/status_macros.h"
 #include "prometheus/registry.h"
 #include "services/dispatcher/gitops/internal/controller_handler.h"
+#include "services/dispatcher/gitops/internal/controller_log.h"
 #include "services/dispatcher/gitops/internal/hub_resources.h"
 
 namespace mmi::dispatcher {
@@ -28,11 +28,6 @@ using internal::ManagedClusters;
 using internal::PlacementDecisions;
 
 using nlohmann::json;
-
-const log::Logger& Log() {
-  static const log::Logger logger("dispatcher.gitopscluster");
-  return logger;
-}
 
 using kube::FieldAt;
 using kube::Label;
@@ -128,7 +123,7 @@ absl::Status GitOpsClusterController::Start() {
     informer->Start();
   }
   loop_ = std::jthread([this](const std::stop_token& stop) { Run(stop); });
-  Log().Info("GitOpsCluster controller started");
+  internal::GitOpsClusterLog().Info("GitOpsCluster controller started");
   return absl::OkStatus();
 }
 
@@ -151,7 +146,7 @@ void GitOpsClusterController::Stop() {
   if (loop_.joinable()) {
     loop_.join();
   }
-  Log().Info("GitOpsCluster controller stopped");
+  internal::GitOpsClusterLog().Info("GitOpsCluster controller stopped");
 }
 
 bool GitOpsClusterController::synced() const {
@@ -171,8 +166,9 @@ void GitOpsClusterController::Enqueue(const std::string& key) {
     case kube::WorkQueue::AddResult::kAlreadyQueued:
       return;
     case kube::WorkQueue::AddResult::kOverflowed:
-      Log().Warn("GitOpsCluster work queue full; dropping keys until it drains, then resyncing",
-                 {{"depth", static_cast<int64_t>(queue_.Len())}});
+      internal::GitOpsClusterLog().Warn(
+          "GitOpsCluster work queue full; dropping keys until it drains, then resyncing",
+          {{"depth", static_cast<int64_t>(queue_.Len())}});
       metrics_.overflows->Increment();
       return;
     case kube::WorkQueue::AddResult::kDropped:
@@ -247,8 +243,9 @@ void GitOpsClusterController::Run(const std::stop_token& stop) {
   if (!WaitForInformers(stop)) {
     return;
   }
-  Log().Info("informers synced; reconciling every GitOpsCluster",
-             {{"gitopsclusters", static_cast<int64_t>(gitops_clusters_->Size())}});
+  internal::GitOpsClusterLog().Info(
+      "informers synced; reconciling every GitOpsCluster",
+      {{"gitopsclusters", static_cast<int64_t>(gitops_clusters_->Size())}});
   EnqueueAllGitOpsClusters();
   next_resync_ = clock_.MonotonicNow() + settings_.resync_period;
   while (!stop.stop_requested()) {
@@ -312,8 +309,9 @@ void GitOpsClusterController::EnqueueForCluster(const std::string& cluster) {
 
 void GitOpsClusterController::ScheduleRetry(const std::string& key) {
   const auto delay = retries_.Schedule(key);
-  Log().Debug("reconcile retry scheduled",
-              {{"resource", key}, {"delay_ms", static_cast<int64_t>(delay.count())}});
+  internal::GitOpsClusterLog().Debug(
+      "reconcile retry scheduled",
+      {{"resource", key}, {"delay_ms", static_cast<int64_t>(delay.count())}});
 }
 
 void GitOpsClusterController::ProcessPlacement(const std::string& placement_key) {
@@ -355,7 +353,7 @@ void GitOpsClusterController::Process(const std::string& key) {
     return;
   }
   if (!absl::StartsWith(key, kGitOpsKey)) {
-    Log().Error("unknown work queue key", {{"resource", key}});
+    internal::GitOpsClusterLog().Error("unknown work queue key", {{"resource", key}});
     return;
   }
   const std::string object_key = key.substr(2);
@@ -389,7 +387,8 @@ void GitOpsClusterController::Forget(const std::string& key) {
   status_.Forget(key);
   if (orphans_->WantedBy(key) != nullptr) {
     orphans_->SetWanted(key, std::nullopt);
-    Log().Info("GitOpsCluster deleted; its cluster secrets are orphans now", {{"resource", key}});
+    internal::GitOpsClusterLog().Info("GitOpsCluster deleted; its cluster secrets are orphans now",
+                                      {{"resource", key}});
     Enqueue(kOrphansKey);
   }
 }
@@ -417,7 +416,8 @@ ReconcileOutcome GitOpsClusterController::Reconcile(const std::string& ns,
                                                                           : kCondPlacementResolved;
     SetCondition(status, condition, "False", kReasonInvalidConfiguration, CapMessage(message), now);
     status["message"] = CapMessage(message);
-    Log().Warn("invalid GitOpsCluster", {{"resource", key}, {"error", message}});
+    internal::GitOpsClusterLog().Warn("invalid GitOpsCluster",
+                                      {{"resource", key}, {"error", message}});
     outcome = ReconcileOutcome::kFailed;
   } else {
     SpecResult result = spec_->Reconcile(*object, *spec, std::move(status));

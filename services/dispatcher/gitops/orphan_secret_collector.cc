@@ -4,9 +4,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "libs/common/log.h"
 #include "libs/kube/object.h"
 #include "services/dispatcher/gitops/gitops_cluster.h"
+#include "services/dispatcher/gitops/internal/controller_log.h"
 #include "services/dispatcher/gitops/internal/hub_resources.h"
 
 namespace mmi::dispatcher {
@@ -17,11 +17,6 @@ using internal::IsOwned;
 using internal::ManagedClusters;
 using kube::Metadata;
 using kube::StringAt;
-
-const log::Logger& Log() {
-  static const log::Logger logger("dispatcher.gitopscluster");
-  return logger;
-}
 
 }  // namespace
 
@@ -118,10 +113,11 @@ ReconcileOutcome OrphanSecretCollector::Collect() {
     absl::Status st =
         client_.Delete(Core("secrets", ns), StringAt(Metadata(*secret), "name"), only_this);
     if (st.ok() || absl::IsNotFound(st)) {
-      Log().Info("orphaned cluster secret deleted", {{"resource", key}, {"cluster", cluster}});
+      internal::GitOpsClusterLog().Info("orphaned cluster secret deleted",
+                                        {{"resource", key}, {"cluster", cluster}});
     } else {
-      Log().Warn("cannot delete orphaned cluster secret",
-                 {{"resource", key}, {"error", st.ToString()}});
+      internal::GitOpsClusterLog().Warn("cannot delete orphaned cluster secret",
+                                        {{"resource", key}, {"error", st.ToString()}});
       error = true;
     }
   }

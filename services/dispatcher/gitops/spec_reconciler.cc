@@ -4,19 +4,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "libs/common/log.h"
 #include "libs/kube/object.h"
+#include "services/dispatcher/gitops/internal/controller_log.h"
 #include "services/dispatcher/gitops/spec_run.h"
 
 namespace mmi::dispatcher {
 namespace {
 
 using nlohmann::json;
-
-const log::Logger& Log() {
-  static const log::Logger logger("dispatcher.gitopscluster");
-  return logger;
-}
 
 }  // namespace
 
@@ -49,7 +44,7 @@ SpecResult SpecReconciler::Reconcile(const json& gitops_cluster, const GitOpsClu
   if (absl::Status st = appset_resources_.Ensure(spec.argo_namespace); !st.ok()) {
     run.Set(kCondApplicationSetResourcesReady, "False", kReasonConfigMapCreationFailed,
             CapMessage(st.ToString()));
-    Log().Warn(
+    internal::GitOpsClusterLog().Warn(
         "cannot create ApplicationSet resources",
         {{"resource", kube::ObjectKey(spec.namespace_, spec.name)}, {"error", st.ToString()}});
     retry = true;

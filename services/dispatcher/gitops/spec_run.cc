@@ -3,19 +3,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "libs/common/log.h"
 #include "services/dispatcher/gitops/gitops_cluster.h"
+#include "services/dispatcher/gitops/internal/controller_log.h"
 
 namespace mmi::dispatcher {
-namespace {
-
-const log::Logger& Log() {
-  static const log::Logger logger("dispatcher.gitopscluster");
-  return logger;
-}
-
-}  // namespace
-
 SpecRun::SpecRun(std::string key, nlohmann::json status, std::chrono::system_clock::time_point now)
     : key_(std::move(key)), now_(now) {
   result_.status = std::move(status);
@@ -31,8 +22,9 @@ SpecResult SpecRun::Fail(const char* condition, const char* reason, const std::s
                          ReconcileOutcome outcome) {
   Set(condition, "False", reason, CapMessage(message));
   result_.status["message"] = CapMessage(message);
-  Log().Warn("GitOpsCluster not reconciled",
-             {{"resource", key_}, {"condition", condition}, {"error", message}});
+  internal::GitOpsClusterLog().Warn(
+      "GitOpsCluster not reconciled",
+      {{"resource", key_}, {"condition", condition}, {"error", message}});
   result_.outcome = outcome;
   return result_;
 }
@@ -46,8 +38,9 @@ SpecResult SpecRun::FailKeeping(const char* condition, const char* reason,
 SpecResult SpecRun::Transient(const std::string& what, const absl::Status& error) {
   result_.wanted.reset();
   result_.status["message"] = CapMessage(absl::StrCat(what, ": ", error.ToString()));
-  Log().Warn("GitOpsCluster reconcile failed; retrying",
-             {{"resource", key_}, {"error", absl::StrCat(what, ": ", error.ToString())}});
+  internal::GitOpsClusterLog().Warn(
+      "GitOpsCluster reconcile failed; retrying",
+      {{"resource", key_}, {"error", absl::StrCat(what, ": ", error.ToString())}});
   result_.outcome = ReconcileOutcome::kError;
   return result_;
 }

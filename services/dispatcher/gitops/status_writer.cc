@@ -1,18 +1,13 @@
 #include "services/dispatcher/gitops/status_writer.h"
 
-#include "libs/common/log.h"
 #include "libs/kube/object.h"
+#include "services/dispatcher/gitops/internal/controller_log.h"
 #include "services/dispatcher/gitops/internal/hub_resources.h"
 
 namespace mmi::dispatcher {
 namespace {
 
 using nlohmann::json;
-
-const log::Logger& Log() {
-  static const log::Logger logger("dispatcher.gitopscluster");
-  return logger;
-}
 
 }  // namespace
 
@@ -44,8 +39,8 @@ bool StatusWriter::WriteIfChanged(const std::string& ns, const std::string& name
   if (absl::IsNotFound(patched.status())) {
     return true;
   }
-  Log().Warn("cannot write GitOpsCluster status",
-             {{"resource", key}, {"error", patched.status().ToString()}});
+  internal::GitOpsClusterLog().Warn("cannot write GitOpsCluster status",
+                                    {{"resource", key}, {"error", patched.status().ToString()}});
   return false;
 }
 
