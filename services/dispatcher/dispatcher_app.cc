@@ -22,6 +22,7 @@
 #include "libs/store/postgres/dispatch_store.h"
 #include "libs/transport/factory.h"
 #include "prometheus/registry.h"
+#include "services/dispatcher/apps/hub_writes.h"
 #include "services/dispatcher/apps/managed_clusters.h"
 #include "services/dispatcher/apps/metrics.h"
 #include "services/dispatcher/apps/outbox.h"

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "libs/cloudevents/json_format.h"
-#include "services/dispatcher/apps/hub_writes.h"
+#include "services/dispatcher/apps/finalizers.h"
 
 namespace mmi::dispatcher {
 namespace {

@@ -1,7 +1,8 @@
 // Decide(): what the reconciler does for one Application key, as a pure function of what it
 // sees (the cached Application, what is tracked for it, which ManagedClusters exist, the time).
-// The reconciler applies the decision (reconciler_apply.cc): that is where the store, the
-// outbox and the hub are touched. Pure: no I/O, no clock, no randomness; thread-compatible.
+// The reconciler's DecisionApplier carries the decision out: that is where the store, the outbox
+// and the hub are touched. Pure: no I/O, no clock, no randomness; thread-compatible. It includes
+// only pure headers (no hub client, no informer).
 //
 // Decisions (per Application key "<namespace>/<name>"):
 //  * a store call or hub write for its resource is running: decide again once it is done;
@@ -23,8 +24,8 @@
 
 #include "libs/cloudevents/event.h"
 #include "nlohmann/json.hpp"
+#include "services/dispatcher/apps/cluster_directory.h"
 #include "services/dispatcher/apps/dispatch_state.h"
-#include "services/dispatcher/apps/managed_clusters.h"
 #include "services/dispatcher/apps/payload.h"
 #include "services/dispatcher/apps/reconciler_settings.h"
 
@@ -32,12 +33,12 @@ namespace mmi::dispatcher {
 
 // What Decide() looks at for one key.
 struct Observation {
-  std::string key;                           // "<namespace>/<name>"
-  const nlohmann::json* app = nullptr;       // the cached Application; nullptr: not on the hub
-  const TrackedResource* tracked = nullptr;  // what was recorded for this key, if anything
-  const DispatchState* state = nullptr;      // every tracked resource (same work name elsewhere)
-  const ManagedClusterTracker* clusters = nullptr;
-  std::chrono::steady_clock::time_point now;  // monotonic
+  std::string key;                             // "<namespace>/<name>"
+  const nlohmann::json* app = nullptr;         // the cached Application; nullptr: not on the hub
+  const TrackedResource* tracked = nullptr;    // what was recorded for this key, if anything
+  const DispatchState* state = nullptr;        // every tracked resource (same work name elsewhere)
+  const ClusterDirectory* clusters = nullptr;  // which ManagedClusters exist
+  std::chrono::steady_clock::time_point now;   // monotonic
 };
 
 struct Decision {

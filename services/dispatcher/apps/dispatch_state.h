@@ -17,7 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "libs/store/dispatch_store.h"
 #include "prometheus/gauge.h"
-#include "services/dispatcher/apps/hub_writes.h"
+#include "services/dispatcher/apps/propagated_request.h"
 #include "services/dispatcher/apps/spec_events.h"
 
 namespace mmi::dispatcher {

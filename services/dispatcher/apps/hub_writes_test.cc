@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "libs/kube/testing/fake_kube_client.h"
+#include "services/dispatcher/apps/finalizers.h"
 #include "services/dispatcher/apps/payload.h"
 
 namespace mmi::dispatcher {
@@ -20,22 +21,6 @@ json App() {
             {"annotations", {{kRefreshAnnotation, "hard"}, {"other", "1"}}}}},
           {"spec", {{"project", "default"}}},
           {"operation", {{"sync", {{"revision", "HEAD"}}}}}};
-}
-
-TEST(HubWritesTest, StripPatchTestsTheExactValuesItRemoves) {
-  const PropagatedRequest r = PropagatedRequestOf(App());
-  ASSERT_TRUE(r.operation.has_value());
-  ASSERT_EQ(r.refresh, "hard");
-  const json ops = StripRequestPatch(r);
-  ASSERT_EQ(ops.size(), 4U);
-  EXPECT_EQ(ops[0], json({{"op", "test"}, {"path", "/operation"}, {"value", *r.operation}}));
-  EXPECT_EQ(ops[1], json({{"op", "remove"}, {"path", "/operation"}}));
-  EXPECT_EQ(ops[2]["path"], "/metadata/annotations/argocd.argoproj.io~1refresh");
-  EXPECT_EQ(ops[2]["value"], "hard");
-  const json stripped = App().patch(ops);
-  EXPECT_FALSE(stripped.contains("operation"));
-  EXPECT_EQ(stripped["metadata"]["annotations"], json({{"other", "1"}}));
-  EXPECT_TRUE(StripRequestPatch(PropagatedRequest{}).empty());
 }
 
 TEST(HubWritesTest, ReleasesOnlyOurFinalizerWithAGuardedPatch) {

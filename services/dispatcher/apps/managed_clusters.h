@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "libs/kube/informer.h"
+#include "services/dispatcher/apps/cluster_directory.h"
 
 namespace mmi::dispatcher {
 
@@ -28,15 +29,16 @@ kube::ResourceRef ManagedClustersRef();
 // local-cluster=true (case-insensitive value).
 bool IsLocalCluster(const nlohmann::json& managed_cluster);
 
-class ManagedClusterTracker final : public kube::InformerHandler {
+class ManagedClusterTracker final : public kube::InformerHandler, public ClusterDirectory {
  public:
   explicit ManagedClusterTracker(std::function<void(const std::string& cluster)> on_added = {});
 
   // Replaces the callback; only before the informer starts.
   void SetOnAdded(std::function<void(const std::string& cluster)> on_added);
 
-  bool Known(const std::string& cluster) const;
-  bool IsLocal(const std::string& cluster) const;
+  // ClusterDirectory
+  bool Known(const std::string& cluster) const override;
+  bool IsLocal(const std::string& cluster) const override;
   bool synced() const;
   size_t size() const;
 

@@ -3,20 +3,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "libs/common/log.h"
 #include "libs/service/kube_event.h"
+#include "services/dispatcher/apps/internal/reconciler_log.h"
 #include "services/dispatcher/apps/payload.h"
 
 namespace mmi::dispatcher {
-namespace {
-
-const log::Logger& Log() {
-  static const log::Logger logger("dispatcher.reconciler");
-  return logger;
-}
-
-}  // namespace
-
 UnknownClusters::UnknownClusters(Deps deps, const ReconcilerSettings& settings)
     : deps_(std::move(deps)), settings_(settings) {}
 
@@ -27,8 +18,9 @@ void UnknownClusters::Park(const std::string& key, const std::string& cluster,
   if (inserted) {
     deps_.metrics.UnknownCluster();
     deps_.metrics.parked().Set(static_cast<double>(parked_.size()));
-    Log().Warn("Application targets an unknown ManagedCluster; parked until it appears",
-               {{"resource", key}, {"cluster", cluster}});
+    internal::ReconcilerLog().Warn(
+        "Application targets an unknown ManagedCluster; parked until it appears",
+        {{"resource", key}, {"cluster", cluster}});
   }
   deps_.metrics.Decision("unknown_cluster");
   const auto now = deps_.clock.MonotonicNow();
@@ -61,8 +53,9 @@ void UnknownClusters::WriteEvent(const std::string& cluster, const nlohmann::jso
     auto created = deps_.hub.Create({"", "v1", "events", ns}, event, kube::WriteOptions{});
     deps_.metrics.HubWrite("event", created.ok() ? "ok" : "error");
     if (!created.ok()) {
-      Log().Warn("could not write a Kubernetes Event",
-                 {{"namespace", ns}, {"error", std::string(created.status().message())}});
+      internal::ReconcilerLog().Warn(
+          "could not write a Kubernetes Event",
+          {{"namespace", ns}, {"error", std::string(created.status().message())}});
     }
   });
 }

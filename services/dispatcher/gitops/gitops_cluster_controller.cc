@@ -5,18 +5,12 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/time/time.h"
-#include "libs/common/log.h"
-#include "prometheus/counter.h"
-#include "prometheus/family.h"
-#include "prometheus/gauge.h"
-#include "prometheus/histogram.h"
+#include "libs/common/status_macros.h"
 #include "prometheus/registry.h"
 #include "services/dispatcher/gitops/internal/controller_handler.h"
+#include "services/dispatcher/gitops/internal/controller_log.h"
 #include "services/dispatcher/gitops/internal/hub_resources.h"
 
 namespace mmi::dispatcher {
@@ -35,16 +29,8 @@ using internal::PlacementDecisions;
 
 using nlohmann::json;
 
-const log::Logger& Log() {
-  static const log::Logger logger("dispatcher.gitopscluster");
-  return logger;
-}
-
-using kube::BoolAt;
 using kube::FieldAt;
-using kube::KubeTime;
 using kube::Label;
-using kube::Labels;
 using kube::Metadata;
 using kube::StringAt;
 
@@ -67,59 +53,16 @@ void ShrinkSecret(json& secret) {
 
 }  // namespace
 
-struct GitOpsClusterController::Metrics {
-  prometheus::Counter* success = nullptr;
-  prometheus::Counter* failed = nullptr;
-  prometheus::Counter* error = nullptr;
-  prometheus::Histogram* duration = nullptr;
-  prometheus::Gauge* managed_secrets = nullptr;
-  prometheus::Gauge* queue_depth = nullptr;
-  prometheus::Counter* overflows = nullptr;
-
-  explicit Metrics(prometheus::Registry& registry) {
-    auto& reconciles = prometheus::BuildCounter()
-                           .Name("mmi_gitopscluster_reconciles_total")
-                           .Help(
-                               "GitOpsCluster reconciles by result (success; failed: a condition "
-                               "is False until the spec or the hub changes; error: retried).")
-                           .Register(registry);
-    success = &reconciles.Add({{"result", "success"}});
-    failed = &reconciles.Add({{"result", "failed"}});
-    error = &reconciles.Add({{"result", "error"}});
-    duration = &prometheus::BuildHistogram()
-                    .Name("mmi_gitopscluster_reconcile_duration_seconds")
-                    .Help("Time to reconcile one GitOpsCluster.")
-                    .Register(registry)
-                    .Add({}, prometheus::Histogram::BucketBoundaries{
-                                 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60});
-    managed_secrets = &prometheus::BuildGauge()
-                           .Name("mmi_gitopscluster_managed_secrets")
-                           .Help(
-                               "Argo CD cluster secrets the GitOpsClusters want (written and "
-                               "kept by this dispatcher).")
-                           .Register(registry)
-                           .Add({});
-    queue_depth = &prometheus::BuildGauge()
-                       .Name("mmi_gitopscluster_queue_depth")
-                       .Help("Keys waiting in the GitOpsCluster work queue.")
-                       .Register(registry)
-                       .Add({});
-    overflows = &prometheus::BuildCounter()
-                     .Name("mmi_gitopscluster_queue_overflows_total")
-                     .Help("Keys dropped because the GitOpsCluster work queue was full.")
-                     .Register(registry)
-                     .Add({});
-  }
-};
-
 GitOpsClusterController::GitOpsClusterController(kube::KubeClient& client, const Clock& clock,
                                                  GitOpsClusterControllerSettings settings,
                                                  prometheus::Registry& registry)
     : client_(client),
       clock_(clock),
       settings_(std::move(settings)),
-      metrics_(std::make_unique<Metrics>(registry)),
-      queue_(settings_.max_queue_depth) {
+      metrics_(registry),
+      status_(client, settings_.field_manager),
+      queue_(settings_.max_queue_depth),
+      retries_(clock, settings_.retry_backoff) {
   const auto make = [&](kube::ResourceRef ref, std::string label_selector,
                         kube::Transform transform, Handler::Kind kind) {
     kube::InformerSettings s;
@@ -149,7 +92,13 @@ GitOpsClusterController::GitOpsClusterController(kube::KubeClient& client, const
     appsets_ = std::make_unique<kube::Informer>(client_, clock_, std::move(s), &registry);
     refresher_ =
         std::make_unique<AppSetRefresher>(client_, clock_, settings_.appset_refresh, registry);
+    refresh_ = std::make_unique<AppSetRefreshTrigger>(*refresher_, *appsets_, *decisions_);
   }
+  spec_ =
+      std::make_unique<SpecReconciler>(client_, clock_, *managed_clusters_, *secrets_, settings_);
+  orphans_ = std::make_unique<OrphanSecretCollector>(client_, *gitops_clusters_, *secrets_,
+                                                     *managed_clusters_, settings_,
+                                                     *metrics_.managed_secrets);
 }
 
 std::vector<kube::Informer*> GitOpsClusterController::Informers() const {
@@ -164,24 +113,7 @@ std::vector<kube::Informer*> GitOpsClusterController::Informers() const {
 GitOpsClusterController::~GitOpsClusterController() { Stop(); }
 
 absl::Status GitOpsClusterController::Start() {
-  if (settings_.max_queue_depth == 0) {
-    return absl::InvalidArgumentError("gitops_cluster.max_queue_depth must be > 0");
-  }
-  if (settings_.decision_page_size <= 0 || settings_.informer_page_size <= 0) {
-    return absl::InvalidArgumentError(
-        "gitops_cluster.decision_page_size and gitops_cluster.informer_page_size must be > 0");
-  }
-  if (settings_.field_manager.empty() || settings_.field_manager.size() > 128) {
-    return absl::InvalidArgumentError("gitops_cluster.field_manager must be 1..128 characters");
-  }
-  if (settings_.managed_by.empty() || settings_.managed_by.size() > 63) {
-    return absl::InvalidArgumentError(
-        "gitops_cluster.managed_by must be a label value (1..63 characters)");
-  }
-  if (settings_.resync_period.count() <= 0 || settings_.timer_check_interval.count() <= 0) {
-    return absl::InvalidArgumentError(
-        "gitops_cluster.resync_period and gitops_cluster.timer_check_interval must be > 0");
-  }
+  RETURN_IF_ERROR(ValidateGitOpsClusterControllerSettings(settings_));
   absl::MutexLock lock(&lifecycle_mu_);
   if (started_ || stopped_) {
     return absl::FailedPreconditionError("GitOpsClusterController::Start called twice");
@@ -191,7 +123,7 @@ absl::Status GitOpsClusterController::Start() {
     informer->Start();
   }
   loop_ = std::jthread([this](const std::stop_token& stop) { Run(stop); });
-  Log().Info("GitOpsCluster controller started");
+  internal::GitOpsClusterLog().Info("GitOpsCluster controller started");
   return absl::OkStatus();
 }
 
@@ -214,7 +146,7 @@ void GitOpsClusterController::Stop() {
   if (loop_.joinable()) {
     loop_.join();
   }
-  Log().Info("GitOpsCluster controller stopped");
+  internal::GitOpsClusterLog().Info("GitOpsCluster controller stopped");
 }
 
 bool GitOpsClusterController::synced() const {
@@ -229,17 +161,18 @@ bool GitOpsClusterController::synced() const {
 void GitOpsClusterController::Enqueue(const std::string& key) {
   switch (queue_.Add(key)) {
     case kube::WorkQueue::AddResult::kAdded:
-      metrics_->queue_depth->Set(static_cast<double>(queue_.Len()));
+      metrics_.queue_depth->Set(static_cast<double>(queue_.Len()));
       return;
     case kube::WorkQueue::AddResult::kAlreadyQueued:
       return;
     case kube::WorkQueue::AddResult::kOverflowed:
-      Log().Warn("GitOpsCluster work queue full; dropping keys until it drains, then resyncing",
-                 {{"depth", static_cast<int64_t>(queue_.Len())}});
-      metrics_->overflows->Increment();
+      internal::GitOpsClusterLog().Warn(
+          "GitOpsCluster work queue full; dropping keys until it drains, then resyncing",
+          {{"depth", static_cast<int64_t>(queue_.Len())}});
+      metrics_.overflows->Increment();
       return;
     case kube::WorkQueue::AddResult::kDropped:
-      metrics_->overflows->Increment();
+      metrics_.overflows->Increment();
       return;
   }
 }
@@ -250,7 +183,7 @@ std::string GitOpsClusterController::Pop(std::chrono::milliseconds max_wait) {
     return "";
   }
   if (std::optional<std::string> key = queue_.Get()) {
-    metrics_->queue_depth->Set(static_cast<double>(queue_.Len()));
+    metrics_.queue_depth->Set(static_cast<double>(queue_.Len()));
     return *std::move(key);
   }
   if (queue_.TakeOverflow()) {
@@ -284,41 +217,42 @@ bool GitOpsClusterController::WaitForInformers(const std::stop_token& stop) {
   return false;
 }
 
+std::chrono::steady_clock::time_point GitOpsClusterController::RunTimers() {
+  const auto now = clock_.MonotonicNow();
+  for (const std::string& key : retries_.TakeDue(now)) {
+    Enqueue(key);
+  }
+  if (now >= next_resync_) {
+    EnqueueAllGitOpsClusters();
+    next_resync_ = now + settings_.resync_period;
+  }
+  auto next_timer = next_resync_;
+  if (refresher_) {
+    if (auto due = refresher_->SendDue(); due.has_value()) {
+      next_timer = std::min(next_timer, *due);
+    }
+  }
+  if (auto due = retries_.NextDue(); due.has_value()) {
+    next_timer = std::min(next_timer, *due);
+  }
+  return next_timer;
+}
+
 void GitOpsClusterController::Run(const std::stop_token& stop) {
   pthread_setname_np(pthread_self(), "gitops-loop");
   if (!WaitForInformers(stop)) {
     return;
   }
-  Log().Info("informers synced; reconciling every GitOpsCluster",
-             {{"gitopsclusters", static_cast<int64_t>(gitops_clusters_->Size())}});
+  internal::GitOpsClusterLog().Info(
+      "informers synced; reconciling every GitOpsCluster",
+      {{"gitopsclusters", static_cast<int64_t>(gitops_clusters_->Size())}});
   EnqueueAllGitOpsClusters();
   next_resync_ = clock_.MonotonicNow() + settings_.resync_period;
   while (!stop.stop_requested()) {
-    const auto now = clock_.MonotonicNow();
-    for (auto it = delayed_.begin(); it != delayed_.end();) {
-      if (it->second <= now) {
-        Enqueue(it->first);
-        it = delayed_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    if (now >= next_resync_) {
-      EnqueueAllGitOpsClusters();
-      next_resync_ = now + settings_.resync_period;
-    }
-    auto next_timer = next_resync_;
-    if (refresher_) {
-      if (auto due = refresher_->SendDue(); due.has_value()) {
-        next_timer = std::min(next_timer, *due);
-      }
-    }
-    for (const auto& [key, due] : delayed_) {
-      next_timer = std::min(next_timer, due);
-    }
-    const auto wait =
-        std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(next_timer - now),
-                   std::chrono::milliseconds(0), settings_.timer_check_interval);
+    const auto next_timer = RunTimers();
+    const auto wait = std::clamp(
+        std::chrono::duration_cast<std::chrono::milliseconds>(next_timer - clock_.MonotonicNow()),
+        std::chrono::milliseconds(0), settings_.timer_check_interval);
     const std::string key = Pop(wait);
     if (!key.empty()) {
       Process(key);
@@ -344,48 +278,16 @@ void GitOpsClusterController::EnqueueForPlacement(const std::string& ns,
       used = true;
     }
   }
-  if (!used) {
-    // No GitOpsCluster of ours uses it: its ApplicationSets are not ours to refresh.
-    refresh_pending_.erase(absl::AsciiStrToLower(absl::StrCat(ns, "/", placement)));
+  if (!used && refresh_) {
+    refresh_->Forget(ns, placement);
   }
-}
-
-void GitOpsClusterController::RefreshAppSetsIfDecided(const std::string& ns,
-                                                      const std::string& placement) {
-  if (!refresher_ ||
-      refresh_pending_.erase(absl::AsciiStrToLower(absl::StrCat(ns, "/", placement))) == 0) {
-    return;
-  }
-  if (!appsets_->HasSynced()) {
-    // Their CRD or our RBAC for them may be missing: the ApplicationSets' requeue picks the
-    // change up, as it would without us.
-    if (!appsets_unsynced_logged_) {
-      appsets_unsynced_logged_ = true;
-      Log().Warn(
-          "ApplicationSets not listed (CRD or RBAC missing?); decisions changes wait for their "
-          "requeue",
-          {{"placement", absl::StrCat(ns, "/", placement)}});
-    }
-    return;
-  }
-  // The Placement's decisions now, and its label alone: a generator selecting by that label
-  // still reads the Placement when its last PlacementDecision is gone.
-  std::vector<kube::ObjectPtr> decisions;
-  for (const kube::ObjectPtr& pd : decisions_->List(ns)) {
-    if (absl::EqualsIgnoreCase(Label(*pd, kPlacementLabel), placement)) {
-      decisions.push_back(pd);
-    }
-  }
-  decisions.push_back(std::make_shared<const json>(
-      json{{"metadata", {{"namespace", ns}, {"labels", {{kPlacementLabel, placement}}}}}}));
-  refresher_->DecisionsChanged(appsets_->List(), absl::StrCat(ns, "/", placement), decisions);
 }
 
 void GitOpsClusterController::EnqueueForCluster(const std::string& cluster) {
   for (const kube::ObjectPtr& g : gitops_clusters_->List()) {
     const std::string key = kube::ObjectKey(*g);
-    auto managed = managed_.find(key);
-    bool concerned = managed != managed_.end() && managed->second.clusters.contains(cluster);
+    const WantedSecrets* wanted = orphans_->WantedBy(key);
+    bool concerned = wanted != nullptr && wanted->clusters.contains(cluster);
     if (!concerned) {
       auto spec = ParseGitOpsClusterSpec(*g);
       if (spec.ok()) {
@@ -406,17 +308,22 @@ void GitOpsClusterController::EnqueueForCluster(const std::string& cluster) {
 }
 
 void GitOpsClusterController::ScheduleRetry(const std::string& key) {
-  auto it = retries_.find(key);
-  if (it == retries_.end()) {
-    it = retries_.emplace(key, Backoff(settings_.retry_backoff)).first;
-  }
-  const auto delay = it->second.Next();
-  delayed_[key] = clock_.MonotonicNow() + delay;
-  Log().Debug("reconcile retry scheduled",
-              {{"resource", key}, {"delay_ms", static_cast<int64_t>(delay.count())}});
+  const auto delay = retries_.Schedule(key);
+  internal::GitOpsClusterLog().Debug(
+      "reconcile retry scheduled",
+      {{"resource", key}, {"delay_ms", static_cast<int64_t>(delay.count())}});
 }
 
-void GitOpsClusterController::ForgetRetry(const std::string& key) { retries_.erase(key); }
+void GitOpsClusterController::ProcessPlacement(const std::string& placement_key) {
+  const auto slash = placement_key.find('/');
+  if (slash == std::string::npos) {
+    return;
+  }
+  if (refresh_) {
+    refresh_->DecisionsChanged(placement_key);
+  }
+  EnqueueForPlacement(placement_key.substr(0, slash), placement_key.substr(slash + 1));
+}
 
 void GitOpsClusterController::Process(const std::string& key) {
   if (key == kResyncKey) {
@@ -424,22 +331,15 @@ void GitOpsClusterController::Process(const std::string& key) {
     return;
   }
   if (key == kOrphansKey) {
-    if (CleanUpOrphans() == Outcome::kError) {
+    if (orphans_->Collect() == ReconcileOutcome::kError) {
       ScheduleRetry(key);
     } else {
-      ForgetRetry(key);
+      retries_.Forget(key);
     }
     return;
   }
   if (absl::StartsWith(key, kPlacementKey)) {
-    const std::string rest = key.substr(2);
-    const auto slash = rest.find('/');
-    if (slash != std::string::npos) {
-      if (refresher_) {
-        refresh_pending_.insert(absl::AsciiStrToLower(rest));
-      }
-      EnqueueForPlacement(rest.substr(0, slash), rest.substr(slash + 1));
-    }
+    ProcessPlacement(key.substr(2));
     return;
   }
   if (absl::StartsWith(key, kClusterKey)) {
@@ -447,13 +347,13 @@ void GitOpsClusterController::Process(const std::string& key) {
     return;
   }
   if (absl::StartsWith(key, kSecretKey)) {
-    if (!wanted_.contains(key.substr(2))) {
+    if (!orphans_->IsWanted(key.substr(2))) {
       Enqueue(kOrphansKey);
     }
     return;
   }
   if (!absl::StartsWith(key, kGitOpsKey)) {
-    Log().Error("unknown work queue key", {{"resource", key}});
+    internal::GitOpsClusterLog().Error("unknown work queue key", {{"resource", key}});
     return;
   }
   const std::string object_key = key.substr(2);
@@ -462,55 +362,53 @@ void GitOpsClusterController::Process(const std::string& key) {
     return;
   }
   const auto started = clock_.MonotonicNow();
-  const Outcome outcome = Reconcile(object_key.substr(0, slash), object_key.substr(slash + 1));
-  metrics_->duration->Observe(
+  const ReconcileOutcome outcome =
+      Reconcile(object_key.substr(0, slash), object_key.substr(slash + 1));
+  metrics_.duration->Observe(
       std::chrono::duration<double>(clock_.MonotonicNow() - started).count());
   switch (outcome) {
-    case Outcome::kSuccess:
-      metrics_->success->Increment();
-      ForgetRetry(key);
+    case ReconcileOutcome::kSuccess:
+      metrics_.success->Increment();
+      retries_.Forget(key);
       break;
-    case Outcome::kFailed:
-      metrics_->failed->Increment();
-      ForgetRetry(key);
+    case ReconcileOutcome::kFailed:
+      metrics_.failed->Increment();
+      retries_.Forget(key);
       break;
-    case Outcome::kError:
-      metrics_->error->Increment();
+    case ReconcileOutcome::kError:
+      metrics_.error->Increment();
       ScheduleRetry(key);
       break;
   }
 }
 
-GitOpsClusterController::Outcome GitOpsClusterController::Reconcile(const std::string& ns,
-                                                                    const std::string& name) {
+void GitOpsClusterController::Forget(const std::string& key) {
+  // No finalizer (hub-apis §4.7): what it wrote becomes orphans.
+  status_.Forget(key);
+  if (orphans_->WantedBy(key) != nullptr) {
+    orphans_->SetWanted(key, std::nullopt);
+    internal::GitOpsClusterLog().Info("GitOpsCluster deleted; its cluster secrets are orphans now",
+                                      {{"resource", key}});
+    Enqueue(kOrphansKey);
+  }
+}
+
+ReconcileOutcome GitOpsClusterController::Reconcile(const std::string& ns,
+                                                    const std::string& name) {
   const std::string key = kube::ObjectKey(ns, name);
   const kube::ObjectPtr object = gitops_clusters_->Get(ns, name);
   if (object == nullptr || !FieldAt(Metadata(*object), "deletionTimestamp").is_null()) {
-    // No finalizer (hub-apis §4.7): what it wrote becomes orphans.
-    written_.erase(key);
-    if (managed_.contains(key)) {
-      SetManaged(key, std::nullopt);
-      Log().Info("GitOpsCluster deleted; its cluster secrets are orphans now", {{"resource", key}});
-      Enqueue(kOrphansKey);
-    }
-    return Outcome::kSuccess;
+    Forget(key);
+    return ReconcileOutcome::kSuccess;
   }
   const auto now = clock_.Now();
-  const std::string resource_version = kube::ResourceVersionOf(*object);
-  json original = object->contains("status") && (*object)["status"].is_object()
-                      ? (*object)["status"]
-                      : json::object();
-  // Our last status write may not have reached the cache yet: then it, not the cached status,
-  // is what the API server holds (otherwise every quick re-reconcile would write again).
-  if (auto w = written_.find(key); w != written_.end() && w->second.based_on == resource_version) {
-    original = w->second.status;
-  }
+  const json original = status_.Current(key, *object);
   json status = original;
   EnsureConditions(status, now);
 
   // What the GitOpsCluster wants now; nullopt: keep what it wanted (a transient failure).
-  std::optional<Managed> managed = Managed{};
-  Outcome outcome = Outcome::kSuccess;
+  std::optional<WantedSecrets> wanted = WantedSecrets{};
+  ReconcileOutcome outcome = ReconcileOutcome::kSuccess;
   auto spec = ParseGitOpsClusterSpec(*object);
   if (!spec.ok()) {
     const std::string message(spec.status().message());
@@ -518,67 +416,38 @@ GitOpsClusterController::Outcome GitOpsClusterController::Reconcile(const std::s
                                                                           : kCondPlacementResolved;
     SetCondition(status, condition, "False", kReasonInvalidConfiguration, CapMessage(message), now);
     status["message"] = CapMessage(message);
-    Log().Warn("invalid GitOpsCluster", {{"resource", key}, {"error", message}});
-    outcome = Outcome::kFailed;
+    internal::GitOpsClusterLog().Warn("invalid GitOpsCluster",
+                                      {{"resource", key}, {"error", message}});
+    outcome = ReconcileOutcome::kFailed;
   } else {
-    SpecResult result = ReconcileSpec(*object, *spec, std::move(status));
+    SpecResult result = spec_->Reconcile(*object, *spec, std::move(status));
     outcome = result.outcome;
     status = std::move(result.status);
-    managed = std::move(result.managed);
+    wanted = std::move(result.wanted);
   }
   UpdateReadyCondition(status, now);
-  status["phase"] = outcome == Outcome::kSuccess ? "successful" : "failed";
+  status["phase"] = outcome == ReconcileOutcome::kSuccess ? "successful" : "failed";
   if (!status.contains("message") || !status["message"].is_string()) {
     status["message"] = "";
   }
-
-  if (status != original) {
-    status["lastUpdateTime"] = KubeTime(now);
-    kube::PatchOptions options;
-    options.field_manager = settings_.field_manager;
-    auto patched = client_.Patch(GitOpsClusters(ns), name, kube::PatchType::kMerge,
-                                 json{{"status", status}}, options, "status");
-    if (patched.ok()) {
-      written_[key] = WrittenStatus{.based_on = resource_version, .status = status};
-    } else if (!absl::IsNotFound(patched.status())) {
-      Log().Warn("cannot write GitOpsCluster status",
-                 {{"resource", key}, {"error", patched.status().ToString()}});
-      outcome = Outcome::kError;
-    }
+  if (!status_.WriteIfChanged(ns, name, kube::ResourceVersionOf(*object), std::move(status),
+                              original, now)) {
+    outcome = ReconcileOutcome::kError;
   }
 
-  if (spec.ok() && outcome != Outcome::kError) {
+  if (refresh_ && spec.ok() && outcome != ReconcileOutcome::kError) {
     // The cluster secrets the generators need are written now.
-    RefreshAppSetsIfDecided(spec->namespace_, spec->placement_name);
+    refresh_->Reconciled(spec->namespace_, spec->placement_name);
   }
-  if (managed.has_value()) {
-    auto it = managed_.find(key);
-    if (it == managed_.end() || it->second.secrets != managed->secrets ||
-        it->second.clusters != managed->clusters) {
-      SetManaged(key, std::move(managed));
+  if (wanted.has_value()) {
+    const WantedSecrets* before = orphans_->WantedBy(key);
+    if (before == nullptr || before->secrets != wanted->secrets ||
+        before->clusters != wanted->clusters) {
+      orphans_->SetWanted(key, std::move(wanted));
       Enqueue(kOrphansKey);
     }
   }
   return outcome;
-}
-
-void GitOpsClusterController::SetManaged(const std::string& key, std::optional<Managed> managed) {
-  auto it = managed_.find(key);
-  if (it != managed_.end()) {
-    for (const auto& [secret, cluster] : it->second.secrets) {
-      if (--wanted_[secret] <= 0) {
-        wanted_.erase(secret);
-      }
-    }
-    managed_.erase(it);
-  }
-  if (managed.has_value()) {
-    for (const auto& [secret, cluster] : managed->secrets) {
-      ++wanted_[secret];
-    }
-    managed_.emplace(key, *std::move(managed));
-  }
-  metrics_->managed_secrets->Set(static_cast<double>(wanted_.size()));
 }
 
 }  // namespace mmi::dispatcher

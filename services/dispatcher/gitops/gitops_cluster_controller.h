@@ -5,7 +5,15 @@
 // spec.argoServer.argoNamespace, creates the `acm-placement` / `acm-placementrule` ConfigMaps and
 // the ApplicationSet controller's placement Role/RoleBinding there (create-only), and keeps the
 // GitOpsCluster status conditions true to what happened. The pure pieces are in
-// gitops_cluster.h.
+// gitops_cluster.h. The controller owns the informers, the work queue and the loop, and wires
+// its collaborators, each in its own header:
+//   SpecReconciler         the steps of a valid spec: ArgoServerVerifier, AppSetResourceWriter,
+//                          PlacementResolver, ClusterSecretWriter (each its own class)
+//   StatusWriter           the status subresource, written only when it changed
+//   OrphanSecretCollector  who wants which cluster secret; orphans deleted by the policy
+//   AppSetRefreshTrigger   when ApplicationSets are refreshed (AppSetRefresher sends it)
+//   RetrySchedule          per-key backoff of failed reconciles
+//   GitOpsClusterMetrics   the metrics below
 //
 // Reconcile of one GitOpsCluster, in order (hub-apis §4.4, non-agent path):
 //   validate the spec -> namespace authorisation -> Argo CD server probe -> ConfigMaps + RBAC
@@ -41,12 +49,8 @@
 #pragma once
 
 #include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
-#include <optional>
 #include <set>
 #include <stop_token>
 #include <string>
@@ -54,7 +58,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "libs/common/backoff.h"
@@ -63,58 +66,21 @@
 #include "libs/kube/kube_client.h"
 #include "libs/kube/work_queue.h"
 #include "services/dispatcher/gitops/appset_refresh.h"
+#include "services/dispatcher/gitops/appset_refresh_trigger.h"
 #include "services/dispatcher/gitops/gitops_cluster.h"
+#include "services/dispatcher/gitops/gitops_cluster_controller_settings.h"
+#include "services/dispatcher/gitops/gitops_cluster_metrics.h"
+#include "services/dispatcher/gitops/orphan_secret_collector.h"
+#include "services/dispatcher/gitops/reconcile_result.h"
+#include "services/dispatcher/gitops/retry_schedule.h"
+#include "services/dispatcher/gitops/spec_reconciler.h"
+#include "services/dispatcher/gitops/status_writer.h"
 
 namespace prometheus {
 class Registry;
 }  // namespace prometheus
 
 namespace mmi::dispatcher {
-
-// What happens to a cluster secret this controller wrote once no GitOpsCluster decides its
-// cluster any more (decision removed, Placement or GitOpsCluster deleted or made invalid).
-enum class OrphanSecretPolicy {
-  // Upstream behaviour (hub-apis §4.7): delete it only when its ManagedCluster is gone (404).
-  kDeleteWhenClusterGone,
-  // Follow the decisions: delete it as soon as no GitOpsCluster decides its cluster.
-  kDeleteWhenUndecided,
-};
-
-struct GitOpsClusterControllerSettings {
-  // Every GitOpsCluster is reconciled again this often even without events (upstream: 5 min).
-  std::chrono::seconds resync_period{300};
-  // Delay before retrying a failed reconcile, per key: exponential with jitter (controller-
-  // runtime's per-item limiter is 5 ms .. 1000 s; we start slower to spare the API server).
-  BackoffSettings retry_backoff{.initial = std::chrono::milliseconds(1000),
-                                .max = std::chrono::milliseconds(300'000),
-                                .multiplier = 2.0,
-                                .jitter = 0.2};
-  // Capacity of the work queue in distinct keys. When full, new keys are dropped (counted in
-  // mmi_gitopscluster_queue_overflows_total) and a full resync is run once the queue drains.
-  size_t max_queue_depth = 10'000;
-  // Page size (`limit`) for listing a Placement's PlacementDecisions (100 decisions each).
-  int64_t decision_page_size = 100;
-  // Page size of the informers' lists.
-  int64_t informer_page_size = 500;
-  // Field manager recorded on every write (<= 128 characters).
-  std::string field_manager = "mmi-dispatcher";
-  // Value of the `app.kubernetes.io/managed-by` label on the cluster secrets this controller
-  // writes. Only secrets with this label are ever deleted by it.
-  std::string managed_by = "mmi-dispatcher";
-  // See OrphanSecretPolicy. Default: as upstream.
-  OrphanSecretPolicy orphan_secret_policy = OrphanSecretPolicy::kDeleteWhenClusterGone;
-  // Longest the idle loop waits before it re-checks its timers (retries, resync) against the
-  // Clock. Lower it in tests that drive a fake clock.
-  std::chrono::milliseconds timer_check_interval{1000};
-  // When a Placement's decisions change, ask the ApplicationSets that read them to refresh
-  // (appset_refresh.h), so a joining or leaving cluster does not wait for their requeue. Needs
-  // list/watch/patch on applicationsets and create on events.
-  bool refresh_application_sets = true;
-  AppSetRefreshSettings appset_refresh;
-};
-
-// Label put on every cluster secret this controller writes (value: settings.managed_by).
-inline constexpr char kManagedByLabel[] = "app.kubernetes.io/managed-by";
 
 class GitOpsClusterController {
  public:
@@ -136,27 +102,6 @@ class GitOpsClusterController {
 
  private:
   class Handler;
-  class SpecRun;  // one ReconcileSpec (gitops_cluster_spec.cc)
-  struct Metrics;
-  // Loop-owned memory of one GitOpsCluster's last reconcile.
-  struct Managed {
-    // "namespace/name" of each cluster secret it wants -> "namespace/cluster" it is for.
-    std::map<std::string, std::string> secrets;
-    std::set<std::string> clusters;  // clusters it decided
-  };
-  // The last status this controller wrote for a GitOpsCluster.
-  struct WrittenStatus {
-    std::string based_on;  // resourceVersion of the object it was computed from
-    nlohmann::json status;
-  };
-  enum class Outcome { kSuccess, kFailed, kError };
-  // What reconciling a valid spec decided: the status to write and what the GitOpsCluster wants
-  // now (nullopt: keep what it wanted before, after a transient failure or unusable decisions).
-  struct SpecResult {
-    Outcome outcome = Outcome::kSuccess;
-    nlohmann::json status;
-    std::optional<Managed> managed;
-  };
 
   // --- queue (any thread) ---
   void Enqueue(const std::string& key);
@@ -164,64 +109,44 @@ class GitOpsClusterController {
   // --- loop thread ---
   void Run(const std::stop_token& stop);
   bool WaitForInformers(const std::stop_token& stop);
+  // Queues the keys whose retry is due; returns when the loop's next timer is due.
+  std::chrono::steady_clock::time_point RunTimers();
   // Pops the next ready key, waiting at most `max_wait`; "" when none.
   std::string Pop(std::chrono::milliseconds max_wait);
   void Process(const std::string& key);
+  // A "p:<ns>/<placement>" key: its GitOpsClusters are reconciled, its ApplicationSets are due.
+  void ProcessPlacement(const std::string& placement_key);
   void EnqueueAllGitOpsClusters();
   void EnqueueForPlacement(const std::string& ns, const std::string& placement);
   void EnqueueForCluster(const std::string& cluster);
-  Outcome Reconcile(const std::string& ns, const std::string& name);
-  // --- gitops_cluster_spec.cc: the steps after spec validation, from `status` as it was ---
-  SpecResult ReconcileSpec(const nlohmann::json& gitops_cluster, const GitOpsClusterSpec& spec,
-                           nlohmann::json status);
-  // The Argo CD namespace may be used and has a server; a result when the reconcile stops.
-  std::optional<SpecResult> VerifyArgoServer(const nlohmann::json& gitops_cluster,
-                                             const GitOpsClusterSpec& spec, SpecRun& run);
-  // The ManagedClusters the Placement decides; nullopt when the reconcile stops.
-  std::optional<std::map<std::string, kube::ObjectPtr>> ResolvePlacement(
-      const GitOpsClusterSpec& spec, SpecRun& run);
-  SpecResult RegisterClusters(const nlohmann::json& gitops_cluster, const GitOpsClusterSpec& spec,
-                              const std::map<std::string, kube::ObjectPtr>& cluster_objects,
-                              bool retry, SpecRun& run);
-  absl::Status EnsureAppSetResources(const std::string& argo_namespace);
-  absl::Status CreateIfAbsent(const kube::ResourceRef& ref, const nlohmann::json& object);
-  absl::Status WriteClusterSecret(const nlohmann::json& desired);
-  Outcome CleanUpOrphans();
-  // Replaces (nullopt: forgets) a GitOpsCluster's Managed, keeping wanted_ and the gauge right.
-  void SetManaged(const std::string& key, std::optional<Managed> managed);
+  ReconcileOutcome Reconcile(const std::string& ns, const std::string& name);
+  // The GitOpsCluster `key` is gone or being deleted: what it wrote becomes orphans.
+  void Forget(const std::string& key);
   void ScheduleRetry(const std::string& key);
-  void ForgetRetry(const std::string& key);
-  // After a reconcile of a GitOpsCluster of Placement `ns/placement`: refreshes the
-  // ApplicationSets reading its decisions when they changed since the last time.
-  void RefreshAppSetsIfDecided(const std::string& ns, const std::string& placement);
   // Every informer that exists.
   std::vector<kube::Informer*> Informers() const;
 
   kube::KubeClient& client_;
   const Clock& clock_;
   const GitOpsClusterControllerSettings settings_;
-  std::unique_ptr<Metrics> metrics_;
+  GitOpsClusterMetrics metrics_;
 
   std::unique_ptr<kube::Informer> gitops_clusters_;
   std::unique_ptr<kube::Informer> decisions_;
   std::unique_ptr<kube::Informer> managed_clusters_;
   std::unique_ptr<kube::Informer> secrets_;
-  std::unique_ptr<kube::Informer> appsets_;     // with refresh_application_sets only
-  std::unique_ptr<AppSetRefresher> refresher_;  // idem
+  std::unique_ptr<kube::Informer> appsets_;        // with refresh_application_sets only
+  std::unique_ptr<AppSetRefresher> refresher_;     // idem
+  std::unique_ptr<AppSetRefreshTrigger> refresh_;  // idem
   std::vector<std::unique_ptr<Handler>> handlers_;
+  std::unique_ptr<SpecReconciler> spec_;            // after the informers it reads
+  std::unique_ptr<OrphanSecretCollector> orphans_;  // idem
+  StatusWriter status_;
 
   kube::WorkQueue queue_;  // capacity: settings.max_queue_depth; shut down by Stop()
 
   // Loop-owned.
-  std::map<std::string, Managed> managed_;        // by GitOpsCluster key "ns/name"
-  std::map<std::string, int> wanted_;             // secret "ns/name" -> GitOpsClusters wanting it
-  std::map<std::string, WrittenStatus> written_;  // by GitOpsCluster key
-  std::map<std::string, std::chrono::steady_clock::time_point> delayed_;
-  std::map<std::string, Backoff> retries_;
-  // Placements ("ns/name") whose decisions changed and whose ApplicationSets were not asked to
-  // refresh yet.
-  std::set<std::string> refresh_pending_;
-  bool appsets_unsynced_logged_ = false;
+  RetrySchedule retries_;
   std::chrono::steady_clock::time_point next_resync_{};
 
   absl::Mutex lifecycle_mu_;

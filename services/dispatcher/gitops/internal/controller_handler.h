@@ -10,6 +10,7 @@
 #include "nlohmann/json.hpp"
 #include "services/dispatcher/gitops/gitops_cluster.h"
 #include "services/dispatcher/gitops/gitops_cluster_controller.h"
+#include "services/dispatcher/gitops/internal/hub_resources.h"
 
 namespace mmi::dispatcher {
 namespace internal {
@@ -21,11 +22,6 @@ constexpr char kClusterKey[] = "c:";    // c:<cluster>        GitOpsClusters dec
 constexpr char kSecretKey[] = "s:";     // s:<ns>/<name>      a secret of ours appeared
 constexpr char kOrphansKey[] = "o";     // orphan secret clean-up
 constexpr char kResyncKey[] = "r";      // everything (after a queue overflow)
-
-// A cluster secret this controller wrote (labelled managed-by `managed_by`).
-inline bool IsOwned(const nlohmann::json& secret, const std::string& managed_by) {
-  return kube::Label(secret, kManagedByLabel) == managed_by;
-}
 
 }  // namespace internal
 

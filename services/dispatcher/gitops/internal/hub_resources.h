@@ -8,6 +8,7 @@
 #include "libs/kube/kube_client.h"
 #include "libs/kube_object/object.h"
 #include "nlohmann/json.hpp"
+#include "services/dispatcher/gitops/gitops_cluster_controller_settings.h"
 
 namespace mmi::dispatcher::internal {
 
@@ -28,6 +29,11 @@ inline kube::ResourceRef Core(const char* resource, std::string ns = "") {
 }
 inline kube::ResourceRef Rbac(const char* resource, std::string ns) {
   return {"rbac.authorization.k8s.io", "v1", resource, std::move(ns)};
+}
+
+// A cluster secret this controller wrote (labelled managed-by `managed_by`).
+inline bool IsOwned(const nlohmann::json& secret, const std::string& managed_by) {
+  return kube::Label(secret, kManagedByLabel) == managed_by;
 }
 
 }  // namespace mmi::dispatcher::internal

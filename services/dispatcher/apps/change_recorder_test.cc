@@ -1,0 +1,76 @@
+// ChangeRecorder: batches recorded, refused batches retried, published events followed.
+#include "services/dispatcher/apps/change_recorder.h"
+
+#include <gtest/gtest.h>
+
+#include "libs/cloudevents/manifest_bundle.h"
+#include "libs/cloudevents/resource_id.h"
+#include "libs/common/log.h"
+#include "libs/common/testing/log_capture.h"
+#include "libs/transport/testing/metric_value.h"
+#include "services/dispatcher/apps/testing/pipeline_fixture.h"
+#include "services/dispatcher/apps/testing/reconciler_fixture.h"
+
+namespace mmi::dispatcher {
+namespace {
+
+using nlohmann::json;
+using testing::ManagedCluster;
+using testing::MapLister;
+using testing::Process;
+using testing::PullApp;
+using transport::testing::MetricValue;
+using ChangeRecorderTest = testing::PipelineTest;
+
+TEST_F(ChangeRecorderTest, AnUnconfirmedDeleteRequestIsSentAgainUntilTheAgentConfirms) {
+  Process& p = StartThenDeleteOnTheHub();
+  const std::string id = IdOf("cluster1", "argocd", "guestbook");
+
+  clock_.Advance(std::chrono::seconds(59));
+  p.RunAll();
+  EXPECT_EQ(p.publisher.accepted().size(), 2U) << "not before a minute";
+  clock_.Advance(std::chrono::seconds(2));
+  p.RunAll();
+  auto published = p.publisher.accepted();
+  ASSERT_EQ(published.size(), 3U);
+  EXPECT_EQ(published[2].type, cloudevents::kSpecDeleteRequestType);
+  EXPECT_EQ(published[2].ResourceId().value(), id);
+  EXPECT_EQ((*store_.GetResource(id))->deletion_state, store::DeletionState::kDeleteRequested);
+  EXPECT_EQ(
+      MetricValue(p.registry, "mmi_dispatcher_decisions_total", {{"decision", "delete_resent"}}),
+      1);
+
+  clock_.Advance(std::chrono::seconds(61));
+  p.RunAll();
+  EXPECT_EQ(p.publisher.accepted().size(), 3U) << "the second wait is twice as long";
+  clock_.Advance(std::chrono::seconds(60));
+  p.RunAll();
+  EXPECT_EQ(p.publisher.accepted().size(), 4U);
+
+  ASSERT_TRUE(store_.MarkDeletionConfirmed(id).ok());
+  p.reconciler.OnDeletionConfirmed(id);
+  p.RunAll();
+  EXPECT_TRUE(absl::IsNotFound(hub_.Get(ApplicationsRef("argocd"), "guestbook").status()));
+  clock_.Advance(std::chrono::minutes(10));
+  p.RunAll();
+  EXPECT_EQ(p.publisher.accepted().size(), 4U) << "nothing more once confirmed";
+}
+
+TEST_F(ChangeRecorderTest, AFailedRecordIsRetriedAndNothingIsPublishedBeforeIt) {
+  PutApp(PullApp("argocd", "guestbook", "cluster1"));
+  store_.FailWithForTest(absl::UnavailableError("postgres down"));
+  process_ = std::make_unique<Process>(clock_, store_, hub_, apps_, clusters_);
+  process_->reconciler.Activate();
+  process_->RunAll();
+  EXPECT_FALSE(process_->reconciler.loaded());
+  EXPECT_TRUE(process_->publisher.published().empty());
+
+  store_.FailWithForTest(absl::OkStatus());
+  clock_.Advance(std::chrono::minutes(2));
+  process_->RunAll();
+  EXPECT_TRUE(process_->reconciler.loaded());
+  ASSERT_EQ(process_->publisher.accepted().size(), 1U);
+}
+
+}  // namespace
+}  // namespace mmi::dispatcher

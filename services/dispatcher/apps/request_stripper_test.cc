@@ -1,0 +1,76 @@
+// RequestStripper: the propagated operation/refresh removed from the hub once published.
+#include "services/dispatcher/apps/request_stripper.h"
+
+#include <gtest/gtest.h>
+
+#include "libs/cloudevents/manifest_bundle.h"
+#include "libs/cloudevents/resource_id.h"
+#include "libs/common/log.h"
+#include "libs/common/testing/log_capture.h"
+#include "libs/transport/testing/metric_value.h"
+#include "services/dispatcher/apps/testing/pipeline_fixture.h"
+#include "services/dispatcher/apps/testing/reconciler_fixture.h"
+
+namespace mmi::dispatcher {
+namespace {
+
+using nlohmann::json;
+using testing::ManagedCluster;
+using testing::MapLister;
+using testing::Process;
+using testing::PullApp;
+using transport::testing::MetricValue;
+using RequestStripperTest = testing::PipelineTest;
+
+TEST_F(RequestStripperTest, PropagatesOperationAndRefreshThenRemovesThemFromTheHub) {
+  json app = PullApp("argocd", "guestbook", "cluster1");
+  app["operation"] = {{"sync", {{"revision", "HEAD"}}}, {"initiatedBy", {{"username", "alice"}}}};
+  app["metadata"]["annotations"][kRefreshAnnotation] = "hard";
+  PutApp(app);
+  Process& p = Start();
+
+  ASSERT_GE(p.publisher.accepted().size(), 1U);
+  const json spoke = cloudevents::ManifestBundleOf(p.publisher.accepted()[0])->manifests.at(0);
+  EXPECT_EQ(spoke["operation"]["sync"]["revision"], "HEAD");
+  EXPECT_EQ(spoke["metadata"]["annotations"][kRefreshAnnotation], "hard");
+
+  // Removed from the hub with one guarded JSON patch.
+  const json hub_app = hub_.Get(ApplicationsRef("argocd"), "guestbook").value();
+  EXPECT_FALSE(hub_app.contains("operation"));
+  EXPECT_FALSE(hub_app["metadata"]["annotations"].contains(kRefreshAnnotation));
+  int json_patches = 0;
+  for (const auto& call : hub_.Calls()) {
+    if (call.verb == "PATCH" && call.detail == "json") {
+      ++json_patches;
+      EXPECT_EQ(call.body[0]["op"], "test");
+      EXPECT_EQ(call.body[0]["path"], "/operation");
+    }
+  }
+  EXPECT_EQ(json_patches, 1);
+  EXPECT_EQ(MetricValue(p.registry, "mmi_dispatcher_hub_writes_total",
+                        {{"operation", "strip_operation"}, {"result", "ok"}}),
+            1);
+
+  // The informer sees the stripped object: one follow-up update without the request, and no
+  // second strip.
+  Sync("argocd", "guestbook");
+  p.RunAll();
+  ASSERT_EQ(p.publisher.accepted().size(), 2U);
+  const json after = cloudevents::ManifestBundleOf(p.publisher.accepted()[1])->manifests.at(0);
+  EXPECT_FALSE(after.contains("operation"));
+  EXPECT_EQ(hub_.CountCalls("PATCH"), 1U);
+}
+
+TEST_F(RequestStripperTest, ANewerOperationIsNotRemovedByTheStripOfAnOlderOne) {
+  PropagatedRequest old_request;
+  old_request.operation = json{{"sync", {{"revision", "v1"}}}};
+  json app = PullApp("argocd", "guestbook", "cluster1");
+  app["operation"] = {{"sync", {{"revision", "v2"}}}};
+  ASSERT_TRUE(hub_.Create(ApplicationsRef("argocd"), app, {}).ok());
+  const absl::Status s = StripRequest(hub_, "argocd", "guestbook", old_request);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_TRUE(hub_.Get(ApplicationsRef("argocd"), "guestbook")->contains("operation"));
+}
+
+}  // namespace
+}  // namespace mmi::dispatcher
