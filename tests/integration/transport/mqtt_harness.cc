@@ -70,7 +70,6 @@ class SubscribedListener : public mqtt::iaction_listener {
 
 class MqttHarness final : public Harness {
  public:
-  explicit MqttHarness(std::string library) : library_(std::move(library)) {}
   ~MqttHarness() override {
     if (agent_ != nullptr) {
       try {
@@ -98,7 +97,6 @@ class MqttHarness final : public Harness {
     settings_.reconnect_backoff = {std::chrono::milliseconds(100), std::chrono::milliseconds(1'000),
                                    2.0, 0.2};
     settings_.limits.max_event_bytes = kLimit;
-    settings_.library = library_;
 
     // The agent: plain TCP listener of the same broker.
     agent_ = std::make_unique<mqtt::async_client>("tcp://" + broker_->Get("MQTT_HOST"),
@@ -213,7 +211,6 @@ class MqttHarness final : public Harness {
     FAIL() << "agent publish failed: " << last_error;
   }
 
-  const std::string library_;
   std::unique_ptr<mmi::testing::PeerProcess> broker_;
   std::string source_id_;
   MqttSettings settings_;
@@ -226,8 +223,6 @@ class MqttHarness final : public Harness {
 
 }  // namespace
 
-std::unique_ptr<Harness> MakeMqttHarness() { return std::make_unique<MqttHarness>("libmosquitto"); }
-std::unique_ptr<Harness> MakeMqttPahoHarness() { return std::make_unique<MqttHarness>("paho"); }
-std::unique_ptr<Harness> MakeMqttNativeHarness() { return std::make_unique<MqttHarness>("native"); }
+std::unique_ptr<Harness> MakeMqttHarness() { return std::make_unique<MqttHarness>(); }
 
 }  // namespace mmi::transport::contract
