@@ -33,7 +33,7 @@ ConnectionLoop::~ConnectionLoop() {
 }
 
 absl::Status ConnectionLoop::Start(const char* thread_name, std::chrono::milliseconds tick,
-                                   Attempt attempt, absl::AnyInvocable<void()> on_lost,
+                                   Attempt attempt, absl::AnyInvocable<void()>* on_lost,
                                    absl::AnyInvocable<void()> on_tick) {
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) {
@@ -42,7 +42,7 @@ absl::Status ConnectionLoop::Start(const char* thread_name, std::chrono::millise
   }
   tick_ = tick;
   attempt_ = std::move(attempt);
-  on_lost_ = std::move(on_lost);
+  on_lost_ = on_lost;
   on_tick_ = std::move(on_tick);
   metrics_.SetConnected(false);
   thread_ = std::thread([this] {
@@ -124,8 +124,8 @@ void ConnectionLoop::Run() {
     if (was_connected) {
       connected_.store(false);
       metrics_.SetConnected(false);
-      if (on_lost_) {
-        on_lost_();
+      if (on_lost_ != nullptr && *on_lost_) {
+        (*on_lost_)();
       }
     }
     if (stopping()) {

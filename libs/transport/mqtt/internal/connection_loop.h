@@ -40,9 +40,9 @@ class ConnectionLoop {
   // Starts the thread `thread_name` (SIGPIPE blocked on it: a write to a socket the broker closed
   // fails with EPIPE), which runs `attempt` until Stop(), waiting the backoff between attempts
   // and calling `on_tick` about every `tick` meanwhile. After an attempt that Accepted() a
-  // connection, `on_lost` runs.
+  // connection, `*on_lost` runs unless empty (the owner's hook; it must outlive this object).
   absl::Status Start(const char* thread_name, std::chrono::milliseconds tick, Attempt attempt,
-                     absl::AnyInvocable<void()> on_lost, absl::AnyInvocable<void()> on_tick);
+                     absl::AnyInvocable<void()>* on_lost, absl::AnyInvocable<void()> on_tick);
 
   // Stops reconnecting, wakes the thread and joins it.
   void Stop();
@@ -75,7 +75,7 @@ class ConnectionLoop {
   int wake_fd_ = -1;
   std::chrono::milliseconds tick_{100};
   Attempt attempt_;
-  absl::AnyInvocable<void()> on_lost_;
+  absl::AnyInvocable<void()>* on_lost_ = nullptr;
   absl::AnyInvocable<void()> on_tick_;
 
   // Loop thread only.

@@ -155,13 +155,7 @@ absl::Status MosquittoConnection::Start(Hooks hooks, const char* thread_name) {
   }
   hooks_ = std::move(hooks);
   return loop_.Start(
-      thread_name, kTick, [this] { return Attempt(); },
-      [this] {
-        if (hooks_.on_lost) {
-          hooks_.on_lost();
-        }
-      },
-      [this] { Tick(); });
+      thread_name, kTick, [this] { return Attempt(); }, &hooks_.on_lost, [this] { Tick(); });
 }
 
 void MosquittoConnection::Drop(std::string reason) {

@@ -120,45 +120,18 @@ class NativeMqttConnection::Channel {
 
   Io Read(char* data, std::size_t size, std::size_t& done, std::string& error) {
     read_waits_for_ = 0;
-    if (ssl_ == nullptr) {
-      const ssize_t n = recv(fd_, data, size, MSG_DONTWAIT);
-      if (n > 0) {
-        done = static_cast<std::size_t>(n);
-        return Io::kProgress;
-      }
-      if (n == 0) {
-        return Io::kClosed;
-      }
-      return SocketFailure(error);
-    }
-    ERR_clear_error();
-    errno = 0;
-    const int n = SSL_read(ssl_, data, static_cast<int>(std::min<std::size_t>(size, INT32_MAX)));
-    if (n > 0) {
-      done = static_cast<std::size_t>(n);
-      return Io::kProgress;
-    }
-    return TlsFailure(n, read_waits_for_, 0, error);
+    ClearErrors();
+    const long n = ssl_ == nullptr ? recv(fd_, data, size, MSG_DONTWAIT)
+                                   : SSL_read(ssl_, data, TlsLength(size));
+    return Outcome(n, 0, done, error);
   }
 
   Io Write(const char* data, std::size_t size, std::size_t& done, std::string& error) {
     write_waits_for_ = POLLOUT;
-    if (ssl_ == nullptr) {
-      const ssize_t n = send(fd_, data, size, MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n >= 0) {
-        done = static_cast<std::size_t>(n);
-        return Io::kProgress;
-      }
-      return SocketFailure(error);
-    }
-    ERR_clear_error();
-    errno = 0;
-    const int n = SSL_write(ssl_, data, static_cast<int>(std::min<std::size_t>(size, INT32_MAX)));
-    if (n > 0) {
-      done = static_cast<std::size_t>(n);
-      return Io::kProgress;
-    }
-    return TlsFailure(n, write_waits_for_, POLLOUT, error);
+    ClearErrors();
+    const long n = ssl_ == nullptr ? send(fd_, data, size, MSG_DONTWAIT | MSG_NOSIGNAL)
+                                   : SSL_write(ssl_, data, TlsLength(size));
+    return Outcome(n, POLLOUT, done, error);
   }
 
   // TLS records already decrypted and not read yet: poll() cannot see them. (With read-ahead,
@@ -175,6 +148,28 @@ class NativeMqttConnection::Channel {
   }
 
  private:
+  static void ClearErrors() {
+    ERR_clear_error();
+    errno = 0;
+  }
+  static int TlsLength(std::size_t size) {
+    return static_cast<int>(std::min<std::size_t>(size, INT32_MAX));
+  }
+
+  // What a recv()/send() or SSL_read()/SSL_write() that returned `n` did. `writing` is POLLOUT
+  // for a write, 0 for a read. A plain read of 0 bytes is the end of the stream.
+  Io Outcome(long n, short writing, std::size_t& done, std::string& error) {
+    if (n > 0 || (n == 0 && ssl_ == nullptr && writing != 0)) {
+      done = static_cast<std::size_t>(n);
+      return Io::kProgress;
+    }
+    if (ssl_ == nullptr) {
+      return n == 0 ? Io::kClosed : SocketFailure(error);
+    }
+    return TlsFailure(static_cast<int>(n), writing != 0 ? write_waits_for_ : read_waits_for_,
+                      writing, error);
+  }
+
   static Io SocketFailure(std::string& error) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
       return Io::kWouldBlock;
@@ -247,13 +242,7 @@ absl::Status NativeMqttConnection::Start(Hooks hooks, const char* thread_name) {
   hooks_ = std::move(hooks);
   next_tick_ = Clock::now() + kTick;
   return loop_.Start(
-      thread_name, kTick, [this] { return Attempt(); },
-      [this] {
-        if (hooks_.on_lost) {
-          hooks_.on_lost();
-        }
-      },
-      [this] { Tick(); });
+      thread_name, kTick, [this] { return Attempt(); }, &hooks_.on_lost, [this] { Tick(); });
 }
 
 absl::Status NativeMqttConnection::NewTlsContext() {
@@ -443,19 +432,35 @@ void NativeMqttConnection::Goodbye() {
   }
   // Best effort: what is queued (the DISCONNECT) within a second.
   const Clock::time_point goodbye = Clock::now() + kGoodbyeTimeout;
-  while (out_sent_ < out_.size() && Clock::now() < goodbye) {
+  while (Clock::now() < goodbye) {
+    bool blocked = false;
+    if (!WriteQueued(blocked).empty() || !blocked ||
+        !WaitFor(channel_->fd(), channel_->write_waits_for(), loop_.wake_fd(), goodbye)) {
+      break;
+    }
+  }
+  channel_->Shutdown();
+}
+
+std::string NativeMqttConnection::WriteQueued(bool& blocked) {
+  while (out_sent_ < out_.size()) {
     std::size_t done = 0;
     std::string error;
     const Channel::Io io =
         channel_->Write(out_.data() + out_sent_, out_.size() - out_sent_, done, error);
     if (io == Channel::Io::kProgress) {
       out_sent_ += done;
-    } else if (io != Channel::Io::kWouldBlock ||
-               !WaitFor(channel_->fd(), channel_->write_waits_for(), loop_.wake_fd(), goodbye)) {
-      break;
+      last_write_ = Clock::now();
+      continue;
     }
+    if (io == Channel::Io::kWouldBlock) {
+      blocked = true;
+      return "";
+    }
+    return EndCause(io == Channel::Io::kClosed ? "the broker closed the connection"
+                                               : absl::StrCat("write: ", error));
   }
-  channel_->Shutdown();
+  return "";
 }
 
 std::string NativeMqttConnection::Turn(Clock::time_point connect_deadline) {
@@ -502,21 +507,9 @@ std::string NativeMqttConnection::Turn(Clock::time_point connect_deadline) {
   }
   // Everything queued this turn (the PUBACKs of a whole batch) in as few writes as the socket
   // takes.
-  while (out_sent_ < out_.size()) {
-    std::size_t done = 0;
-    std::string error;
-    const Channel::Io io =
-        channel_->Write(out_.data() + out_sent_, out_.size() - out_sent_, done, error);
-    if (io == Channel::Io::kProgress) {
-      out_sent_ += done;
-      last_write_ = now;
-      continue;
-    }
-    if (io == Channel::Io::kWouldBlock) {
-      break;
-    }
-    return EndCause(io == Channel::Io::kClosed ? "the broker closed the connection"
-                                               : absl::StrCat("write: ", error));
+  bool blocked = false;
+  if (std::string ended = WriteQueued(blocked); !ended.empty()) {
+    return ended;
   }
   if (out_sent_ == out_.size()) {
     out_.clear();
@@ -599,9 +592,13 @@ void NativeMqttConnection::HandlePackets() {
 
 void NativeMqttConnection::HandlePacket(const mqtt5::Frame& frame) {
   const mqtt5::PacketType type = frame.type();
-  auto malformed = [this](const absl::Status& status) {
-    Drop(absl::StrCat("a malformed packet from the broker: ", status.message()),
-         mqtt5::kMalformedPacket);
+  // False, with the connection dropped, when the packet did not parse.
+  auto parsed = [this](const absl::Status& status) {
+    if (!status.ok()) {
+      Drop(absl::StrCat("a malformed packet from the broker: ", status.message()),
+           mqtt5::kMalformedPacket);
+    }
+    return status.ok();
   };
   if (!loop_.accepted() && type != mqtt5::PacketType::kConnAck) {
     Drop(absl::StrCat("a ", mqtt5::PacketTypeName(frame.first_byte), " before CONNACK"),
@@ -610,8 +607,7 @@ void NativeMqttConnection::HandlePacket(const mqtt5::Frame& frame) {
   }
   switch (type) {
     case mqtt5::PacketType::kPublish:
-      if (absl::Status s = mqtt5::ParsePublish(frame, publish_); !s.ok()) {
-        malformed(s);
+      if (!parsed(mqtt5::ParsePublish(frame, publish_))) {
         return;
       }
       if (hooks_.on_publish) {
@@ -627,8 +623,7 @@ void NativeMqttConnection::HandlePacket(const mqtt5::Frame& frame) {
         return;
       }
       mqtt5::ConnAck connack;
-      if (absl::Status s = mqtt5::ParseConnAck(frame, connack); !s.ok()) {
-        malformed(s);
+      if (!parsed(mqtt5::ParseConnAck(frame, connack))) {
         return;
       }
       if (connack.reason_code != 0) {
@@ -641,8 +636,7 @@ void NativeMqttConnection::HandlePacket(const mqtt5::Frame& frame) {
       return;
     }
     case mqtt5::PacketType::kSubAck:
-      if (absl::Status s = mqtt5::ParseSubAck(frame, suback_); !s.ok()) {
-        malformed(s);
+      if (!parsed(mqtt5::ParseSubAck(frame, suback_))) {
         return;
       }
       if (hooks_.on_suback) {
@@ -650,16 +644,14 @@ void NativeMqttConnection::HandlePacket(const mqtt5::Frame& frame) {
       }
       return;
     case mqtt5::PacketType::kPingResp:
-      if (absl::Status s = mqtt5::ParsePingResp(frame); !s.ok()) {
-        malformed(s);
+      if (!parsed(mqtt5::ParsePingResp(frame))) {
         return;
       }
       ping_outstanding_ = false;
       return;
     case mqtt5::PacketType::kDisconnect: {
       mqtt5::Disconnect disconnect;
-      if (absl::Status s = mqtt5::ParseDisconnect(frame, disconnect); !s.ok()) {
-        malformed(s);
+      if (!parsed(mqtt5::ParseDisconnect(frame, disconnect))) {
         return;
       }
       peer_disconnected_ = true;

@@ -103,6 +103,9 @@ class NativeMqttConnection {
   // What ends a connection from our side: its DISCONNECT (when accepted) and whatever is queued,
   // within a second, then the TLS close_notify.
   void Goodbye();
+  // Writes what is queued until all of it is written or the socket would block (`blocked`). ""
+  // or why the connection ended.
+  std::string WriteQueued(bool& blocked);
   // One turn: poll(), read what is waiting, handle every whole packet, write, keep-alive. "" or
   // why the connection ended.
   std::string Turn(Clock::time_point connect_deadline);
