@@ -1,6 +1,6 @@
 // The transport contract suite's view of one transport: the source-side clients under test, a
-// raw AGENT-side client of the same broker (Paho / librdkafka used directly, events encoded with
-// the libs/cloudevents codecs), and broker control.
+// raw AGENT-side client of the same broker (libmosquitto / librdkafka used directly, events encoded
+// with the libs/cloudevents codecs), and broker control.
 #pragma once
 
 #include <limits>
