@@ -57,7 +57,6 @@ struct MqttAgentSettings {
   std::string client_cert_file;  // PEM client certificate (mTLS)
   std::string client_key_file;   // PEM key of client_cert_file
   std::chrono::seconds keep_alive{60};
-  std::chrono::seconds connect_timeout{10};
   int qos = 1;  // publish and subscribe QoS
   std::chrono::milliseconds reconnect_min{500};
   std::chrono::milliseconds reconnect_max{30'000};
