@@ -1,7 +1,7 @@
 // NativeMqttConnection against a fake broker on a loopback socket: the protocol's edges that a real
 // mosquitto does not produce on demand (packets split across reads, one larger than the input
 // buffer, a DISCONNECT with a reason, a broker that stops answering PINGREQ, a malformed packet,
-// a refused CONNACK). The real broker's side is the transport contract suite (`mqtt_native`).
+// a refused CONNACK). The real broker's side is the transport contract suite (`mqtt`).
 #include "libs/transport/mqtt/internal/native_mqtt_connection.h"
 
 #include <arpa/inet.h>
