@@ -19,7 +19,7 @@ RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       build-essential cmake ninja-build pkg-config git python3 python3-pip openssl curl ca-certificates \
       libabsl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
-      librdkafka-dev libpaho-mqtt-dev libpaho-mqttpp-dev libpqxx-dev nlohmann-json3-dev libsimdjson-dev \
+      librdkafka-dev libpqxx-dev nlohmann-json3-dev libsimdjson-dev \
       libjemalloc-dev libmosquitto-dev \
       prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev \
       libyaml-cpp-dev libcli11-dev libspdlog-dev ccache \
@@ -49,7 +49,7 @@ RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       ca-certificates tzdata \
       libabsl20220623 libc-ares2 libcivetweb1 libcurl4 libgrpc++1.51 libgrpc29 libjemalloc2 \
-      libpaho-mqtt1.3 libpaho-mqttpp3-1 libpq5 libpqxx-6.4 libprometheus-cpp-core1.0 libsimdjson14 \
+      libpq5 libpqxx-6.4 libprometheus-cpp-core1.0 libsimdjson14 \
       libprotobuf32 librdkafka++1 librdkafka1 libre2-9 libssl3 libstdc++6 libyaml-cpp0.7 libmosquitto1 \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 65532 mmi \

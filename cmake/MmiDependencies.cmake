@@ -22,7 +22,6 @@ if(MMI_WITH_GRPC)
   find_program(MMI_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
 endif()
 if(MMI_WITH_MQTT)
-  find_package(PahoMqttCpp CONFIG REQUIRED)  # needs libpaho-mqtt-dev too
   pkg_check_modules(MOSQUITTO REQUIRED IMPORTED_TARGET libmosquitto)  # libmosquitto-dev
 endif()
 if(MMI_WITH_KAFKA)

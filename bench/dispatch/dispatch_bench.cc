@@ -36,7 +36,6 @@ struct Options {
   std::size_t max_in_flight = 64;  // cheaper than the default 256 (README.md, 2)
   int mark_linger_ms = 20;         // the dispatcher's outbox.markLinger
   std::size_t restart_changes = 0;
-  std::string mqtt_library = "libmosquitto";
   std::string json_path;
 };
 
@@ -145,8 +144,7 @@ absl::StatusOr<json> RunAll(const Options& o) {
                          .workers = o.workers,
                          .max_in_flight = o.max_in_flight,
                          .mark_linger = std::chrono::milliseconds(o.mark_linger_ms),
-                         .restart_changes = o.restart_changes,
-                         .mqtt_library = o.mqtt_library};
+                         .restart_changes = o.restart_changes};
     auto result = RunDispatch(settings);
     if (!result.ok()) {
       return result.status();
@@ -177,7 +175,6 @@ int Run(const Options& o) {
   json report = {{"bench", "dispatch"},
                  {"workers", o.workers},
                  {"max_in_flight", o.max_in_flight},
-                 {"mqtt_library", o.mqtt_library},
                  {"mark_linger_ms", o.mark_linger_ms}};
   report["stages_in_process"] = Report(MeasureStages(
       {.applications = o.stage_apps, .clusters = o.clusters}, o.stage_apps, o.small ? 1 : 3));
@@ -215,8 +212,6 @@ int main(int argc, char** argv) {
       "how long published seqs wait for others before MarkPublished (outbox.markLinger)");
   cli.add_option("--restart-changes", o.restart_changes,
                  "after each run, restart on its database with this many Applications changed");
-  cli.add_option("--mqtt-library", o.mqtt_library, "the publisher's MQTT client library")
-      ->check(CLI::IsMember({"libmosquitto", "paho"}));
   cli.add_option("--json", o.json_path, "also write the report here");
   CLI11_PARSE(cli, argc, argv);
   if (o.small) {

@@ -16,7 +16,6 @@
 #include "libs/store/postgres/dispatch_store.h"
 #include "libs/store/postgres/migrator.h"
 #include "libs/transport/mqtt/mosquitto_publisher.h"
-#include "libs/transport/mqtt/mqtt_publisher.h"
 #include "migrations/embedded_migrations.h"
 #include "prometheus/registry.h"
 #include "services/dispatcher/apps/metrics.h"
@@ -35,7 +34,7 @@ std::string GroupOf(const std::string& name) {
   if (name.starts_with("dispatch-worke")) {
     return "worker pool: record, mark published (dispatch-worker)";
   }
-  return "MQTT client: send, PUBACKs, callbacks (mqtt-pub or Paho's, mqtt-conn, mqtt-pub-cb)";
+  return "MQTT client: send, PUBACKs, callbacks (mqtt-pub, mqtt-pub-cb)";
 }
 
 absl::StatusOr<std::string> FreshDatabase(const RunSettings& s) {
@@ -102,10 +101,6 @@ struct Pipeline {
     m.broker_host = s.mqtt_host;
     m.source_id = "app-work-client";
     m.client_id = absl::StrCat("dispatch-bench-", getpid());
-    m.library = s.mqtt_library;
-    if (m.library == "paho") {
-      return std::make_unique<transport::MqttPublisher>(m, RealClock::Instance(), registry);
-    }
     return std::make_unique<transport::MosquittoPublisher>(m, RealClock::Instance(), registry);
   }
   static dispatcher::OutboxSettings OutboxSettingsFor(const RunSettings& s) {

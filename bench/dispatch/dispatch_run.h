@@ -34,7 +34,6 @@ struct RunSettings {
   // After the cold dispatch, a restart on the same database with this many Applications changed
   // on the hub while the restarted dispatcher loads its state (0: no restart).
   std::size_t restart_changes = 0;
-  std::string mqtt_library = "libmosquitto";  // transport.mqtt.library: libmosquitto | paho
 };
 
 // A dispatcher restarted on the warm database: the changed Applications are handed to it as

@@ -1,8 +1,8 @@
 // Decorators that measure the stages that run behind the dispatcher's interfaces: the client-side
 // CPU of DispatchStore::Record ("record") and MarkPublished ("mark published") on the worker
-// threads, of Publisher::Publish on the reconcile loop ("publish", the hand-over to Paho), and
-// the count of events the broker acknowledged. Same contract and thread safety as the wrapped
-// object; counters are atomics readable from any thread.
+// threads, of Publisher::Publish on the reconcile loop ("publish", the hand-over to the MQTT
+// publisher), and the count of events the broker acknowledged. Same contract and thread safety as
+// the wrapped object; counters are atomics readable from any thread.
 #pragma once
 
 #include <atomic>

@@ -24,7 +24,6 @@ struct Options {
   std::vector<std::string> transports;
   std::size_t resources = 200;
   std::string publisher = MMI_SINK_PUBLISHER;
-  std::string mqtt_library = "native";
 };
 
 struct Size {
@@ -89,7 +88,6 @@ int Run(const Options& o) {
                            .shape = {.target_bytes = size.bytes, .resources = o.resources},
                            .events = size.run_events,
                            .publisher = o.publisher,
-                           .mqtt_library = o.mqtt_library,
                            .prefill = prefill};
       auto result = RunSink(settings);
       if (!result.ok()) {
@@ -121,8 +119,6 @@ int main(int argc, char** argv) {
   cli.add_option("--resources", o.resources, "distinct resources (hub Applications)")
       ->check(CLI::PositiveNumber);
   cli.add_option("--publisher", o.publisher, "path of sink_publisher");
-  cli.add_option("--mqtt-library", o.mqtt_library, "the sink's MQTT client library")
-      ->check(CLI::IsMember({"libmosquitto", "native", "paho"}));
   CLI11_PARSE(cli, argc, argv);
   mmi::log::SetMinLevel(mmi::log::Level::kWarn);  // the sink's per-start info lines
   return mmi::bench::Run(o);

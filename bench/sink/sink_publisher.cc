@@ -6,13 +6,11 @@
 // `--prepare` only creates the Kafka topic (before the sink's consumer joins).
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
-#include <mqtt/async_client.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
@@ -22,7 +20,7 @@
 #include "bench/sink/status_events.h"
 #include "libs/cloudevents/kafka_codec.h"
 #include "libs/cloudevents/mqtt_codec.h"
-#include "libs/transport/mqtt/paho_message.h"
+#include "libs/transport/mqtt/testing/mqtt_test_client.h"
 
 namespace mmi::bench {
 namespace {
@@ -36,10 +34,9 @@ struct Options {
   EventShape shape;
 };
 
-// Unacknowledged QoS 1 publishes at most: below the broker's receive maximum (mosquitto: 20).
-// Paho C sends a queued publish that waits for a free slot only when a new command arrives or
-// after up to a second, so a window above it publishes ~25 events/s.
-constexpr std::size_t kMqttWindow = 16;
+// Unacknowledged QoS 1 publishes at most per connection (libmosquitto itself keeps the broker's
+// receive maximum, mosquitto's 20, in flight and queues the rest).
+constexpr std::size_t kMqttWindow = 64;
 
 std::vector<cloudevents::Event> Events(const Options& o) {
   const std::size_t entries = EntriesForSize(o.shape);
@@ -51,19 +48,19 @@ std::vector<cloudevents::Event> Events(const Options& o) {
   return events;
 }
 
-// Publishes `messages` on `client` keeping at most kMqttWindow unacknowledged.
-void PublishWindowed(mqtt::async_client& client, const std::vector<mqtt::message_ptr>& messages) {
-  std::deque<mqtt::delivery_token_ptr> window;
-  for (const auto& message : messages) {
-    if (window.size() >= kMqttWindow) {
-      window.front()->wait();
-      window.pop_front();
+// Publishes `messages` on `client` keeping at most kMqttWindow unacknowledged. False when the
+// broker stopped acknowledging.
+bool PublishWindowed(transport::testing::MqttTestClient& client, const std::string& topic,
+                     const std::vector<cloudevents::MqttMessage>& messages) {
+  for (std::size_t n = 0; n < messages.size(); ++n) {
+    if (n >= kMqttWindow && !client.AwaitPubacks(n - kMqttWindow + 1, std::chrono::seconds(30))) {
+      return false;
     }
-    window.push_back(client.publish(message));
+    if (!client.PublishNoWait(topic, messages[n])) {
+      return false;
+    }
   }
-  for (auto& token : window) {
-    token->wait();
-  }
+  return client.AwaitPubacks(messages.size(), std::chrono::seconds(30));
 }
 
 // Several connections, as agents are many: each resource's events go in order on one of them.
@@ -71,38 +68,28 @@ double PublishMqtt(const Options& o) {
   const std::string topic =
       "sources/" + o.shape.source_id + "/consumers/" + o.shape.cluster + "/agentevents";
   const std::size_t n_clients = std::max<std::size_t>(1, o.connections);
-  // The clients first: Paho C sets up its heap when the first client is created, and the
-  // properties of a message are allocated on it (built before, 13 properties corrupt the heap).
-  std::vector<std::unique_ptr<mqtt::async_client>> clients;
-  for (std::size_t i = 0; i < n_clients; ++i) {
-    clients.push_back(std::make_unique<mqtt::async_client>(
-        "tcp://" + o.broker, "mmi-bench-agent-" + std::to_string(i),
-        mqtt::create_options(MQTTVERSION_5, static_cast<int>(kMqttWindow))));
-  }
-  std::vector<std::vector<mqtt::message_ptr>> messages(n_clients);
+  std::vector<std::vector<cloudevents::MqttMessage>> messages(n_clients);
   const std::vector<cloudevents::Event> events = Events(o);
   for (std::size_t n = 0; n < events.size(); ++n) {
-    messages[(n % o.shape.resources) % n_clients].push_back(
-        transport::ToPahoMessage(topic, 1, *cloudevents::EncodeMqtt(events[n])));
+    messages[(n % o.shape.resources) % n_clients].push_back(*cloudevents::EncodeMqtt(events[n]));
   }
-  for (auto& client : clients) {
-    client
-        ->connect(mqtt::connect_options_builder()
-                      .mqtt_version(MQTTVERSION_5)
-                      .clean_start(true)
-                      .max_inflight(static_cast<int>(kMqttWindow))
-                      .finalize())
-        ->wait();
+  std::vector<std::unique_ptr<transport::testing::MqttTestClient>> clients;
+  for (std::size_t i = 0; i < n_clients; ++i) {
+    auto client = transport::testing::MqttTestClient::Connect(
+        {.host_port = o.broker, .client_id = "mmi-bench-agent-" + std::to_string(i)});
+    if (!client.ok()) {
+      std::fprintf(stderr, "mqtt publisher %zu: %s\n", i, client.status().ToString().c_str());
+      std::exit(1);
+    }
+    clients.push_back(*std::move(client));
   }
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   std::atomic<int> failed{0};
   for (std::size_t i = 0; i < n_clients; ++i) {
     threads.emplace_back([&, i] {
-      try {
-        PublishWindowed(*clients[i], messages[i]);
-      } catch (const std::exception& e) {  // a lost broker: say so, never terminate
-        std::fprintf(stderr, "mqtt publisher %zu: %s\n", i, e.what());
+      if (!PublishWindowed(*clients[i], topic, messages[i])) {  // a lost broker: say so
+        std::fprintf(stderr, "mqtt publisher %zu: no PUBACK within 30 s\n", i);
         ++failed;
       }
     });
@@ -116,9 +103,7 @@ double PublishMqtt(const Options& o) {
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (auto& client : clients) {
-    client->disconnect()->wait();
-  }
+  clients.clear();  // DISCONNECT
   return static_cast<double>(events.size()) / seconds;
 }
 

@@ -35,10 +35,9 @@ std::string GroupOf(const std::string& name) {
   if (name.starts_with("status-writers")) {
     return "hub writes (status-writers)";
   }
-  // The native subscriber and libmosquitto run on "mqtt-sub"; Paho C (`library: paho`) names
-  // its threads MQTTAsync_send and MQTTAsync_rcv.
-  if (name.starts_with("mqtt") || name.starts_with("MQTTAsync") || name.starts_with("kafka") ||
-      name.starts_with("rdk:") || name == "sink_bench") {
+  // The MQTT subscriber runs on "mqtt-sub".
+  if (name.starts_with("mqtt") || name.starts_with("kafka") || name.starts_with("rdk:") ||
+      name == "sink_bench") {
     return "transport: receive + CloudEvent decode (MQTT client / librdkafka threads)";
   }
   return "other (kube watch, leader election, admin)";
@@ -145,7 +144,6 @@ status_sink::StatusSinkSettings SinkSettings(const RunSettings& s, const testing
     mqtt.broker_host = broker.Get("MQTT_HOST");
     mqtt.source_id = s.shape.source_id;
     mqtt.client_id = "mmi-bench-sink";
-    mqtt.library = s.mqtt_library;
     if (s.prefill) {
       mqtt.session_expiry = std::chrono::hours(1);
     }

@@ -7,7 +7,7 @@
 // Reported: events/s through the sink (from the first poll that saw an event handled to the last
 // event, counting those handled in between) and CPU per event of each
 // group of sink threads, from /proc/self/task/*/schedstat: the transport's threads (the MQTT
-// subscriber's "mqtt-sub", or Paho's threads; "kafka-consume" and librdkafka's "rdk:*"), the loop
+// subscriber's "mqtt-sub"; "kafka-consume" and librdkafka's "rdk:*"), the loop
 // ("status-sink": decode, id lookup, coalesce, write dispatch), the store workers
 // ("status-store": lookups, persist) and the hub writers ("status-writers").
 #pragma once
@@ -25,8 +25,7 @@ struct RunSettings {
   std::string transport = "mqtt";  // mqtt | kafka
   EventShape shape;
   std::size_t events = 20'000;
-  std::string publisher;                // path of the sink_publisher binary
-  std::string mqtt_library = "native";  // the sink's transport.mqtt.library
+  std::string publisher;  // path of the sink_publisher binary
   // Every event waits in the broker before the sink starts, so that the publisher cannot be the
   // bound: the sink's own intake capacity. Its CPU then includes its start-up. Kafka: the topic
   // keeps them (the sink's consumer starts at the earliest offset). MQTT: a first start of the

@@ -1,5 +1,5 @@
 // MQTT v5 binding as the Go OCM SDK speaks it (§3.4). No MQTT client dependency: the transport
-// copies `MqttMessage` into a Paho message (payload, Content Type property, User Properties).
+// copies `MqttMessage` into a PUBLISH (payload, Content Type property, User Properties).
 //
 // Binary mode (what Go sends): `datacontenttype` -> Content Type property; every other attribute
 // and extension -> a User Property named `ce-<name>` with the canonical string value

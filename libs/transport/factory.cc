@@ -8,10 +8,7 @@
 
 #if MMI_TRANSPORT_WITH_MQTT
 #include "libs/transport/mqtt/mosquitto_publisher.h"
-#include "libs/transport/mqtt/mosquitto_subscriber.h"
-#include "libs/transport/mqtt/mqtt_publisher.h"
-#include "libs/transport/mqtt/mqtt_subscriber.h"
-#include "libs/transport/mqtt/native_subscriber.h"
+#include "libs/transport/mqtt/native_mqtt_subscriber.h"
 #endif
 #if MMI_TRANSPORT_WITH_KAFKA
 #include "libs/transport/kafka/kafka_publisher.h"
@@ -40,22 +37,13 @@ struct ClientsBuilder {
   absl::StatusOr<TransportClients> operator()(const MqttSettings& settings) const {
 #if MMI_TRANSPORT_WITH_MQTT
     TransportClients clients;
+    // One client per direction: publishing on libmosquitto, receiving on our own MQTT 5 path
+    // (docs/adr/0003, 0004).
     if (want_publisher) {
-      if (settings.library == "paho") {
-        clients.publisher = std::make_unique<MqttPublisher>(settings, deps.clock, deps.registry);
-      } else {
-        clients.publisher =
-            std::make_unique<MosquittoPublisher>(settings, deps.clock, deps.registry);
-      }
+      clients.publisher = std::make_unique<MosquittoPublisher>(settings, deps.clock, deps.registry);
     }
     if (want_subscriber) {
-      if (settings.library == "paho") {
-        clients.subscriber = std::make_unique<MqttSubscriber>(settings, deps.registry);
-      } else if (settings.library == "native") {
-        clients.subscriber = std::make_unique<NativeSubscriber>(settings, deps.registry);
-      } else {
-        clients.subscriber = std::make_unique<MosquittoSubscriber>(settings, deps.registry);
-      }
+      clients.subscriber = std::make_unique<NativeMqttSubscriber>(settings, deps.registry);
     }
     return clients;
 #else

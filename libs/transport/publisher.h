@@ -64,10 +64,8 @@ class Publisher {
   virtual bool connected() const = 0;
 
   // The most events that should await their acknowledgement at once: what the broker said it
-  // takes (MQTT 5 Receive Maximum). Beyond it Paho C holds publishes back and sends one only when
-  // another command arrives or after up to a second (256 in flight against mosquitto's 20
-  // dispatched ~4 times slower than 64, bench/dispatch), so MqttPublisher keeps the excess
-  // itself and callers need not cap their window with it. Unbounded where the transport has no
+  // takes (MQTT 5 Receive Maximum). MosquittoPublisher keeps the excess itself (held in call
+  // order), so callers need not cap their window with it. Unbounded where the transport has no
   // such limit.
   virtual size_t max_in_flight() const { return std::numeric_limits<size_t>::max(); }
 };

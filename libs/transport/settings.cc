@@ -231,11 +231,6 @@ absl::Status ValidateMqttSettings(const MqttSettings& settings, std::string_view
   }
   CheckBackoff(settings.reconnect_backoff, "reconnectBackoff", problems);
   CheckLimits(settings.limits, problems);
-  if (settings.library != "libmosquitto" && settings.library != "paho" &&
-      settings.library != "native") {
-    problems.Add("library", absl::StrCat("must be libmosquitto, native or paho, got ",
-                                         Quoted(settings.library)));
-  }
   return problems.ToStatus();
 }
 

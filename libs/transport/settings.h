@@ -74,12 +74,6 @@ struct MqttSettings {
   BackoffSettings reconnect_backoff{std::chrono::milliseconds(1'000),
                                     std::chrono::milliseconds(60'000), 2.0, 0.2};
   cloudevents::CodecLimits limits;  // (limits) largest accepted/produced event
-  // (library) the MQTT client library of the publisher and the subscriber: `native` (default:
-  // the subscriber on the project's own receive path, buffered reads and batched PUBACKs, the
-  // publisher on libmosquitto; mqtt/README.md), `libmosquitto` (both on libmosquitto: one thread
-  // per client, a fraction of Paho's CPU per event) or `paho` (Paho MQTT C++, as before
-  // 2026-11-28).
-  std::string library = "native";
 };
 
 struct GrpcSettings {

@@ -125,20 +125,6 @@ TEST(MqttSettingsTest, RejectsCredentialsLongerThanAnMqttString) {
               HasSubstr("transport.mqtt.password: must be at most"));
 }
 
-TEST(MqttSettingsTest, AcceptsTheThreeClientLibrariesAndNothingElse) {
-  MqttSettings s = ValidMqtt();
-  EXPECT_EQ(s.library, "native");
-  EXPECT_TRUE(ValidateMqttSettings(s).ok());
-  s.library = "libmosquitto";
-  EXPECT_TRUE(ValidateMqttSettings(s).ok());
-  s.library = "paho";
-  EXPECT_TRUE(ValidateMqttSettings(s).ok());
-  s.library = "mosquitto";
-  EXPECT_THAT(Message(ValidateMqttSettings(s)),
-              HasSubstr("transport.mqtt.library: must be libmosquitto, native or paho, got "
-                        "\"mosquitto\""));
-}
-
 TEST(GrpcSettingsTest, DefaultsAreValidOnceUrlAndSourceAreSet) {
   EXPECT_TRUE(ValidateGrpcSettings(ValidGrpc()).ok()) << ValidateGrpcSettings(ValidGrpc());
 }

@@ -34,7 +34,13 @@ void ReadMqtt(config::YamlSection c, MqttSettings& m) {
   c.Scalar("pubQoS", m.pub_qos);
   c.Scalar("subQoS", m.sub_qos);
   c.Duration("sessionExpiry", m.session_expiry);
-  c.Scalar("library", m.library);
+  if (c.Has("library")) {
+    // Removed with the Paho client (issue 39): fail rather than ignore a client choice that can no
+    // longer be honoured.
+    c.Error("library",
+            "removed: MQTT publishes on libmosquitto and receives on the services' own MQTT 5 "
+            "client, with no choice left (docs/adr/0003, 0004); delete this setting");
+  }
   config::YamlSection t = c.Section("topics");
   t.Scalar("sourceEvents", m.topics.source_events);
   t.Scalar("agentEvents", m.topics.agent_events);

@@ -1,5 +1,6 @@
 #include "libs/transport/settings_yaml.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -51,7 +52,6 @@ transport:
   mqtt:
     brokerHost: b:8883
     keepAlive: 30s
-    library: paho
     tls: {enabled: false, caFile: /ca.pem}
     topics: {sourceBroadcast: sources/s/sourcebroadcast}
 )");
@@ -59,10 +59,25 @@ transport:
   const auto& m = std::get<MqttSettings>(*t);
   EXPECT_EQ(m.broker_host, "b:8883");
   EXPECT_EQ(m.keep_alive, std::chrono::seconds(30));
-  EXPECT_EQ(m.library, "paho");
   EXPECT_FALSE(m.tls.enabled);
   EXPECT_EQ(m.topics.source_broadcast, "sources/s/sourcebroadcast");
   EXPECT_TRUE(std::holds_alternative<MqttSettings>(*Read("")));
+}
+
+// An operator upgrading from a release with the Paho client learns, at startup, which line of the
+// config to delete.
+TEST(ReadTransportSettingsTest, RefusesTheRemovedMqttLibrarySettingNamingIt) {
+  auto t = Read(R"(
+transport:
+  mqtt:
+    brokerHost: b:8883
+    library: paho
+)");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      std::string(t.status().message()),
+      ::testing::HasSubstr("transport.mqtt.library: removed: MQTT publishes on libmosquitto"));
 }
 
 TEST(ReadTransportSettingsTest, ReportsBadValuesTypesAndUnknownKeysByPath) {

@@ -25,7 +25,7 @@ constexpr std::string_view kSource = "mmi-dispatcher";
 constexpr std::string_view kCluster = "cluster1";
 
 // Records what the loop publishes; while held, Publish blocks (a transport out of room: the loop
-// waits in it, as behind Paho's in-flight window).
+// waits in it, as behind the MQTT client's in-flight window).
 class RecordingTransport final : public AgentTransport {
  public:
   absl::Status Start(ReceiveHandler on_receive, SubscribedHandler /*on_subscribed*/) override {

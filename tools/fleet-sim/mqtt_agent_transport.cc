@@ -1,8 +1,10 @@
 #include "tools/fleet-sim/mqtt_agent_transport.h"
 
-#include <pthread.h>
+#include <mosquitto.h>
+#include <mqtt_protocol.h>
 
 #include <algorithm>
+#include <mutex>
 #include <regex>
 #include <utility>
 
@@ -11,7 +13,7 @@
 #include "libs/cloudevents/mqtt_codec.h"
 #include "libs/common/log.h"
 #include "libs/transport/client_id.h"
-#include "libs/transport/mqtt/paho_message.h"
+#include "libs/transport/mqtt/mosquitto_message.h"
 
 namespace mmi::fleet_sim {
 namespace {
@@ -22,31 +24,6 @@ const log::Logger& Log() {
 }
 
 }  // namespace
-
-// One in-flight publish: Paho keeps only a reference to its listener, so the transport owns it
-// until Paho reports the outcome (or until the client is gone, see the destructor).
-class MqttAgentTransport::PendingPublish final : public mqtt::iaction_listener {
- public:
-  PendingPublish(MqttAgentTransport* owner, PublishDone done)
-      : owner_(owner), done_(std::move(done)) {}
-  void on_success(const mqtt::token& /*token*/) override { Finish(absl::OkStatus()); }
-  void on_failure(const mqtt::token& token) override {
-    Finish(absl::UnavailableError(
-        absl::StrCat("mqtt: no PUBACK (return code ", token.get_return_code(), ")")));
-  }
-  // Runs the callback once and releases this object.
-  void Finish(absl::Status status) {
-    PublishDone done = std::move(done_);
-    owner_->Forget(this);  // deletes *this
-    if (done) {
-      std::move(done)(std::move(status));
-    }
-  }
-
- private:
-  MqttAgentTransport* owner_;
-  PublishDone done_;
-};
 
 absl::Status ValidateMqttAgentSettings(const MqttAgentSettings& settings) {
   static const std::regex kSegment("^[a-z0-9-]+$");
@@ -136,37 +113,59 @@ std::string AgentEventsTopic(const std::string& pattern, const std::string& clus
 MqttAgentTransport::MqttAgentTransport(MqttAgentSettings settings)
     : settings_(ResolvedMqttAgentSettings(std::move(settings))) {}
 
-MqttAgentTransport::~MqttAgentTransport() {
-  Stop();
-  FailPending("mqtt: transport destroyed before PUBACK");  // those of a never-started client
-}
+MqttAgentTransport::~MqttAgentTransport() { Stop(); }
 
-void MqttAgentTransport::FailPending(const char* why) {
-  while (true) {
-    PendingPublish* next = nullptr;
-    {
-      absl::MutexLock lock(&pending_mu_);
-      if (pending_.empty()) {
-        break;
-      }
-      next = pending_.begin()->first;
-    }
-    next->Finish(absl::UnavailableError(why));
+absl::Status MqttAgentTransport::Configure() {
+  static std::once_flag init;
+  std::call_once(init, [] { mosquitto_lib_init(); });
+  mosq_ = mosquitto_new(settings_.client_id.c_str(), /*clean_session=*/true, this);
+  if (mosq_ == nullptr) {
+    return absl::ResourceExhaustedError("mqtt: cannot create a libmosquitto client");
   }
-}
-
-void MqttAgentTransport::Forget(PendingPublish* pending) {
-  std::unique_ptr<PendingPublish> owned;
-  {
-    absl::MutexLock lock(&pending_mu_);
-    auto it = pending_.find(pending);
-    if (it == pending_.end()) {
-      return;
-    }
-    owned = std::move(it->second);
-    pending_.erase(it);
+  auto check = [](int rc, const char* what) {
+    return rc == MOSQ_ERR_SUCCESS ? absl::OkStatus()
+                                  : absl::InvalidArgumentError(
+                                        absl::StrCat("mqtt: ", what, ": ", mosquitto_strerror(rc)));
+  };
+  absl::Status status =
+      check(mosquitto_int_option(mosq_, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5), "MQTT 5");
+  if (status.ok() && !settings_.username.empty()) {
+    status = check(mosquitto_username_pw_set(
+                       mosq_, settings_.username.c_str(),
+                       settings_.password.empty() ? nullptr : settings_.password.c_str()),
+                   "username");
   }
-  // `owned` (the caller itself) is destroyed here; the caller touches no member afterwards.
+  if (status.ok() && settings_.tls) {
+    const bool own_ca = !settings_.ca_file.empty();
+    if (!own_ca) {
+      (void)mosquitto_int_option(mosq_, MOSQ_OPT_TLS_USE_OS_CERTS, 1);
+    }
+    if (own_ca || !settings_.client_cert_file.empty()) {
+      status = check(
+          mosquitto_tls_set(
+              mosq_, own_ca ? settings_.ca_file.c_str() : nullptr,
+              own_ca ? nullptr : "/etc/ssl/certs",
+              settings_.client_cert_file.empty() ? nullptr : settings_.client_cert_file.c_str(),
+              settings_.client_key_file.empty() ? nullptr : settings_.client_key_file.c_str(),
+              nullptr),
+          "tls");
+    }
+  }
+  if (!status.ok()) {
+    return status;
+  }
+  (void)mosquitto_int_option(mosq_, MOSQ_OPT_TCP_NODELAY, 1);
+  const auto seconds = [](std::chrono::milliseconds d) {
+    return static_cast<unsigned>(std::max<int64_t>(1, (d.count() + 999) / 1000));
+  };
+  mosquitto_reconnect_delay_set(mosq_, seconds(settings_.reconnect_min),
+                                seconds(settings_.reconnect_max), /*exponential=*/true);
+  mosquitto_connect_v5_callback_set(mosq_, &MqttAgentTransport::OnConnect);
+  mosquitto_subscribe_v5_callback_set(mosq_, &MqttAgentTransport::OnSubscribe);
+  mosquitto_message_v5_callback_set(mosq_, &MqttAgentTransport::OnMessage);
+  mosquitto_publish_v5_callback_set(mosq_, &MqttAgentTransport::OnPublish);
+  mosquitto_disconnect_v5_callback_set(mosq_, &MqttAgentTransport::OnDisconnect);
+  return absl::OkStatus();
 }
 
 absl::Status MqttAgentTransport::Start(ReceiveHandler on_receive, SubscribedHandler on_subscribed) {
@@ -177,149 +176,146 @@ absl::Status MqttAgentTransport::Start(ReceiveHandler on_receive, SubscribedHand
   if (settings_.source_broadcast != "-") {
     filters_.push_back(settings_.source_broadcast);
   }
-  auto builder = mqtt::connect_options_builder()
-                     .mqtt_version(MQTTVERSION_5)
-                     .clean_start(true)
-                     .keep_alive_interval(settings_.keep_alive)
-                     .connect_timeout(settings_.connect_timeout)
-                     .automatic_reconnect(false);
-  if (!settings_.username.empty()) {
-    builder.user_name(settings_.username);
-    builder.password(settings_.password);
-  }
-  if (settings_.tls) {
-    mqtt::ssl_options_builder ssl;
-    if (!settings_.ca_file.empty()) {
-      ssl.trust_store(settings_.ca_file);
-    }
-    if (!settings_.client_cert_file.empty()) {
-      ssl.key_store(settings_.client_cert_file);
-      ssl.private_key(settings_.client_key_file);
-    }
-    ssl.enable_server_cert_auth(true);
-    builder.ssl(ssl.finalize());
-  }
-  options_ = builder.finalize();
-  const std::string uri = absl::StrCat(settings_.tls ? "ssl://" : "tcp://", settings_.broker_host);
-  try {
-    // Paho refuses publishes beyond 100 pending by default; one process speaks for thousands of
-    // agents, so allow a cold start's worth in flight (failures are retried by the simulator).
-    constexpr int kMaxPendingPublishes = 100'000;
-    client_ = std::make_unique<mqtt::async_client>(
-        uri, settings_.client_id, mqtt::create_options(MQTTVERSION_5, kMaxPendingPublishes));
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("mqtt: cannot create client: ", e.what()));
+  if (absl::Status status = Configure(); !status.ok()) {
+    return status;
   }
   {
     absl::MutexLock lock(&mu_);
     on_receive_ = std::move(on_receive);
     on_subscribed_ = std::move(on_subscribed);
   }
-  client_->set_message_callback([this](mqtt::const_message_ptr message) { OnMessage(message); });
-  client_->set_connection_lost_handler([this](const std::string& /*cause*/) {
-    connected_ = false;
-    absl::MutexLock lock(&mu_);
-    lost_ = true;
-  });
+  const auto colon = settings_.broker_host.rfind(':');
+  const std::string host = settings_.broker_host.substr(0, colon);
+  const int port = std::stoi(settings_.broker_host.substr(colon + 1));
   Log().Info("starting", {{"broker", settings_.broker_host},
                           {"client_id", settings_.client_id},
                           {"source_events", settings_.source_events},
                           {"agent_events", settings_.agent_events}});
-  thread_ = std::thread([this] { Loop(); });
+  // Asynchronous: a broker that is down now is retried by libmosquitto's thread.
+  const int rc = mosquitto_connect_async(mosq_, host.c_str(), port,
+                                         static_cast<int>(settings_.keep_alive.count()));
+  if (rc != MOSQ_ERR_SUCCESS && rc != MOSQ_ERR_ERRNO && rc != MOSQ_ERR_EAI) {
+    return absl::InvalidArgumentError(absl::StrCat("mqtt: connect: ", mosquitto_strerror(rc)));
+  }
+  if (mosquitto_loop_start(mosq_) != MOSQ_ERR_SUCCESS) {
+    return absl::ResourceExhaustedError("mqtt: cannot start libmosquitto's thread");
+  }
   return absl::OkStatus();
 }
 
-void MqttAgentTransport::OnMessage(const mqtt::const_message_ptr& message) {
-  if (message == nullptr) {
+void MqttAgentTransport::OnConnect(mosquitto* mosq, void* self_ptr, int reason, int /*flags*/,
+                                   const mosquitto_property* /*props*/) {
+  auto* self = static_cast<MqttAgentTransport*>(self_ptr);
+  if (reason != 0) {
+    Log().Warn("connect refused", {{"broker", self->settings_.broker_host},
+                                   {"reason", mosquitto_reason_string(reason)}});
+    return;
+  }
+  std::vector<char*> filters;
+  for (const std::string& filter : self->filters_) {
+    filters.push_back(const_cast<char*>(filter.c_str()));
+  }
+  int mid = 0;
+  const int rc = mosquitto_subscribe_multiple(mosq, &mid, static_cast<int>(filters.size()),
+                                              filters.data(), self->settings_.qos, 0, nullptr);
+  absl::MutexLock lock(&self->mu_);
+  self->subscribe_mid_ = rc == MOSQ_ERR_SUCCESS ? mid : -1;
+}
+
+void MqttAgentTransport::OnSubscribe(mosquitto* mosq, void* self_ptr, int mid, int count,
+                                     const int* granted, const mosquitto_property* /*props*/) {
+  auto* self = static_cast<MqttAgentTransport*>(self_ptr);
+  for (int i = 0; i < count; ++i) {
+    if (granted[i] >= 0x80) {
+      Log().Warn("subscription refused", {{"filter", self->filters_[i]}, {"code", granted[i]}});
+      (void)mosquitto_disconnect(mosq);  // and try again after the reconnect delay
+      return;
+    }
+  }
+  absl::MutexLock lock(&self->mu_);
+  if (mid != self->subscribe_mid_ || self->stopped_) {
+    return;
+  }
+  self->connected_ = true;
+  const bool reconnect = self->ever_subscribed_;
+  self->ever_subscribed_ = true;
+  Log().Info(reconnect ? "reconnected and subscribed" : "connected and subscribed",
+             {{"broker", self->settings_.broker_host}});
+  if (self->on_subscribed_) {
+    self->on_subscribed_(Subscription{.reconnect = reconnect, .clusters = {}});
+  }
+}
+
+void MqttAgentTransport::OnMessage(mosquitto* /*mosq*/, void* self_ptr,
+                                   const mosquitto_message* message,
+                                   const mosquitto_property* props) {
+  auto* self = static_cast<MqttAgentTransport*>(self_ptr);
+  if (message == nullptr || message->topic == nullptr) {
     return;
   }
   std::string cluster;
-  for (const std::string& filter : filters_) {
-    cluster = ClusterFromTopic(filter, message->get_topic());
+  for (const std::string& filter : self->filters_) {
+    cluster = ClusterFromTopic(filter, message->topic);
     if (!cluster.empty()) {
       break;
     }
   }
-  ReceivedEvent received{
-      std::move(cluster),
-      cloudevents::DecodeMqtt(transport::FromPahoMessage(*message), settings_.limits)};
-  absl::MutexLock lock(&mu_);
-  if (!stopped_ && on_receive_) {
-    on_receive_(std::move(received));
+  ReceivedEvent received{std::move(cluster),
+                         cloudevents::DecodeMqtt(transport::FromMosquittoMessage(*message, props),
+                                                 self->settings_.limits)};
+  absl::MutexLock lock(&self->mu_);
+  if (!self->stopped_ && self->on_receive_) {
+    self->on_receive_(std::move(received));
   }
 }
 
-bool MqttAgentTransport::ConnectAndSubscribe() {
-  try {
-    auto token = client_->connect(options_);
-    if (!token->wait_for(settings_.connect_timeout + std::chrono::seconds(1))) {
-      return false;
-    }
-    for (const std::string& filter : filters_) {
-      if (!client_->subscribe(filter, settings_.qos)->wait_for(settings_.connect_timeout)) {
-        client_->disconnect()->wait_for(std::chrono::seconds(1));
-        return false;
-      }
-    }
-  } catch (const std::exception& e) {
-    Log().Warn("connect failed", {{"broker", settings_.broker_host}, {"error", e.what()}});
-    try {
-      if (client_->is_connected()) {
-        client_->disconnect()->wait_for(std::chrono::seconds(1));
-      }
-    } catch (const std::exception&) {
-      // Already down.
-    }
-    return false;
-  }
-  return true;
+void MqttAgentTransport::OnPublish(mosquitto* /*mosq*/, void* self_ptr, int mid, int reason_code,
+                                   const mosquitto_property* /*props*/) {
+  static_cast<MqttAgentTransport*>(self_ptr)->Settle(
+      mid, reason_code < 0x80
+               ? absl::OkStatus()
+               : absl::UnavailableError(absl::StrCat("mqtt: PUBACK reason code ", reason_code)));
 }
 
-void MqttAgentTransport::Loop() {
-  pthread_setname_np(pthread_self(), "fleet-mqtt");
-  bool ever = false;
-  auto delay = settings_.reconnect_min;
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (stopped_) {
-        return;
-      }
-      lost_ = false;
+void MqttAgentTransport::OnDisconnect(mosquitto* /*mosq*/, void* self_ptr, int reason,
+                                      const mosquitto_property* /*props*/) {
+  auto* self = static_cast<MqttAgentTransport*>(self_ptr);
+  self->connected_ = false;
+  {
+    absl::MutexLock lock(&self->mu_);
+    if (self->stopped_) {
+      return;
     }
-    if (ConnectAndSubscribe()) {
-      connected_ = true;
-      delay = settings_.reconnect_min;
-      Log().Info(ever ? "reconnected and subscribed" : "connected and subscribed",
-                 {{"broker", settings_.broker_host}});
-      {
-        absl::MutexLock lock(&mu_);
-        if (!stopped_ && on_subscribed_) {
-          on_subscribed_(Subscription{.reconnect = ever, .clusters = {}});
-        }
-      }
-      ever = true;
-      // Wait until the connection drops or we stop.
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
-          +[](MqttAgentTransport* self)
-               ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) { return self->stopped_ || self->lost_; },
-          this));
-      if (stopped_) {
-        return;
-      }
-      Log().Warn("connection lost", {{"broker", settings_.broker_host}});
-      continue;
+  }
+  Log().Warn("connection lost", {{"broker", self->settings_.broker_host}, {"reason", reason}});
+  // The simulator retries what failed; a PUBACK that still comes for one settles nothing.
+  self->FailPending("mqtt: connection lost before PUBACK");
+}
+
+void MqttAgentTransport::Settle(int mid, absl::Status status) {
+  PublishDone done;
+  {
+    absl::MutexLock lock(&pending_mu_);
+    auto it = pending_.find(mid);
+    if (it == pending_.end()) {
+      settled_early_.emplace(mid, std::move(status));
+      return;
     }
-    // Back off (interruptible by Stop()).
-    {
-      absl::MutexLock lock(&mu_);
-      mu_.AwaitWithTimeout(absl::Condition(&stopped_), absl::FromChrono(delay));
-      if (stopped_) {
-        return;
-      }
-    }
-    delay = std::min(settings_.reconnect_max, delay * 2);
+    done = std::move(it->second);
+    pending_.erase(it);
+  }
+  std::move(done)(std::move(status));
+}
+
+void MqttAgentTransport::FailPending(const char* why) {
+  std::unordered_map<int, PublishDone> failed;
+  {
+    absl::MutexLock lock(&pending_mu_);
+    failed.swap(pending_);
+    settled_early_.clear();
+  }
+  for (auto& [mid, done] : failed) {
+    std::move(done)(absl::UnavailableError(why));
   }
 }
 
@@ -335,33 +331,48 @@ void MqttAgentTransport::Publish(cloudevents::Event event, PublishDone done) {
     std::move(done)(encoded.status());
     return;
   }
-  absl::ReaderMutexLock client_lock(&client_mu_);
-  if (!connected_ || client_ == nullptr) {
+  auto props = transport::ToMosquittoProperties(*encoded);
+  if (!props.ok()) {
+    std::move(done)(props.status());
+    return;
+  }
+  if (!connected_) {
     std::move(done)(absl::UnavailableError("mqtt: not connected"));
     return;
   }
+  if (settings_.max_in_flight > 0) {
+    // Backpressure on the simulator's loop (its intake queues what arrives meanwhile).
+    absl::MutexLock lock(&pending_mu_);
+    pending_mu_.AwaitWithTimeout(
+        absl::Condition(
+            +[](MqttAgentTransport* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->pending_mu_) {
+              return self->pending_.size() < self->settings_.max_in_flight;
+            },
+            this),
+        absl::FromChrono(settings_.max_in_flight_wait));
+  }
   const std::string topic = AgentEventsTopic(settings_.agent_events, *cluster, settings_.source_id);
-  auto owned = std::make_unique<PendingPublish>(this, std::move(done));
-  PendingPublish* listener = owned.get();
+  int mid = 0;
+  const int rc =
+      mosquitto_publish_v5(mosq_, &mid, topic.c_str(), static_cast<int>(encoded->payload.size()),
+                           encoded->payload.data(), settings_.qos, false, props->get());
+  if (rc != MOSQ_ERR_SUCCESS) {
+    std::move(done)(
+        absl::UnavailableError(absl::StrCat("mqtt: publish failed: ", mosquitto_strerror(rc))));
+    return;
+  }
+  absl::Status early;
   {
     absl::MutexLock lock(&pending_mu_);
-    if (settings_.max_in_flight > 0) {
-      // Backpressure on the simulator's loop (its intake queues what arrives meanwhile).
-      pending_mu_.AwaitWithTimeout(
-          absl::Condition(
-              +[](MqttAgentTransport* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->pending_mu_) {
-                return self->pending_.size() < self->settings_.max_in_flight;
-              },
-              this),
-          absl::FromChrono(settings_.max_in_flight_wait));
+    auto it = settled_early_.find(mid);
+    if (it == settled_early_.end()) {
+      pending_.emplace(mid, std::move(done));
+      return;
     }
-    pending_.emplace(listener, std::move(owned));
+    early = std::move(it->second);
+    settled_early_.erase(it);
   }
-  try {
-    client_->publish(transport::ToPahoMessage(topic, settings_.qos, *encoded), nullptr, *listener);
-  } catch (const std::exception& e) {
-    listener->Finish(absl::UnavailableError(absl::StrCat("mqtt: publish failed: ", e.what())));
-  }
+  std::move(done)(std::move(early));  // its PUBACK came before we knew its id
 }
 
 std::size_t MqttAgentTransport::InFlight() const {
@@ -377,27 +388,15 @@ void MqttAgentTransport::Stop() {
     }
     stopped_ = true;
   }
-  if (thread_.joinable()) {
-    thread_.join();
-  }
   connected_ = false;
-  {
-    absl::WriterMutexLock client_lock(&client_mu_);
-    if (client_ != nullptr) {
-      try {
-        if (client_->is_connected()) {
-          client_->disconnect()->wait_for(std::chrono::seconds(2));
-        }
-      } catch (const std::exception&) {
-        // Shutting down anyway.
-      }
-      // Destroying the client ends every Paho callback.
-      client_.reset();
-    }
+  if (mosq_ != nullptr) {
+    (void)mosquitto_disconnect(mosq_);
+    (void)mosquitto_loop_stop(mosq_, /*force=*/false);
+    mosquitto_destroy(mosq_);  // no callback runs after this
+    mosq_ = nullptr;
   }
-  // Publishes Paho never settled fail now, while whoever gave them still exists: no handler
-  // runs after Stop() returns (a simulator destroyed before its transport used to get up to
-  // 100,000 callbacks into freed memory, a heap corruption at the end of a cold start).
+  // Publishes never settled fail now, while whoever gave them still exists: no handler runs
+  // after Stop() returns.
   FailPending("mqtt: transport stopped before PUBACK");
 }
 

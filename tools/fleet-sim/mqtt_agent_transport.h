@@ -1,5 +1,5 @@
 // The agent side of Maestro's MQTT binding (../shared/spec/maestro-protocol.md §3) for many
-// simulated clusters over ONE Paho MQTT v5 connection.
+// simulated clusters over ONE MQTT 5 connection, on libmosquitto (as the hub's publisher).
 //
 // A real agent subscribes `sourceEvents` with its last `+` replaced by its own cluster name; one
 // process simulating thousands of clusters instead subscribes the wildcard filter
@@ -11,19 +11,16 @@
 // no session expiry (§3.1); after every (re)connect and SUBACK the SubscribedHandler runs, so the
 // agents send their spec resync requests (§6.5).
 //
-// Threads: "fleet-mqtt" connects, subscribes and reconnects with exponential backoff; Paho's own
-// thread runs message and delivery callbacks. Thread-safe.
+// Threads: libmosquitto's own (mosquitto_loop_start) connects, subscribes, reconnects with
+// exponential backoff and runs every callback. Thread-safe.
 #pragma once
-
-#include <mqtt/async_client.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
-#include <map>
 #include <memory>
 #include <string>
-#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -32,6 +29,10 @@
 #include "absl/synchronization/mutex.h"
 #include "libs/cloudevents/codec_options.h"
 #include "tools/fleet-sim/agent_transport.h"
+
+struct mosquitto;
+struct mosquitto_message;
+struct mqtt5__property;
 
 namespace mmi::fleet_sim {
 
@@ -51,18 +52,17 @@ struct MqttAgentSettings {
   std::string source_broadcast;
   std::string username;          // optional
   std::string password;          // optional; never logged
-  bool tls = false;              // `ssl://` instead of `tcp://`
+  bool tls = false;              // TLS to the broker
   std::string ca_file;           // PEM bundle to verify the broker; empty = system roots
   std::string client_cert_file;  // PEM client certificate (mTLS)
   std::string client_key_file;   // PEM key of client_cert_file
   std::chrono::seconds keep_alive{60};
-  std::chrono::seconds connect_timeout{10};
   int qos = 1;  // publish and subscribe QoS
   std::chrono::milliseconds reconnect_min{500};
   std::chrono::milliseconds reconnect_max{30'000};
   // Publishes awaiting their PUBACK. Publish() waits (up to max_in_flight_wait) while this many
-  // are outstanding, so Paho's internal queues (searched linearly, under the lock its receive
-  // path also takes) stay short during a cold start's burst of statuses. 0 = no limit.
+  // are outstanding, so that a cold start's burst of statuses waits here rather than in
+  // libmosquitto's queue. 0 = no limit.
   std::size_t max_in_flight = 5'000;
   std::chrono::milliseconds max_in_flight_wait{10'000};
   cloudevents::CodecLimits limits;
@@ -95,34 +95,39 @@ class MqttAgentTransport final : public AgentTransport {
   bool connected() const override { return connected_.load(); }
 
  private:
-  class PendingPublish;
+  static void OnConnect(mosquitto* mosq, void* self, int reason, int flags,
+                        const mqtt5__property* props);
+  static void OnSubscribe(mosquitto* mosq, void* self, int mid, int count, const int* granted,
+                          const mqtt5__property* props);
+  static void OnMessage(mosquitto* mosq, void* self, const mosquitto_message* message,
+                        const mqtt5__property* props);
+  static void OnPublish(mosquitto* mosq, void* self, int mid, int reason_code,
+                        const mqtt5__property* props);
+  static void OnDisconnect(mosquitto* mosq, void* self, int reason, const mqtt5__property* props);
 
-  void Loop();
-  void Forget(PendingPublish* pending);
+  absl::Status Configure();
   // Runs every unsettled publish's callback with kUnavailable (`why`).
   void FailPending(const char* why);
-  bool ConnectAndSubscribe();
-  void OnMessage(const mqtt::const_message_ptr& message);
+  // Settles publish `mid`, now or, when its PUBACK came before Publish() recorded it, then.
+  void Settle(int mid, absl::Status status);
 
   const MqttAgentSettings settings_;
   std::vector<std::string> filters_;
-  mqtt::connect_options options_;
-  // Created by Start(), destroyed by Stop() (which ends every Paho callback). Publish() uses it
-  // under a reader lock of client_mu_, Stop() destroys it under the writer lock; the loop
-  // thread uses it unlocked and is joined first.
-  absl::Mutex client_mu_;
-  std::unique_ptr<mqtt::async_client> client_;
+  // Created by Start(), destroyed by Stop() after libmosquitto's thread ended.
+  mosquitto* mosq_ = nullptr;
   std::atomic<bool> connected_{false};
 
   absl::Mutex mu_;  // guards the handlers' lifetime against Stop()
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  bool lost_ ABSL_GUARDED_BY(mu_) = false;
+  bool ever_subscribed_ ABSL_GUARDED_BY(mu_) = false;
+  int subscribe_mid_ ABSL_GUARDED_BY(mu_) = -1;
   ReceiveHandler on_receive_ ABSL_GUARDED_BY(mu_);
   SubscribedHandler on_subscribed_ ABSL_GUARDED_BY(mu_);
-  std::thread thread_;
 
   mutable absl::Mutex pending_mu_;
-  std::map<PendingPublish*, std::unique_ptr<PendingPublish>> pending_ ABSL_GUARDED_BY(pending_mu_);
+  // libmosquitto message id -> its callback; and the outcomes of ids not recorded yet.
+  std::unordered_map<int, PublishDone> pending_ ABSL_GUARDED_BY(pending_mu_);
+  std::unordered_map<int, absl::Status> settled_early_ ABSL_GUARDED_BY(pending_mu_);
 };
 
 }  // namespace mmi::fleet_sim

@@ -32,7 +32,7 @@ RULES = [
     ('reconciler: key queue (WorkQueue)', ('WorkQueue',)),
     ('PostgreSQL client (libpq/libpqxx)', ('ConnectionPool', 'pqxx::', 'PQexec', 'PQgetResult')),
     ('GitOpsCluster controller', ('GitOpsCluster', 'AppSetRefresh')),
-    ('transport (Paho MQTT)', ('Mqtt', 'MQTT', 'mqtt::')),
+    ('transport (MQTT)', ('Mqtt', 'MQTT', 'mosquitto')),
     ('kube client: curl/TLS, threads', ('HttpKubeClient', 'CurlTransport', 'LeaderElector')),
     ('metrics', ('prometheus::',)),
     ('reconciler: other', ('Reconciler::',)),

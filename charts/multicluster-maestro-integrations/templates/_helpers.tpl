@@ -172,7 +172,6 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- $_ := set $section "publishTimeout" $m.publishTimeout -}}
 {{- $_ := set $section "pubQoS" (int $m.pubQoS) -}}
 {{- $_ := set $section "subQoS" (int $m.subQoS) -}}
-{{- $_ := set $section "library" ($m.library | default "native") -}}
 {{- $topics := dict -}}
 {{- range $k, $v := $m.topics -}}
 {{- if $v -}}

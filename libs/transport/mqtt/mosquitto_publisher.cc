@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/transport/mqtt/internal/client_id.h"
+#include "libs/transport/mqtt/mosquitto_message.h"
 
 namespace mmi::transport {
 namespace {
@@ -17,7 +18,7 @@ const log::Logger& Log() {
   return logger;
 }
 
-// MQTT 5 PUBACK reason code >= 0x80 -> STYLE.md code (as MqttPublisher maps Paho's).
+// MQTT 5 PUBACK reason code >= 0x80 -> STYLE.md code.
 absl::Status PubackFailure(int reason) {
   const std::string detail = absl::StrCat("MQTT publish failed: reason code ", reason);
   switch (reason) {
@@ -52,24 +53,6 @@ absl::Status PublishCallFailure(int rc) {
   }
 }
 
-// The PUBLISH properties of one binary-mode event: Content Type and the User Properties.
-mosquitto_property* Properties(const cloudevents::MqttMessage& message, int* rc) {
-  mosquitto_property* props = nullptr;
-  *rc = MOSQ_ERR_SUCCESS;
-  if (message.content_type.has_value()) {
-    *rc = mosquitto_property_add_string(&props, MQTT_PROP_CONTENT_TYPE,
-                                        message.content_type->c_str());
-  }
-  for (const auto& [name, value] : message.user_properties) {
-    if (*rc != MOSQ_ERR_SUCCESS) {
-      break;
-    }
-    *rc = mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, name.c_str(),
-                                             value.c_str());
-  }
-  return props;
-}
-
 }  // namespace
 
 MosquittoPublisher::MosquittoPublisher(MqttSettings settings, Clock& clock,
@@ -91,8 +74,7 @@ absl::Status MosquittoPublisher::Start() {
     return s;
   }
   connection_ = std::make_unique<internal::MosquittoConnection>(
-      settings_, internal::MqttClientId(settings_, "pub"), std::chrono::seconds(0), metrics_,
-      Log());
+      settings_, internal::MqttClientId(settings_, "pub"), metrics_, Log());
   internal::MosquittoConnection::Hooks hooks;
   // A restarted broker may announce another Receive Maximum: read on every connect.
   hooks.on_connected = [this](bool /*reconnect*/, std::size_t receive_maximum) {
@@ -117,9 +99,8 @@ absl::Status MosquittoPublisher::Start() {
     return s;
   }
   started_ = true;
-  Log().Info(
-      "MQTT publisher started",
-      {{"library", "libmosquitto"}, {"summary", RedactedSummary(TransportSettings(settings_))}});
+  Log().Info("MQTT publisher started",
+             {{"summary", RedactedSummary(TransportSettings(settings_))}});
   return absl::OkStatus();
 }
 
@@ -160,15 +141,14 @@ void MosquittoPublisher::SendHeld() {
   while (auto next = window_.TakeNext(/*wait=*/false)) {
     const uint64_t id = next->first;
     const internal::EncodedPublish& publish = next->second;
-    int rc = MOSQ_ERR_SUCCESS;
-    mosquitto_property* props = Properties(publish.message, &rc);
+    absl::StatusOr<MosquittoProperties> props = ToMosquittoProperties(publish.message);
     int mid = 0;
-    if (rc == MOSQ_ERR_SUCCESS) {
-      rc = mosquitto_publish_v5(mosq, &mid, publish.topic.c_str(),
-                                static_cast<int>(publish.message.payload.size()),
-                                publish.message.payload.data(), settings_.pub_qos, false, props);
-    }
-    mosquitto_property_free_all(&props);
+    const int rc = !props.ok()
+                       ? MOSQ_ERR_INVAL
+                       : mosquitto_publish_v5(mosq, &mid, publish.topic.c_str(),
+                                              static_cast<int>(publish.message.payload.size()),
+                                              publish.message.payload.data(), settings_.pub_qos,
+                                              false, props->get());
     if (rc != MOSQ_ERR_SUCCESS) {
       window_.Complete(id, PublishCallFailure(rc));
     } else if (written_early_.erase(mid) > 0) {

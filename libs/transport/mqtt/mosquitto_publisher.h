@@ -1,5 +1,5 @@
-// Publisher over MQTT 5 on libmosquitto, in Maestro's topic scheme (maestro-protocol.md §3): the
-// default since issue #21 item 3 (`library`); MqttPublisher is the same on Paho.
+// The services' MQTT 5 publisher, on libmosquitto, in Maestro's topic scheme
+// (maestro-protocol.md §3). Why libmosquitto: docs/adr/0003-mqtt-on-libmosquitto.md.
 #pragma once
 
 #include <atomic>
@@ -25,22 +25,20 @@
 
 namespace mmi::transport {
 
-// The contract of MqttPublisher (mqtt_publisher.h): each event to `sourceEvents` with `+` = its
-// `clustername` (`sourceBroadcast` for a status resync of every cluster), binary content mode;
-// OK on PUBACK (QoS 1) or once written (QoS 0); kUnavailable when disconnected or when the
-// connection drops before the PUBACK; kDeadlineExceeded without PUBACK within publishTimeout of
-// the Publish() call; kResourceExhausted when 10,000 events already wait; kInvalidArgument for
-// events that cannot be routed or encoded; a PUBACK reason code >= 0x80 maps as on Paho.
+// Each event goes to `sourceEvents` with `+` = its `clustername` (`sourceBroadcast` for a status
+// resync of every cluster), binary content mode. OK on PUBACK (QoS 1) or once written (QoS 0);
+// kUnavailable when disconnected or when the connection drops before the PUBACK;
+// kDeadlineExceeded without PUBACK within publishTimeout of the Publish() call;
+// kResourceExhausted when 10,000 events already wait; kInvalidArgument for events that cannot be
+// routed or encoded; a PUBACK reason code >= 0x80: not authorized -> kPermissionDenied, quota
+// exceeded -> kResourceExhausted, a rejected topic or payload -> kInvalidArgument, else
+// kUnavailable.
 //
 // Publish() encodes on the caller's thread and queues; the connection's thread ("mqtt-pub")
 // hands queued events to libmosquitto in call order, at most the broker's Receive Maximum
 // (CONNACK) awaiting their PUBACK at once (`mmi_transport_publish_held` counts the rest), and
 // reads the PUBACKs; callbacks run on "mqtt-pub-cb". Per-cluster order: one connection, handed in
 // call order, and the broker keeps per-topic order.
-//
-// Why not Paho: on Paho C the publish path costs ~110 us of CPU per event (its threads, its
-// tracked heap, bench/dispatch/README.md); libmosquitto writes each PUBLISH from the thread that
-// calls it and reads PUBACKs on the same thread.
 //
 // Thread-safe; see Publisher for the lifecycle.
 class MosquittoPublisher final : public Publisher {
@@ -69,7 +67,7 @@ class MosquittoPublisher final : public Publisher {
   TransportMetrics metrics_;
   const MqttTopics topics_;
   internal::SerialExecutor callbacks_{"mqtt-pub-cb"};
-  internal::PublishWindow<internal::EncodedPublish> window_;
+  internal::PublishWindow window_;
   std::unique_ptr<internal::MosquittoConnection> connection_;
   std::atomic<size_t> receive_maximum_{65'535};
 

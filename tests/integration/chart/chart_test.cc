@@ -346,7 +346,6 @@ transport:
     publishTimeout: 6s
     pubQoS: 0
     subQoS: 0
-    library: paho
     dispatcherSessionExpiry: 17m
     topics:
       sourceEvents: sources/src-a/consumers/+/sourceevents
@@ -557,7 +556,6 @@ TEST_F(ChartTest, EverySettingReachesTheServices) {
     EXPECT_EQ(m->publish_timeout, seconds(6));
     EXPECT_EQ(m->pub_qos, 0);
     EXPECT_EQ(m->sub_qos, 0);
-    EXPECT_EQ(m->library, "paho");
     EXPECT_EQ(m->topics.source_events, "sources/src-a/consumers/+/sourceevents");
     EXPECT_EQ(m->topics.agent_events, "sources/src-a/consumers/+/agentevents");
     EXPECT_EQ(m->topics.source_broadcast, "sources/src-a/sourcebroadcast");

@@ -1,11 +1,11 @@
 // The dispatcher pipeline end to end on real peers: a hub kube-apiserver (start-kube ROLE=hub),
-// PostgreSQL and mosquitto. DispatcherApp runs in process with the MQTT transport; a Paho
-// client plays the work agent of cluster1: it subscribes the agent-side sourceevents topic and
-// checks what arrives (maestro-protocol.md §3.2), and sends a spec resync request (§6.5).
-// The kill test runs the `dispatcher` binary, kills it with SIGKILL mid-stream and restarts it.
+// PostgreSQL and mosquitto. DispatcherApp runs in process with the MQTT transport; a
+// libmosquitto client (MqttTestClient) plays the work agent of cluster1: it subscribes the
+// agent-side sourceevents topic and checks what arrives (maestro-protocol.md §3.2), and sends a
+// spec resync request (§6.5). The kill test runs the `dispatcher` binary, kills it with SIGKILL
+// mid-stream and restarts it.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <mqtt/async_client.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -31,6 +31,7 @@
 #include "libs/common/sleeper.h"
 #include "libs/kube/http_kube_client.h"
 #include "libs/kube/rest_config.h"
+#include "libs/transport/mqtt/testing/mqtt_test_client.h"
 #include "services/dispatcher/apps/hub_writes.h"
 #include "services/dispatcher/apps/managed_clusters.h"
 #include "services/dispatcher/apps/payload.h"
@@ -87,21 +88,16 @@ cloudevents::Event SpecResyncRequest(const cloudevents::ResourceVersionList& hel
 // The work agent of cluster1 on the broker.
 class Agent {
  public:
-  explicit Agent(const std::string& broker) {
-    client_ = std::make_unique<mqtt::async_client>("tcp://" + broker, "cluster1-work-agent",
-                                                   mqtt::create_options(MQTTVERSION_5));
-    client_->set_message_callback([this](mqtt::const_message_ptr message) {
-      cloudevents::MqttMessage m;
-      m.payload = message->get_payload_str();
-      const auto& props = message->get_properties();
-      if (props.contains(mqtt::property::CONTENT_TYPE)) {
-        m.content_type = mqtt::get<std::string>(props, mqtt::property::CONTENT_TYPE);
-      }
-      for (size_t i = 0; i < props.count(mqtt::property::USER_PROPERTY); ++i) {
-        auto kv = mqtt::get<mqtt::string_pair>(props, mqtt::property::USER_PROPERTY, i);
-        m.user_properties.emplace_back(std::get<0>(kv), std::get<1>(kv));
-      }
-      auto event = cloudevents::DecodeMqtt(m);
+  explicit Agent(std::string broker) : broker_(std::move(broker)) {}
+  bool Connect() {
+    auto client = transport::testing::MqttTestClient::Connect(
+        {.host_port = broker_, .client_id = "cluster1-work-agent", .keep_alive_s = 5});
+    if (!client.ok()) {
+      return false;
+    }
+    client_ = *std::move(client);
+    client_->OnMessage([this](transport::testing::MqttReceived received) {
+      auto event = cloudevents::DecodeMqtt(received.message);
       absl::MutexLock lock(&mu_);
       if (event.ok()) {
         received_.push_back(*std::move(event));
@@ -109,29 +105,9 @@ class Agent {
         ++decode_errors_;
       }
     });
-  }
-  ~Agent() {
-    try {
-      client_->disconnect()->wait_for(seconds(5));
-    } catch (const std::exception&) {
-    }
-  }
-  bool Connect() {
-    auto options = mqtt::connect_options_builder()
-                       .mqtt_version(MQTTVERSION_5)
-                       .clean_start(true)
-                       .keep_alive_interval(seconds(5))
-                       .finalize();
-    try {
-      if (!client_->connect(options)->wait_for(seconds(10))) {
-        return false;
-      }
-      return client_
-          ->subscribe(absl::StrCat("sources/", kSource, "/consumers/cluster1/sourceevents"), 1)
-          ->wait_for(seconds(10));
-    } catch (const std::exception&) {
-      return false;
-    }
+    const std::vector<int> granted =
+        client_->Subscribe(absl::StrCat("sources/", kSource, "/consumers/cluster1/sourceevents"));
+    return granted.size() == 1 && granted[0] < 0x80;
   }
   bool Send(const cloudevents::Event& event) {
     return Publish(event, absl::StrCat("sources/", kSource, "/consumers/cluster1/agentevents"));
@@ -141,20 +117,8 @@ class Agent {
     if (!encoded.ok()) {
       return false;
     }
-    mqtt::properties props;
-    if (encoded->content_type) {
-      props.add(mqtt::property(mqtt::property::CONTENT_TYPE, *encoded->content_type));
-    }
-    for (const auto& [k, v] : encoded->user_properties) {
-      props.add(mqtt::property(mqtt::property::USER_PROPERTY, k, v));
-    }
-    auto msg = mqtt::message_ptr_builder()
-                   .topic(topic)
-                   .payload(encoded->payload)
-                   .qos(1)
-                   .properties(props)
-                   .finalize();
-    return client_->publish(msg)->wait_for(seconds(10));
+    const int puback = client_->Publish(topic, *encoded);
+    return puback >= 0 && puback < 0x80;
   }
   std::vector<cloudevents::Event> Received() const {
     absl::MutexLock lock(&mu_);
@@ -177,10 +141,11 @@ class Agent {
   }
 
  private:
-  std::unique_ptr<mqtt::async_client> client_;
+  const std::string broker_;
   mutable absl::Mutex mu_;
   std::vector<cloudevents::Event> received_ ABSL_GUARDED_BY(mu_);
   int decode_errors_ ABSL_GUARDED_BY(mu_) = 0;
+  std::unique_ptr<transport::testing::MqttTestClient> client_;  // last: its thread uses the above
 };
 
 class DispatcherIntegrationTest : public ::testing::Test {

@@ -12,16 +12,17 @@
 // first message must be the allowed one (one publisher's messages reach a subscriber in order),
 // and nothing else may be queued.
 #include <gtest/gtest.h>
-#include <mqtt/async_client.h>
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "libs/transport/mqtt/testing/mqtt_test_client.h"
 #include "tests/support/peer.h"
 
 namespace mmi {
@@ -57,120 +58,78 @@ class MosquittoAclTest : public ::testing::Test {
                       "CLIENTS=cluster-a,cluster-b,mmi.dispatcher,mmi.status-sink,fleet-sim.test"});
     ASSERT_TRUE(broker.ok()) << broker.status();
     broker_ = std::move(*broker);
-    uri_ = "ssl://" + broker_->Get("MQTT_MTLS_HOST");
+    host_ = broker_->Get("MQTT_MTLS_HOST");
   }
 
-  void TearDown() override {
-    for (auto& client : clients_) {
-      if (client->is_connected()) {
-        client->disconnect()->wait_for(seconds(5));
-      }
-    }
-  }
+  using Client = std::unique_ptr<transport::testing::MqttTestClient>;
 
-  mqtt::ssl_options Tls(const std::string& cert, const std::string& key) const {
-    return mqtt::ssl_options_builder()
-        .trust_store(broker_->Get("MQTT_CA_FILE"))
-        .key_store(cert)
-        .private_key(key)
-        .enable_server_cert_auth(true)
-        .finalize();
-  }
-
-  // An MQTT 5 client holding the certificate of `cn` (CLIENTS=), consuming messages, whose
-  // CONNECT is under way: WaitConnected() before using it. Connections are made in parallel
-  // because Paho takes ~2 s for each TLS connect while another client is connected.
-  // `claimed_username` is sent in CONNECT; the broker must ignore it for the certificate's CN.
-  mqtt::async_client& Connect(const std::string& cn, const std::string& claimed_username = "") {
+  // An MQTT 5 client holding the certificate of `cn` (CLIENTS=), connected (or null, which
+  // WaitConnected() reports). `claimed_username` is sent in CONNECT; the broker must ignore it
+  // for the certificate's CN.
+  Client& Connect(const std::string& cn, const std::string& claimed_username = "") {
     const std::string dir = broker_->Get("MQTT_CLIENTS_DIR");
-    return ConnectWith(cn, Tls(dir + "/" + cn + ".crt", dir + "/" + cn + ".key"), claimed_username);
+    return ConnectWith(cn, dir + "/" + cn + ".crt", dir + "/" + cn + ".key", claimed_username);
   }
 
-  mqtt::async_client& ConnectWith(const std::string& name, mqtt::ssl_options tls,
-                                  const std::string& claimed_username = "") {
-    auto client = std::make_unique<mqtt::async_client>(
-        uri_, "acl-" + name + "-" + std::to_string(clients_.size()),
-        mqtt::create_options(MQTTVERSION_5));
-    client->start_consuming();
-    auto builder = mqtt::connect_options_builder()
-                       .mqtt_version(MQTTVERSION_5)
-                       .clean_start(true)
-                       .keep_alive_interval(seconds(30))
-                       .ssl(std::move(tls));
-    if (!claimed_username.empty()) {
-      builder.user_name(claimed_username).password("ignored");
+  Client& ConnectWith(const std::string& name, const std::string& cert, const std::string& key,
+                      const std::string& claimed_username = "") {
+    auto client = transport::testing::MqttTestClient::Connect(
+        {.host_port = host_,
+         .client_id = "acl-" + name + "-" + std::to_string(clients_.size()),
+         .ca_file = broker_->Get("MQTT_CA_FILE"),
+         .cert_file = cert,
+         .key_file = key,
+         .username = claimed_username,
+         .password = claimed_username.empty() ? "" : "ignored"});
+    if (!client.ok()) {
+      failures_.push_back(name + " could not connect: " + std::string(client.status().message()));
     }
-    connecting_.emplace_back(name, client->connect(builder.finalize()));
-    clients_.push_back(std::move(client));
-    return *clients_.back();
+    clients_.push_back(client.ok() ? *std::move(client) : nullptr);
+    return clients_.back();
   }
 
-  // Waits for every CONNECT issued since the last call.
+  // Fails the test if a Connect() since the last call did not connect.
   void WaitConnected() {
-    std::vector<std::pair<std::string, mqtt::token_ptr>> connecting;
-    connecting.swap(connecting_);
-    for (auto& [name, token] : connecting) {
-      bool done = false;
-      try {
-        done = token->wait_for(seconds(20));
-      } catch (const mqtt::exception& e) {
-        FAIL() << name << " could not connect: " << e.what();
-      }
-      ASSERT_TRUE(done) << name << " not connected after 20 s";
-    }
+    std::vector<std::string> failures;
+    failures.swap(failures_);
+    ASSERT_TRUE(failures.empty()) << absl::StrJoin(failures, "; ");
   }
 
-  static void Subscribe(mqtt::async_client& client, const std::string& filter) {
-    auto token = client.subscribe(filter, 1);
-    ASSERT_TRUE(token->wait_for(seconds(10))) << "SUBSCRIBE " << filter;
-    // get_subscribe_response() returns a copy: keep it alive while reading its codes.
-    const mqtt::subscribe_response response = token->get_subscribe_response();
-    for (mqtt::ReasonCode code : response.get_reason_codes()) {
-      ASSERT_LT(static_cast<int>(code), 0x80) << "SUBSCRIBE " << filter << " refused";
+  static void Subscribe(Client& client, const std::string& filter) {
+    const std::vector<int> codes = client->Subscribe(filter, 1);
+    ASSERT_FALSE(codes.empty()) << "SUBSCRIBE " << filter << ": no SUBACK";
+    for (int code : codes) {
+      ASSERT_LT(code, 0x80) << "SUBSCRIBE " << filter << " refused";
     }
   }
 
   // The PUBACK reason code of one QoS 1 PUBLISH: < 0x80 accepted (0 or 0x10 No matching
   // subscribers), 0x87 Not authorized; -1 when no PUBACK came.
-  static int Publish(mqtt::async_client& client, const std::string& topic,
-                     const std::string& payload) {
-    auto token =
-        client.publish(mqtt::message_ptr_builder().topic(topic).payload(payload).qos(1).finalize());
-    try {
-      if (!token->wait_for(seconds(10))) {
-        return -1;
-      }
-    } catch (const mqtt::exception& e) {
-      return e.get_reason_code();
-    }
-    return static_cast<int>(token->get_reason_code());
+  static int Publish(Client& client, const std::string& topic, const std::string& payload) {
+    cloudevents::MqttMessage message;
+    message.payload = payload;
+    return client->Publish(topic, message, 1);
   }
 
   // The next message `client` receives, as "<topic> <payload>" ("" after 10 s).
-  static std::string Next(mqtt::async_client& client) {
-    mqtt::const_message_ptr msg;
-    if (!client.try_consume_message_for(&msg, seconds(10)) || msg == nullptr) {
-      return "";
-    }
-    return msg->get_topic() + " " + msg->to_string();
+  static std::string Next(Client& client) {
+    auto received = client->Next();
+    return received.has_value() ? received->topic + " " + received->message.payload : "";
   }
 
   // Whatever is already queued for `client` (nothing, when the ACL held).
-  static std::vector<std::string> Queued(mqtt::async_client& client) {
+  static std::vector<std::string> Queued(Client& client) {
     std::vector<std::string> out;
-    mqtt::const_message_ptr msg;
-    while (client.try_consume_message(&msg)) {
-      if (msg != nullptr) {
-        out.push_back(msg->get_topic() + " " + msg->to_string());
-      }
+    for (auto& received : client->Drain()) {
+      out.push_back(received.topic + " " + received.message.payload);
     }
     return out;
   }
 
   std::unique_ptr<testing::PeerProcess> broker_;
-  std::string uri_;
-  std::vector<std::unique_ptr<mqtt::async_client>> clients_;
-  std::vector<std::pair<std::string, mqtt::token_ptr>> connecting_;
+  std::string host_;
+  std::deque<Client> clients_;  // a deque: Connect() hands out references into it
+  std::vector<std::string> failures_;
 };
 
 TEST_F(MosquittoAclTest, AnAgentPublishesOnlyToItsOwnClustersAgentEvents) {
@@ -305,8 +264,8 @@ TEST_F(MosquittoAclTest, TheCertificateIsTheIdentityNotTheConnectUsername) {
   auto& claims_b = Connect("cluster-a", "cluster-b");
   auto& claims_dispatcher = Connect("cluster-a", "mmi.dispatcher");
   // A certificate of the right CA whose CN the ACL does not name.
-  auto& stranger = ConnectWith(
-      "stranger", Tls(broker_->Get("MQTT_CLIENT_CERT_FILE"), broker_->Get("MQTT_CLIENT_KEY_FILE")));
+  auto& stranger = ConnectWith("stranger", broker_->Get("MQTT_CLIENT_CERT_FILE"),
+                               broker_->Get("MQTT_CLIENT_KEY_FILE"));
   ASSERT_NO_FATAL_FAILURE(WaitConnected());
   Subscribe(agent_b, SourceEvents("cluster-b"));
   Subscribe(dispatcher, SharedAgentEvents("mmi-dispatcher"));
@@ -324,16 +283,12 @@ TEST_F(MosquittoAclTest, TheCertificateIsTheIdentityNotTheConnectUsername) {
   EXPECT_EQ(absl::StrJoin(Queued(agent_b), ", "), "");
 
   // No certificate, no connection (the only listener is the mTLS one).
-  mqtt::async_client anonymous(uri_, "acl-anonymous", mqtt::create_options(MQTTVERSION_5));
-  auto options = mqtt::connect_options_builder()
-                     .mqtt_version(MQTTVERSION_5)
-                     .clean_start(true)
-                     .ssl(mqtt::ssl_options_builder()
-                              .trust_store(broker_->Get("MQTT_CA_FILE"))
-                              .enable_server_cert_auth(true)
-                              .finalize())
-                     .finalize();
-  EXPECT_THROW(anonymous.connect(options)->wait(), mqtt::exception);
+  EXPECT_FALSE(
+      transport::testing::MqttTestClient::Connect({.host_port = host_,
+                                                   .client_id = "acl-anonymous",
+                                                   .ca_file = broker_->Get("MQTT_CA_FILE")},
+                                                  std::chrono::seconds(5))
+          .ok());
 }
 
 // The e2e tests' tools/fleet-sim is one client for every cluster: a test-only identity

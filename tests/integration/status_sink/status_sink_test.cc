@@ -3,7 +3,6 @@
 // it publishes a status CloudEvent on the cluster's agentevents topic exactly as the MQTT binding
 // says (maestro-protocol.md §3) and checks the hub Application's status.
 #include <gtest/gtest.h>
-#include <mqtt/async_client.h>
 
 #include <atomic>
 #include <chrono>
@@ -17,6 +16,7 @@
 #include "libs/kube/http_kube_client.h"
 #include "libs/kube/rest_config.h"
 #include "libs/store/postgres/migrator.h"
+#include "libs/transport/mqtt/testing/mqtt_test_client.h"
 #include "libs/transport/testing/metric_value.h"
 #include "services/status-sink/status_sink_app.h"
 #include "services/status-sink/writer.h"
@@ -35,36 +35,8 @@ constexpr char kCluster[] = "cluster1";
 constexpr char kResource[] = "278f3a61-efe5-56de-abba-6aedbfcce272";
 constexpr char kApp[] = "guestbook-cluster1";
 
-mqtt::message_ptr ToMessage(const std::string& topic, const cloudevents::MqttMessage& m) {
-  mqtt::properties props;
-  if (m.content_type.has_value()) {
-    props.add(mqtt::property(mqtt::property::CONTENT_TYPE, *m.content_type));
-  }
-  for (const auto& [k, v] : m.user_properties) {
-    props.add(mqtt::property(mqtt::property::USER_PROPERTY, k, v));
-  }
-  return mqtt::message_ptr_builder()
-      .topic(topic)
-      .payload(m.payload)
-      .qos(1)
-      .properties(props)
-      .finalize();
-}
-
-cloudevents::MqttMessage FromMessage(const mqtt::message& message) {
-  cloudevents::MqttMessage m;
-  m.payload = message.get_payload_str();
-  const auto& props = message.get_properties();
-  if (props.contains(mqtt::property::CONTENT_TYPE)) {
-    m.content_type = mqtt::get<std::string>(props, mqtt::property::CONTENT_TYPE);
-  }
-  const size_t n = props.count(mqtt::property::USER_PROPERTY);
-  for (size_t i = 0; i < n; ++i) {
-    auto kv = mqtt::get<mqtt::string_pair>(props, mqtt::property::USER_PROPERTY, i);
-    m.user_properties.emplace_back(std::get<0>(kv), std::get<1>(kv));
-  }
-  return m;
-}
+// A PUBACK reason code the broker accepted with (-1: none came).
+bool Accepted(int puback) { return puback >= 0 && puback < 0x80; }
 
 // The agent's status report for the Application (maestro-protocol.md §2.7, agent leg: no
 // manifestBundle echo, resourceversion as a string).
@@ -198,28 +170,21 @@ TEST(StatusSinkIntegrationTest, WritesAnAgentsStatusOntoTheHubApplicationOnceOnl
   }
 
   // The agent: MQTT 5 on the broker's plain listener, listening on its sourceevents topic.
-  mqtt::async_client agent("tcp://" + broker->Get("MQTT_HOST"), "cluster1-agent",
-                           mqtt::create_options(MQTTVERSION_5));
-  absl::Mutex mu;
+  absl::Mutex mu;  // before the agent: its thread uses them until it is gone
   std::vector<cloudevents::Event> to_agent;
-  agent.set_message_callback([&](mqtt::const_message_ptr message) {
-    auto event = cloudevents::DecodeMqtt(FromMessage(*message));
+  auto agent = transport::testing::MqttTestClient::Connect(
+      {.host_port = broker->Get("MQTT_HOST"), .client_id = "cluster1-agent"});
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  (*agent)->OnMessage([&](transport::testing::MqttReceived received) {
+    auto event = cloudevents::DecodeMqtt(received.message);
     if (event.ok()) {
       absl::MutexLock lock(&mu);
       to_agent.push_back(*std::move(event));
     }
   });
-  ASSERT_TRUE(agent
-                  .connect(mqtt::connect_options_builder()
-                               .mqtt_version(MQTTVERSION_5)
-                               .clean_start(true)
-                               .finalize())
-                  ->wait_for(seconds(10)));
-  ASSERT_TRUE(
-      agent
-          .subscribe(std::string("sources/") + kSource + "/consumers/" + kCluster + "/sourceevents",
-                     1)
-          ->wait_for(seconds(10)));
+  ASSERT_EQ((*agent)->Subscribe(std::string("sources/") + kSource + "/consumers/" + kCluster +
+                                "/sourceevents"),
+            std::vector<int>{1});
 
   // The sink, in process.
   StatusSinkSettings settings;
@@ -260,7 +225,7 @@ TEST(StatusSinkIntegrationTest, WritesAnAgentsStatusOntoTheHubApplicationOnceOnl
       std::string("sources/") + kSource + "/consumers/" + kCluster + "/agentevents";
   auto encoded = cloudevents::EncodeMqtt(AgentStatusEvent(1, AppStatus()));
   ASSERT_TRUE(encoded.ok()) << encoded.status();
-  ASSERT_TRUE(agent.publish(ToMessage(agent_topic, *encoded))->wait_for(seconds(10)));
+  ASSERT_TRUE(Accepted((*agent)->Publish(agent_topic, *encoded)));
 
   json status;
   ASSERT_TRUE(mmi::testing::WaitFor(
@@ -289,7 +254,7 @@ TEST(StatusSinkIntegrationTest, WritesAnAgentsStatusOntoTheHubApplicationOnceOnl
   // The same status again (a newer event, same statushash): no second write.
   auto again = cloudevents::EncodeMqtt(AgentStatusEvent(2, AppStatus()));
   ASSERT_TRUE(again.ok());
-  ASSERT_TRUE(agent.publish(ToMessage(agent_topic, *again))->wait_for(seconds(10)));
+  ASSERT_TRUE(Accepted((*agent)->Publish(agent_topic, *again)));
   ASSERT_TRUE(mmi::testing::WaitFor(
       [&] {
         return MetricValue(sink.registry(), "mmi_status_events_dropped_total",
@@ -311,7 +276,7 @@ TEST(StatusSinkIntegrationTest, WritesAnAgentsStatusOntoTheHubApplicationOnceOnl
 
   sink.RequestStop();
   sink.Stop();
-  agent.disconnect()->wait_for(seconds(5));
+  agent->reset();
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The transport contract suite's view of one transport: the source-side clients under test, a
-// raw AGENT-side client of the same broker (Paho / librdkafka used directly, events encoded with
-// the libs/cloudevents codecs), and broker control.
+// raw AGENT-side client of the same broker (libmosquitto / librdkafka used directly, events encoded
+// with the libs/cloudevents codecs), and broker control.
 #pragma once
 
 #include <limits>
@@ -57,11 +57,8 @@ class Harness {
 
 std::unique_ptr<Harness> MakeFakeHarness();
 std::unique_ptr<Harness> MakeGrpcHarness();
-std::unique_ptr<Harness> MakeMqttHarness();      // on libmosquitto (the default)
-std::unique_ptr<Harness> MakeMqttPahoHarness();  // on Paho (`library: paho`)
-// The subscriber on the project's own receive path, the publisher on libmosquitto
-// (`library: native`).
-std::unique_ptr<Harness> MakeMqttNativeHarness();
+// The publisher on libmosquitto, the subscriber on the project's own receive path.
+std::unique_ptr<Harness> MakeMqttHarness();
 std::unique_ptr<Harness> MakeKafkaHarness();
 
 }  // namespace mmi::transport::contract

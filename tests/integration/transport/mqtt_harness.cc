@@ -1,12 +1,10 @@
 // The contract suite for the MQTT transport against a real mosquitto 2 (MQTT 5) started by
-// tests/peers/bin/start-mosquitto, through its mTLS listener, once per client library of our
-// publisher and subscriber (`library`: libmosquitto, the default, Paho, and the subscriber on
-// the project's own receive path). The agent side is a
-// raw Paho client that behaves like an OCM agent for any cluster: it subscribes the source's
-// per-cluster sourceevents topics and publishes binary-mode events on agentevents topics (§3.2,
-// §3.4).
+// tests/peers/bin/start-mosquitto, through its mTLS listener: the services' publisher
+// (libmosquitto) and subscriber (our own receive path). The agent side is a plain libmosquitto
+// client (MqttTestClient) that behaves like an OCM agent for any cluster: it subscribes the
+// source's per-cluster sourceevents topics and publishes binary-mode events on agentevents topics
+// (§3.2, §3.4).
 #include <gtest/gtest.h>
-#include <mqtt/async_client.h>
 
 #include <atomic>
 #include <memory>
@@ -15,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "libs/cloudevents/mqtt_codec.h"
+#include "libs/transport/mqtt/testing/mqtt_test_client.h"
 #include "tests/integration/transport/contract_harness.h"
 #include "tests/support/peer.h"
 #include "tests/support/wait.h"
@@ -26,60 +25,8 @@ using std::chrono::seconds;
 
 constexpr std::size_t kLimit = 256 * 1024;
 
-mqtt::message_ptr ToMessage(const std::string& topic, const cloudevents::MqttMessage& m) {
-  mqtt::properties props;
-  if (m.content_type.has_value()) {
-    props.add(mqtt::property(mqtt::property::CONTENT_TYPE, *m.content_type));
-  }
-  for (const auto& [k, v] : m.user_properties) {
-    props.add(mqtt::property(mqtt::property::USER_PROPERTY, k, v));
-  }
-  return mqtt::message_ptr_builder()
-      .topic(topic)
-      .payload(m.payload)
-      .qos(1)
-      .properties(props)
-      .finalize();
-}
-
-cloudevents::MqttMessage FromMessage(const mqtt::message& message) {
-  cloudevents::MqttMessage m;
-  m.payload = message.get_payload_str();
-  const auto& props = message.get_properties();
-  if (props.contains(mqtt::property::CONTENT_TYPE)) {
-    m.content_type = mqtt::get<std::string>(props, mqtt::property::CONTENT_TYPE);
-  }
-  for (size_t i = 0; i < props.count(mqtt::property::USER_PROPERTY); ++i) {
-    auto kv = mqtt::get<mqtt::string_pair>(props, mqtt::property::USER_PROPERTY, i);
-    m.user_properties.emplace_back(std::get<0>(kv), std::get<1>(kv));
-  }
-  return m;
-}
-
-// Remembers that a SUBSCRIBE was acknowledged.
-class SubscribedListener : public mqtt::iaction_listener {
- public:
-  void on_success(const mqtt::token&) override { done_ = true; }
-  void on_failure(const mqtt::token&) override {}
-  bool done() const { return done_; }
-  void Reset() { done_ = false; }
-
- private:
-  std::atomic<bool> done_{false};
-};
-
 class MqttHarness final : public Harness {
  public:
-  explicit MqttHarness(std::string library) : library_(std::move(library)) {}
-  ~MqttHarness() override {
-    if (agent_ != nullptr) {
-      try {
-        agent_->disconnect()->wait_for(seconds(5));
-      } catch (const std::exception&) {
-      }
-    }
-  }
-
   std::string name() const override { return "mqtt"; }
 
   void SetUp(const std::string& source_id) override {
@@ -98,14 +45,17 @@ class MqttHarness final : public Harness {
     settings_.reconnect_backoff = {std::chrono::milliseconds(100), std::chrono::milliseconds(1'000),
                                    2.0, 0.2};
     settings_.limits.max_event_bytes = kLimit;
-    settings_.library = library_;
 
-    // The agent: plain TCP listener of the same broker.
-    agent_ = std::make_unique<mqtt::async_client>("tcp://" + broker_->Get("MQTT_HOST"),
-                                                  source_id + "-agent",
-                                                  mqtt::create_options(MQTTVERSION_5));
-    agent_->set_message_callback([this](mqtt::const_message_ptr message) {
-      auto event = cloudevents::DecodeMqtt(FromMessage(*message));
+    // The agent: plain TCP listener of the same broker; after a broker restart it reconnects
+    // and subscribes again (Clean Start).
+    auto agent = testing::MqttTestClient::Connect({.host_port = broker_->Get("MQTT_HOST"),
+                                                   .client_id = source_id + "-agent",
+                                                   .keep_alive_s = 5,
+                                                   .reconnect = true});
+    ASSERT_TRUE(agent.ok()) << agent.status();
+    agent_ = *std::move(agent);
+    agent_->OnMessage([this](testing::MqttReceived received) {
+      auto event = cloudevents::DecodeMqtt(received.message);
       absl::MutexLock lock(&mu_);
       if (event.ok()) {
         received_.push_back(*std::move(event));
@@ -113,24 +63,9 @@ class MqttHarness final : public Harness {
         ++agent_decode_errors_;
       }
     });
-    const std::string filter = absl::StrCat("sources/", source_id, "/consumers/+/sourceevents");
-    agent_->set_connected_handler([this, filter](const std::string&) {
-      // After the broker restarts, Clean Start means we must subscribe again.
-      try {
-        agent_->subscribe(filter, 1, nullptr, subscribed_listener_);
-      } catch (const std::exception&) {
-        // The reconnect that follows resubscribes.
-      }
-    });
-    auto options = mqtt::connect_options_builder()
-                       .mqtt_version(MQTTVERSION_5)
-                       .clean_start(true)
-                       .keep_alive_interval(seconds(5))
-                       .automatic_reconnect(std::chrono::milliseconds(100), seconds(1))
-                       .finalize();
-    ASSERT_TRUE(agent_->connect(options)->wait_for(seconds(10)));
-    ASSERT_TRUE(mmi::testing::WaitFor([this] { return subscribed_listener_.done(); }, seconds(10)))
-        << "the agent could not subscribe";
+    const std::vector<int> granted =
+        agent_->Subscribe(absl::StrCat("sources/", source_id, "/consumers/+/sourceevents"));
+    ASSERT_TRUE(granted.size() == 1 && granted[0] < 0x80) << "the agent could not subscribe";
   }
 
   TransportClients MakeClients(Clock& clock, prometheus::Registry& registry) override {
@@ -149,21 +84,19 @@ class MqttHarness final : public Harness {
     auto encoded = cloudevents::EncodeMqtt(event);
     ASSERT_TRUE(encoded.ok()) << encoded.status();
     const std::string cluster = *event.ClusterName();
-    Publish(ToMessage(AgentTopic(cluster), *encoded));
+    Publish(AgentTopic(cluster), *encoded);
   }
   void AgentSendMalformed() override {
     // An MQTT 3.1.1-style message: no properties, so not a CloudEvent (§3.1, §8.4).
-    Publish(mqtt::message_ptr_builder()
-                .topic(AgentTopic("cluster1"))
-                .payload(std::string(R"({"hello":"world"})"))
-                .qos(1)
-                .finalize());
+    cloudevents::MqttMessage bare;
+    bare.payload = R"({"hello":"world"})";
+    Publish(AgentTopic("cluster1"), bare);
   }
   void AgentSendOversize() override {
     auto encoded = cloudevents::EncodeMqtt(OversizeSeed());
     ASSERT_TRUE(encoded.ok()) << encoded.status();
     encoded->payload = std::string(kLimit + 1, 'x');
-    Publish(ToMessage(AgentTopic("cluster1"), *encoded));
+    Publish(AgentTopic("cluster1"), *encoded);
   }
   std::vector<cloudevents::Event> AgentReceived() override {
     absl::MutexLock lock(&mu_);
@@ -171,12 +104,12 @@ class MqttHarness final : public Harness {
     return received_;
   }
   void RestartBroker() override {
-    subscribed_listener_.Reset();
+    const int subacks = agent_->subacks();
     const auto result = mmi::testing::RunCommand(
         mmi::testing::PeersBinDir() + "/restart-mosquitto '" + broker_->data_dir() + "'");
     ASSERT_EQ(result.exit_code, 0) << result.output;
     // Without a session nothing published before the agent resubscribes reaches it.
-    ASSERT_TRUE(mmi::testing::WaitFor([this] { return subscribed_listener_.done(); }, seconds(30)))
+    ASSERT_TRUE(mmi::testing::WaitFor([&] { return agent_->subacks() > subacks; }, seconds(30)))
         << "the agent did not resubscribe after the restart";
   }
   bool RedeliversUnacked() const override { return false; }
@@ -196,29 +129,24 @@ class MqttHarness final : public Harness {
     e.SetString(cloudevents::kExtClusterName, "cluster1");
     return e;
   }
-  void Publish(mqtt::message_ptr message) {
+  void Publish(const std::string& topic, const cloudevents::MqttMessage& message) {
     // The agent's own client may be reconnecting right after a broker restart: retry briefly.
     const auto deadline = std::chrono::steady_clock::now() + seconds(20);
-    std::string last_error = "no PUBACK";
+    int code = -1;
     while (std::chrono::steady_clock::now() < deadline) {
-      try {
-        if (agent_->publish(message)->wait_for(seconds(10))) {
-          return;
-        }
-      } catch (const mqtt::exception& e) {
-        last_error = e.what();
+      code = agent_->Publish(topic, message);
+      if (code >= 0 && code < 0x80) {
+        return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    FAIL() << "agent publish failed: " << last_error;
+    FAIL() << "agent publish failed: PUBACK reason code " << code;
   }
 
-  const std::string library_;
   std::unique_ptr<mmi::testing::PeerProcess> broker_;
   std::string source_id_;
   MqttSettings settings_;
-  SubscribedListener subscribed_listener_;  // before agent_: outlives it
-  std::unique_ptr<mqtt::async_client> agent_;
+  std::unique_ptr<testing::MqttTestClient> agent_;
   absl::Mutex mu_;
   std::vector<cloudevents::Event> received_ ABSL_GUARDED_BY(mu_);
   int agent_decode_errors_ ABSL_GUARDED_BY(mu_) = 0;
@@ -226,8 +154,6 @@ class MqttHarness final : public Harness {
 
 }  // namespace
 
-std::unique_ptr<Harness> MakeMqttHarness() { return std::make_unique<MqttHarness>("libmosquitto"); }
-std::unique_ptr<Harness> MakeMqttPahoHarness() { return std::make_unique<MqttHarness>("paho"); }
-std::unique_ptr<Harness> MakeMqttNativeHarness() { return std::make_unique<MqttHarness>("native"); }
+std::unique_ptr<Harness> MakeMqttHarness() { return std::make_unique<MqttHarness>(); }
 
 }  // namespace mmi::transport::contract

@@ -155,8 +155,6 @@ class TransportContractTest : public ::testing::TestWithParam<std::string> {
 #endif
 #if MMI_CONTRACT_WITH_MQTT
         {"mqtt", MakeMqttHarness},
-        {"mqtt_paho", MakeMqttPahoHarness},
-        {"mqtt_native", MakeMqttNativeHarness},
 #endif
 #if MMI_CONTRACT_WITH_KAFKA
         {"kafka", MakeKafkaHarness},
@@ -431,8 +429,6 @@ std::vector<std::string> Transports() {
 #endif
 #if MMI_CONTRACT_WITH_MQTT
   names.push_back("mqtt");
-  names.push_back("mqtt_paho");
-  names.push_back("mqtt_native");
 #endif
 #if MMI_CONTRACT_WITH_KAFKA
   names.push_back("kafka");

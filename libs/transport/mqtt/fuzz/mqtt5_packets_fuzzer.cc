@@ -1,4 +1,4 @@
-// The bytes a broker sends, read as NativeConnection reads them: whole packets off the front of
+// The bytes a broker sends, read as NativeMqttConnection reads them: whole packets off the front of
 // the buffer (NextFrame), each decoded by its type. Properties checked: nothing crashes or reads
 // outside the input; a frame never claims more bytes than there are; every view a parse returns
 // lies inside its frame's body; a PUBLISH that parses has a topic, a QoS of 0 or 1 and a packet

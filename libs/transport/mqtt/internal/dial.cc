@@ -32,27 +32,6 @@ absl::Status ParseBrokerAddress(const MqttSettings& settings, std::string& host,
       absl::StrCat("transport.mqtt.brokerHost: must be host:port, got \"", text, "\""));
 }
 
-void WaitUnlessStopping(absl::Mutex& mu, const bool* stopping,
-                        std::chrono::steady_clock::duration delay, std::chrono::milliseconds tick,
-                        absl::FunctionRef<void()> on_tick) {
-  const auto until = std::chrono::steady_clock::now() + delay;
-  while (true) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= until) {
-      return;
-    }
-    {
-      absl::MutexLock lock(&mu);
-      if (mu.AwaitWithTimeout(
-              absl::Condition(stopping),
-              absl::FromChrono(std::min<std::chrono::steady_clock::duration>(until - now, tick)))) {
-        return;
-      }
-    }
-    on_tick();
-  }
-}
-
 DialResult Dial(const std::string& host, int port, std::chrono::steady_clock::time_point deadline,
                 int wake_fd, std::chrono::milliseconds tick, absl::FunctionRef<bool()> stopping,
                 absl::FunctionRef<void()> on_tick) {

@@ -1,6 +1,6 @@
 // Opening the TCP connection to an MQTT broker within `dialTimeout`, without ever blocking a
 // Stop(): shared by MosquittoConnection (which uses it as a probe before libmosquitto's own
-// blocking connect) and NativeConnection (which keeps the socket).
+// blocking connect) and NativeMqttConnection (which keeps the socket).
 #pragma once
 
 #include <chrono>
@@ -8,7 +8,6 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "libs/transport/settings.h"
 
 namespace mmi::transport::internal {
@@ -16,12 +15,6 @@ namespace mmi::transport::internal {
 // `brokerHost` ("host:port" or "[v6]:port") into its parts; kInvalidArgument naming the field
 // when it is not that shape.
 absl::Status ParseBrokerAddress(const MqttSettings& settings, std::string& host, int& port);
-
-// A connection thread's wait before its next attempt: `delay` in steps of at most `tick`,
-// calling `on_tick()` after each, over early once `*stopping` (guarded by `mu`) is true.
-void WaitUnlessStopping(absl::Mutex& mu, const bool* stopping,
-                        std::chrono::steady_clock::duration delay, std::chrono::milliseconds tick,
-                        absl::FunctionRef<void()> on_tick);
 
 struct DialResult {
   int fd = -1;        // connected, non-blocking, close-on-exec; -1 on failure

@@ -1,5 +1,5 @@
 // The MQTT 5 packets a subscriber exchanges with its broker (OASIS MQTT 5.0, §2-§3), for the
-// project's own receive path (NativeConnection): the client's CONNECT, SUBSCRIBE, PUBACK,
+// project's own receive path (NativeMqttConnection): the client's CONNECT, SUBSCRIBE, PUBACK,
 // PINGREQ and DISCONNECT are written; the broker's CONNACK, SUBACK, PUBLISH (QoS 0 and 1),
 // PINGRESP and DISCONNECT are read.
 //

@@ -1,7 +1,6 @@
-// The in-flight bookkeeping both MQTT publishers share (MqttPublisher on Paho, MosquittoPublisher
-// on libmosquitto): every accepted event in call order, which of them are held and which were
-// handed to the client library, the window (the broker's Receive Maximum), deadlines, and the
-// outcome of each, posted to the publisher's callback thread.
+// The MQTT publisher's in-flight bookkeeping (MosquittoPublisher): every accepted event in call
+// order, which of them are held and which were handed to libmosquitto, the window (the broker's
+// Receive Maximum), deadlines, and the outcome of each, posted to the publisher's callback thread.
 #pragma once
 
 #include <algorithm>
@@ -33,10 +32,10 @@
 namespace mmi::transport::internal {
 
 // A publisher accepts no more than this many events at once (held back or awaiting their
-// PUBACK); Paho refuses new publishes (MQTTASYNC_MAX_BUFFERED_MESSAGES) at the same number.
+// PUBACK).
 inline constexpr int kMaxPendingPublishes = 10'000;
 
-// One event as both MQTT publishers send it: its topic and its binary-mode message.
+// One event as the MQTT publisher sends it: its topic and its binary-mode message.
 struct EncodedPublish {
   std::string topic;
   cloudevents::MqttMessage message;
@@ -66,9 +65,7 @@ inline absl::StatusOr<EncodedPublish> EncodeForPublish(const MqttSettings& setti
   return EncodedPublish{*std::move(topic), *std::move(encoded)};
 }
 
-// `Payload` is what the library needs to send an event (a Paho message, a topic and an encoded
-// message); it leaves the window when the event is handed over. Thread-safe.
-template <typename Payload>
+// An event leaves the window's payload store when it is handed to libmosquitto. Thread-safe.
 class PublishWindow {
  public:
   // At most this many events accepted and not completed (held or awaiting their PUBACK).
@@ -84,8 +81,8 @@ class PublishWindow {
   // when `capacity` events wait already. `*first_held` tells whether it is the only held event
   // and the window has room: a sender that sleeps until there is work must be woken.
   bool Accept(PublishCallback done, std::chrono::steady_clock::time_point started,
-              std::chrono::steady_clock::time_point deadline, std::string event_id, Payload payload,
-              bool* first_held = nullptr) {
+              std::chrono::steady_clock::time_point deadline, std::string event_id,
+              EncodedPublish payload, bool* first_held = nullptr) {
     {
       absl::MutexLock lock(&mu_);
       if (entries_.size() < capacity_) {
@@ -109,7 +106,7 @@ class PublishWindow {
 
   // The oldest held event, counted as handed to the library, while the window has room. With
   // `wait`, blocks until there is one or StopSending() was called (then nullopt).
-  std::optional<std::pair<uint64_t, Payload>> TakeNext(bool wait) {
+  std::optional<std::pair<uint64_t, EncodedPublish>> TakeNext(bool wait) {
     absl::MutexLock lock(&mu_);
     auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return stop_sending_ || (handed_ < window_ && held() > 0);
@@ -235,7 +232,7 @@ class PublishWindow {
     std::chrono::steady_clock::time_point started;
     std::chrono::steady_clock::time_point deadline;
     std::string event_id;
-    Payload payload;  // until handed to the library
+    EncodedPublish payload;  // until handed to the library
     // Its deadline passed while the library held it: the caller was told, the slot stays taken
     // until the PUBACK or the connection's loss.
     bool expired = false;

@@ -1,8 +1,8 @@
-// The project's own MQTT 5 client connection for receiving (NativeSubscriber, `library: native`):
-// one thread that connects (Clean Start or a persistent session, TLS / mTLS, username/password),
-// reads the socket in large buffered chunks, decodes every whole packet in them
-// (mqtt5_packets.h), hands each PUBLISH to its hook and answers the batch's PUBACKs with one
-// write, keeps the connection alive and reconnects with backoff forever.
+// The project's own MQTT 5 client connection for receiving (NativeMqttSubscriber): one thread that
+// connects (Clean Start or a persistent session, TLS / mTLS, username/password), reads the socket
+// in large buffered chunks, decodes every whole packet in them (mqtt5_packets.h), hands each
+// PUBLISH to its hook and answers the batch's PUBACKs with one write, keeps the connection alive
+// and reconnects with backoff forever.
 //
 // Why not libmosquitto here (issue #21 item 4): libmosquitto reads one packet per call in two to
 // four recv() calls (type, length bytes, body), writes each PUBACK on its own and signals a byte
@@ -18,25 +18,22 @@
 // on the connection's thread.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <thread>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
-#include "libs/common/backoff.h"
 #include "libs/common/log.h"
 #include "libs/transport/metrics.h"
+#include "libs/transport/mqtt/internal/connection_loop.h"
 #include "libs/transport/mqtt/internal/mqtt5_packets.h"
 #include "libs/transport/settings.h"
 
 struct ssl_ctx_st;  // OpenSSL's SSL_CTX
+struct ssl_st;      // OpenSSL's SSL
 
 namespace mmi::transport::internal {
 
@@ -44,7 +41,7 @@ struct TlsContextFree {
   void operator()(ssl_ctx_st* context) const;
 };
 
-class NativeConnection {
+class NativeMqttConnection {
  public:
   struct Hooks {
     // After each CONNACK that accepted the connection; `reconnect` is false the first time.
@@ -61,12 +58,12 @@ class NativeConnection {
   // `client_id` is the full MQTT client id; `session_expiry` 0 = Clean Start, otherwise a
   // persistent session kept that long, resumed on every reconnect. `metrics` and `logger` must
   // outlive this object.
-  NativeConnection(const MqttSettings& settings, std::string client_id,
-                   std::chrono::seconds session_expiry, TransportMetrics& metrics,
-                   const log::Logger& logger);
-  ~NativeConnection();
-  NativeConnection(const NativeConnection&) = delete;
-  NativeConnection& operator=(const NativeConnection&) = delete;
+  NativeMqttConnection(const MqttSettings& settings, std::string client_id,
+                       std::chrono::seconds session_expiry, TransportMetrics& metrics,
+                       const log::Logger& logger);
+  ~NativeMqttConnection();
+  NativeMqttConnection(const NativeMqttConnection&) = delete;
+  NativeMqttConnection& operator=(const NativeMqttConnection&) = delete;
 
   // Checks the broker address and loads the TLS files (kInvalidArgument / kFailedPrecondition),
   // then starts the thread.
@@ -74,9 +71,9 @@ class NativeConnection {
 
   // Stops reconnecting; a standing connection ends with a DISCONNECT (a persistent session stays
   // on the broker). No hook runs after it returns. Must not be called from a hook.
-  void Stop();
+  void Stop() { loop_.Stop(); }
 
-  bool connected() const { return connected_.load(); }
+  bool connected() const { return loop_.connected(); }
 
   // Connection thread (a hook) only: queues a packet the client wrote (mqtt5::Append*); it is
   // sent when the hook's turn ends.
@@ -88,15 +85,30 @@ class NativeConnection {
   void Drop(std::string reason, uint8_t reason_code = mqtt5::kNormalDisconnection);
 
  private:
+  using Clock = std::chrono::steady_clock;
   class Channel;  // the socket, plain or TLS
 
-  void Run();
-  // One connection attempt, from the TCP connect to its end; returns why it ended ("" when
-  // stopping).
-  std::string RunConnection();
+  absl::Status NewTlsContext();
+  // One connection attempt (ConnectionLoop::Attempt): Open(), SendConnect(), Converse() until
+  // the connection ends, Goodbye() when we end it. Returns why it ended ("" when stopping).
+  std::string Attempt();
+  // The TCP connect within `deadline`, then the TLS handshake when TLS is on: "" or why not.
+  std::string Open(Clock::time_point deadline);
+  // TLS over the connected socket `fd`: the name to verify, then the handshake. "" or why not.
+  std::string Handshake(ssl_st* ssl, int fd, Clock::time_point deadline);
+  // Empties the buffers and queues the CONNECT.
+  void SendConnect();
+  // The turns of an open connection: "" when we end it (Stop(), Drop()), else why it ended.
+  std::string Converse(Clock::time_point connect_deadline);
+  // What ends a connection from our side: its DISCONNECT (when accepted) and whatever is queued,
+  // within a second, then the TLS close_notify.
+  void Goodbye();
+  // Writes what is queued until all of it is written or the socket would block (`blocked`). ""
+  // or why the connection ended.
+  std::string WriteQueued(bool& blocked);
   // One turn: poll(), read what is waiting, handle every whole packet, write, keep-alive. "" or
   // why the connection ended.
-  std::string Turn(std::chrono::steady_clock::time_point connect_deadline);
+  std::string Turn(Clock::time_point connect_deadline);
   // Reads what is waiting (up to kMaxReadPerTurn) and handles the whole packets each full buffer
   // holds. "" or why the connection ended.
   std::string ReadAndHandle();
@@ -108,19 +120,14 @@ class NativeConnection {
   std::string EndCause(std::string cause) const;
   void Accept(const mqtt5::ConnAck& connack);
   void Tick();
-  void WaitToRetry(std::string_view reason, bool was_connected);
-  bool stopping() const;
 
   const MqttSettings settings_;
-  const std::string client_id_;
   const std::chrono::seconds session_expiry_;
-  TransportMetrics& metrics_;
-  const log::Logger& logger_;
   std::string host_;
   int port_ = 0;
-  int wake_fd_ = -1;                                         // eventfd: Stop()
   std::unique_ptr<ssl_ctx_st, TlsContextFree> tls_context_;  // when TLS is on
   Hooks hooks_;
+  ConnectionLoop loop_;
 
   // Connection thread only.
   std::unique_ptr<Channel> channel_;
@@ -131,24 +138,16 @@ class NativeConnection {
   std::size_t out_sent_ = 0;
   mqtt5::Publish publish_;  // reused: its user-property vector keeps its capacity
   mqtt5::SubAck suback_;
-  bool accepted_ = false;
-  bool ever_connected_ = false;
   std::chrono::seconds keep_alive_{0};
-  std::chrono::steady_clock::time_point last_write_;
-  std::chrono::steady_clock::time_point ping_sent_;
+  Clock::time_point last_write_;
+  Clock::time_point ping_sent_;
   bool ping_outstanding_ = false;
   bool more_input_ = false;         // the last turn stopped reading at kMaxReadPerTurn
   bool peer_disconnected_ = false;  // the broker ended it (DISCONNECT, refusing CONNACK)
   uint8_t drop_code_ = 0;           // the DISCONNECT reason code when we end it
   uint16_t last_packet_id_ = 0;
   std::string drop_reason_;
-  Backoff backoff_;
-  std::chrono::steady_clock::time_point next_tick_;
-
-  std::atomic<bool> connected_{false};
-  mutable absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  Clock::time_point next_tick_;
 };
 
 }  // namespace mmi::transport::internal

@@ -1,4 +1,4 @@
-#include "libs/transport/mqtt/internal/native_connection.h"
+#include "libs/transport/mqtt/internal/native_mqtt_connection.h"
 
 #include <arpa/inet.h>
 #include <mosquitto.h>
@@ -8,9 +8,6 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
-#include <pthread.h>
-#include <signal.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,7 +17,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "libs/transport/mqtt/internal/client_id.h"
 #include "libs/transport/mqtt/internal/dial.h"
 #include "libs/transport/mqtt/internal/tls_files.h"
 
@@ -38,8 +34,8 @@ constexpr std::size_t kMaxReadPerTurn = 4 * 1024 * 1024;
 // is read whole, rejected as oversize by the subscriber's intake and acknowledged, so that it
 // cannot block a persistent session (refusing it would make the broker send it again forever).
 constexpr std::size_t kMaxPacketBytes = mqtt5::kMaxRemainingLength + 5;
-// The keep-alive libmosquitto allows, kept so that `keepAlive` means the same on every library:
-// at least 5 s; 0 (off, which Paho allows) becomes the largest.
+// The keep-alive libmosquitto allows, kept so that `keepAlive` means the same for the publisher
+// and the subscriber: at least 5 s; 0 (off) becomes the largest.
 constexpr int64_t kMinKeepAliveS = 5;
 constexpr int64_t kMaxKeepAliveS = 65'535;
 // The Receive Maximum our CONNECT announces, as MosquittoConnection's: the broker's
@@ -102,7 +98,7 @@ void TlsContextFree::operator()(ssl_ctx_st* context) const { SSL_CTX_free(contex
 // The connected socket, plain TCP or TLS over it. Non-blocking: Read() and Write() say when they
 // would block, and write_waits_for() / read_waits_for() what for (TLS may need to write to read,
 // or to read to write).
-class NativeConnection::Channel {
+class NativeMqttConnection::Channel {
  public:
   enum class Io { kProgress, kWouldBlock, kClosed, kError };
 
@@ -124,45 +120,18 @@ class NativeConnection::Channel {
 
   Io Read(char* data, std::size_t size, std::size_t& done, std::string& error) {
     read_waits_for_ = 0;
-    if (ssl_ == nullptr) {
-      const ssize_t n = recv(fd_, data, size, MSG_DONTWAIT);
-      if (n > 0) {
-        done = static_cast<std::size_t>(n);
-        return Io::kProgress;
-      }
-      if (n == 0) {
-        return Io::kClosed;
-      }
-      return SocketFailure(error);
-    }
-    ERR_clear_error();
-    errno = 0;
-    const int n = SSL_read(ssl_, data, static_cast<int>(std::min<std::size_t>(size, INT32_MAX)));
-    if (n > 0) {
-      done = static_cast<std::size_t>(n);
-      return Io::kProgress;
-    }
-    return TlsFailure(n, read_waits_for_, 0, error);
+    ClearErrors();
+    const long n = ssl_ == nullptr ? recv(fd_, data, size, MSG_DONTWAIT)
+                                   : SSL_read(ssl_, data, TlsLength(size));
+    return Outcome(n, 0, done, error);
   }
 
   Io Write(const char* data, std::size_t size, std::size_t& done, std::string& error) {
     write_waits_for_ = POLLOUT;
-    if (ssl_ == nullptr) {
-      const ssize_t n = send(fd_, data, size, MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n >= 0) {
-        done = static_cast<std::size_t>(n);
-        return Io::kProgress;
-      }
-      return SocketFailure(error);
-    }
-    ERR_clear_error();
-    errno = 0;
-    const int n = SSL_write(ssl_, data, static_cast<int>(std::min<std::size_t>(size, INT32_MAX)));
-    if (n > 0) {
-      done = static_cast<std::size_t>(n);
-      return Io::kProgress;
-    }
-    return TlsFailure(n, write_waits_for_, POLLOUT, error);
+    ClearErrors();
+    const long n = ssl_ == nullptr ? send(fd_, data, size, MSG_DONTWAIT | MSG_NOSIGNAL)
+                                   : SSL_write(ssl_, data, TlsLength(size));
+    return Outcome(n, POLLOUT, done, error);
   }
 
   // TLS records already decrypted and not read yet: poll() cannot see them. (With read-ahead,
@@ -179,6 +148,28 @@ class NativeConnection::Channel {
   }
 
  private:
+  static void ClearErrors() {
+    ERR_clear_error();
+    errno = 0;
+  }
+  static int TlsLength(std::size_t size) {
+    return static_cast<int>(std::min<std::size_t>(size, INT32_MAX));
+  }
+
+  // What a recv()/send() or SSL_read()/SSL_write() that returned `n` did. `writing` is POLLOUT
+  // for a write, 0 for a read. A plain read of 0 bytes is the end of the stream.
+  Io Outcome(long n, short writing, std::size_t& done, std::string& error) {
+    if (n > 0 || (n == 0 && ssl_ == nullptr && writing != 0)) {
+      done = static_cast<std::size_t>(n);
+      return Io::kProgress;
+    }
+    if (ssl_ == nullptr) {
+      return n == 0 ? Io::kClosed : SocketFailure(error);
+    }
+    return TlsFailure(static_cast<int>(n), writing != 0 ? write_waits_for_ : read_waits_for_,
+                      writing, error);
+  }
+
   static Io SocketFailure(std::string& error) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
       return Io::kWouldBlock;
@@ -227,162 +218,114 @@ class NativeConnection::Channel {
   short read_waits_for_ = 0;
 };
 
-NativeConnection::NativeConnection(const MqttSettings& settings, std::string client_id,
-                                   std::chrono::seconds session_expiry, TransportMetrics& metrics,
-                                   const log::Logger& logger)
+NativeMqttConnection::NativeMqttConnection(const MqttSettings& settings, std::string client_id,
+                                           std::chrono::seconds session_expiry,
+                                           TransportMetrics& metrics, const log::Logger& logger)
     : settings_(settings),
-      client_id_(std::move(client_id)),
       session_expiry_(session_expiry),
-      metrics_(metrics),
-      logger_(logger),
-      backoff_(settings.reconnect_backoff) {}
+      loop_(settings_, std::move(client_id), session_expiry, metrics, logger) {}
 
-NativeConnection::~NativeConnection() {
-  Stop();
-  channel_.reset();
-  if (wake_fd_ >= 0) {
-    close(wake_fd_);
-  }
-}
+NativeMqttConnection::~NativeMqttConnection() { loop_.Stop(); }
 
-absl::Status NativeConnection::Start(Hooks hooks, const char* thread_name) {
+absl::Status NativeMqttConnection::Start(Hooks hooks, const char* thread_name) {
   if (absl::Status s = ParseBrokerAddress(settings_, host_, port_); !s.ok()) {
     return s;
   }
-  const TlsSettings& tls = settings_.tls;
-  if (absl::Status s = CheckTlsFiles(tls); !s.ok()) {
+  if (absl::Status s = CheckTlsFiles(settings_.tls); !s.ok()) {
     return s;
   }
-  if (tls.enabled) {
-    tls_context_.reset(SSL_CTX_new(TLS_client_method()));
-    if (tls_context_ == nullptr) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("transport.mqtt.tls: cannot create a TLS context: ", OpenSslErrors()));
+  if (settings_.tls.enabled) {
+    if (absl::Status s = NewTlsContext(); !s.ok()) {
+      return s;
     }
-    SSL_CTX* context = tls_context_.get();
-    SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
-    SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION);
-    // Read as much of what is waiting as fits, not one record header and body at a time.
-    SSL_CTX_set_read_ahead(context, 1);
-    SSL_CTX_set_default_read_buffer_len(context, kInputBytes);
-    SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nullptr);
-    SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    const bool roots = tls.ca_file.empty() ? SSL_CTX_set_default_verify_paths(context) == 1
-                                           : SSL_CTX_load_verify_locations(
-                                                 context, tls.ca_file.c_str(), nullptr) == 1;
-    if (!roots) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "transport.mqtt.tls.caFile: cannot load the CA certificates: ", OpenSslErrors()));
-    }
-    if (!tls.client_cert_file.empty()) {
-      if (SSL_CTX_use_certificate_chain_file(context, tls.client_cert_file.c_str()) != 1) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("transport.mqtt.tls.clientCertFile: cannot load \"", tls.client_cert_file,
-                         "\": ", OpenSslErrors()));
-      }
-      if (SSL_CTX_use_PrivateKey_file(context, tls.client_key_file.c_str(), SSL_FILETYPE_PEM) !=
-              1 ||
-          SSL_CTX_check_private_key(context) != 1) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("transport.mqtt.tls.clientKeyFile: cannot load \"", tls.client_key_file,
-                         "\" for the client certificate: ", OpenSslErrors()));
-      }
-    }
-  }
-  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cannot create an eventfd: ", std::strerror(errno)));
   }
   hooks_ = std::move(hooks);
-  metrics_.SetConnected(false);
-  thread_ = std::thread([this] {
-    // A write to a socket the broker closed must fail with EPIPE, not end the process (OpenSSL
-    // writes with write(), which cannot be told MSG_NOSIGNAL). A blocked SIGPIPE raised by this
-    // thread's own write stays pending on this thread and is never delivered.
-    sigset_t pipe;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
-    Run();
-  });
-  pthread_setname_np(thread_.native_handle(), thread_name);
+  next_tick_ = Clock::now() + kTick;
+  return loop_.Start(
+      thread_name, kTick, [this] { return Attempt(); }, &hooks_.on_lost, [this] { Tick(); });
+}
+
+absl::Status NativeMqttConnection::NewTlsContext() {
+  const TlsSettings& tls = settings_.tls;
+  tls_context_.reset(SSL_CTX_new(TLS_client_method()));
+  if (tls_context_ == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("transport.mqtt.tls: cannot create a TLS context: ", OpenSslErrors()));
+  }
+  SSL_CTX* context = tls_context_.get();
+  SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+  SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION);
+  // Read as much of what is waiting as fits, not one record header and body at a time.
+  SSL_CTX_set_read_ahead(context, 1);
+  SSL_CTX_set_default_read_buffer_len(context, kInputBytes);
+  SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nullptr);
+  SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  const bool roots = tls.ca_file.empty() ? SSL_CTX_set_default_verify_paths(context) == 1
+                                         : SSL_CTX_load_verify_locations(
+                                               context, tls.ca_file.c_str(), nullptr) == 1;
+  if (!roots) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "transport.mqtt.tls.caFile: cannot load the CA certificates: ", OpenSslErrors()));
+  }
+  if (tls.client_cert_file.empty()) {
+    return absl::OkStatus();
+  }
+  if (SSL_CTX_use_certificate_chain_file(context, tls.client_cert_file.c_str()) != 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("transport.mqtt.tls.clientCertFile: cannot load \"", tls.client_cert_file,
+                     "\": ", OpenSslErrors()));
+  }
+  if (SSL_CTX_use_PrivateKey_file(context, tls.client_key_file.c_str(), SSL_FILETYPE_PEM) != 1 ||
+      SSL_CTX_check_private_key(context) != 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("transport.mqtt.tls.clientKeyFile: cannot load \"", tls.client_key_file,
+                     "\" for the client certificate: ", OpenSslErrors()));
+  }
   return absl::OkStatus();
 }
 
-void NativeConnection::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    if (stopping_) {
-      return;
-    }
-    stopping_ = true;
-  }
-  if (wake_fd_ >= 0) {
-    const uint64_t one = 1;
-    (void)!write(wake_fd_, &one, sizeof(one));
-  }
-  if (thread_.joinable()) {
-    thread_.join();
-  }
-  connected_.store(false);
-  metrics_.SetConnected(false);
-}
-
-bool NativeConnection::stopping() const {
-  absl::MutexLock lock(&mu_);
-  return stopping_;
-}
-
-uint16_t NativeConnection::NextPacketId() {
+uint16_t NativeMqttConnection::NextPacketId() {
   last_packet_id_ = static_cast<uint16_t>(last_packet_id_ == 65'535 ? 1 : last_packet_id_ + 1);
   return last_packet_id_;
 }
 
-void NativeConnection::Drop(std::string reason, uint8_t reason_code) {
+void NativeMqttConnection::Drop(std::string reason, uint8_t reason_code) {
   if (drop_reason_.empty()) {
     drop_reason_ = std::move(reason);
     drop_code_ = reason_code;
   }
 }
 
-std::string NativeConnection::EndCause(std::string cause) const {
+std::string NativeMqttConnection::EndCause(std::string cause) const {
   // The broker's DISCONNECT, or our own reason for ending it, says more than the socket's end
   // that follows.
   return drop_reason_.empty() ? cause : drop_reason_;
 }
 
-void NativeConnection::Run() {
-  next_tick_ = Clock::now() + kTick;
-  while (!stopping()) {
-    accepted_ = false;
-    peer_disconnected_ = false;
-    drop_reason_.clear();
-    drop_code_ = mqtt5::kNormalDisconnection;
-    const std::string reason = RunConnection();
-    const bool was_connected = accepted_;
-    channel_.reset();
-    if (was_connected) {
-      connected_.store(false);
-      metrics_.SetConnected(false);
-      if (hooks_.on_lost) {
-        hooks_.on_lost();
-      }
+std::string NativeMqttConnection::Attempt() {
+  peer_disconnected_ = false;
+  drop_reason_.clear();
+  drop_code_ = mqtt5::kNormalDisconnection;
+  const Clock::time_point deadline = Clock::now() + settings_.dial_timeout;
+  std::string ended = Open(deadline);
+  if (channel_ != nullptr && ended.empty() && !loop_.stopping()) {
+    SendConnect();
+    ended = Converse(deadline);
+    if (ended.empty()) {
+      Goodbye();
+      ended = drop_reason_;
     }
-    if (stopping()) {
-      break;
-    }
-    WaitToRetry(reason, was_connected);
   }
+  channel_.reset();
+  return loop_.stopping() ? "" : ended;
 }
 
-std::string NativeConnection::RunConnection() {
-  logger_.Debug("connecting", {{"broker", settings_.broker_host}, {"client_id", client_id_}});
-  const Clock::time_point deadline = Clock::now() + settings_.dial_timeout;
+std::string NativeMqttConnection::Open(Clock::time_point deadline) {
   DialResult dialed = Dial(
-      host_, port_, deadline, wake_fd_, kTick, [this] { return stopping(); }, [this] { Tick(); });
+      host_, port_, deadline, loop_.wake_fd(), kTick, [this] { return loop_.stopping(); },
+      [this] { Tick(); });
   if (dialed.fd < 0) {
-    return stopping() ? "" : dialed.error;
+    return dialed.error;
   }
   const int one = 1;
   (void)setsockopt(dialed.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -395,43 +338,46 @@ std::string NativeConnection::RunConnection() {
     }
   }
   channel_ = std::make_unique<Channel>(dialed.fd, ssl);
-  if (ssl != nullptr) {
-    SSL_set_fd(ssl, dialed.fd);
-    // The server's certificate must name the host we dialled (an IP address or a DNS name).
-    if (IsIpAddress(host_)) {
-      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host_.c_str());
-    } else {
-      SSL_set_tlsext_host_name(ssl, host_.c_str());
-      SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-      SSL_set1_host(ssl, host_.c_str());
+  return ssl == nullptr ? "" : Handshake(ssl, dialed.fd, deadline);
+}
+
+std::string NativeMqttConnection::Handshake(ssl_st* ssl, int fd, Clock::time_point deadline) {
+  SSL_set_fd(ssl, fd);
+  // The server's certificate must name the host we dialled (an IP address or a DNS name).
+  if (IsIpAddress(host_)) {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host_.c_str());
+  } else {
+    SSL_set_tlsext_host_name(ssl, host_.c_str());
+    SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    SSL_set1_host(ssl, host_.c_str());
+  }
+  while (true) {
+    ERR_clear_error();
+    const int rc = SSL_connect(ssl);
+    if (rc == 1) {
+      return "";
     }
-    while (true) {
-      ERR_clear_error();
-      const int rc = SSL_connect(ssl);
-      if (rc == 1) {
-        break;
-      }
-      const int error = SSL_get_error(ssl, rc);
-      if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) {
-        const long verify = SSL_get_verify_result(ssl);
-        return absl::StrCat(
-            "TLS handshake failed: ",
-            verify != X509_V_OK
-                ? absl::StrCat("the broker's certificate: ", X509_verify_cert_error_string(verify))
-                : OpenSslErrors());
-      }
-      if (stopping()) {
-        return "";
-      }
-      if (!WaitFor(dialed.fd, error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, wake_fd_,
-                   deadline)) {
-        return "TLS handshake timed out (dialTimeout)";
-      }
-      if (Clock::now() >= next_tick_) {
-        Tick();
-      }
+    const int error = SSL_get_error(ssl, rc);
+    if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) {
+      const long verify = SSL_get_verify_result(ssl);
+      return absl::StrCat("TLS handshake failed: ",
+                          verify != X509_V_OK ? absl::StrCat("the broker's certificate: ",
+                                                             X509_verify_cert_error_string(verify))
+                                              : OpenSslErrors());
+    }
+    if (loop_.stopping()) {
+      return "";
+    }
+    if (!WaitFor(fd, error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, loop_.wake_fd(), deadline)) {
+      return "TLS handshake timed out (dialTimeout)";
+    }
+    if (Clock::now() >= next_tick_) {
+      Tick();
     }
   }
+}
+
+void NativeMqttConnection::SendConnect() {
   in_.resize(kInputBytes);
   in_.shrink_to_fit();  // a connection lost inside a large packet left its buffer behind
   more_input_ = false;
@@ -440,7 +386,7 @@ std::string NativeConnection::RunConnection() {
   out_sent_ = 0;
   ping_outstanding_ = false;
   mqtt5::ConnectOptions connect;
-  connect.client_id = client_id_;
+  connect.client_id = loop_.client_id();
   connect.clean_start = session_expiry_.count() == 0;
   connect.keep_alive_s = static_cast<uint16_t>(
       settings_.keep_alive.count() == 0
@@ -458,7 +404,10 @@ std::string NativeConnection::RunConnection() {
   mqtt5::AppendConnect(connect, out_);
   keep_alive_ = std::chrono::seconds(connect.keep_alive_s);
   last_write_ = Clock::now();
-  while (!stopping()) {
+}
+
+std::string NativeMqttConnection::Converse(Clock::time_point deadline) {
+  while (!loop_.stopping()) {
     std::string ended = Turn(deadline);
     if (!ended.empty()) {
       return ended;
@@ -467,54 +416,71 @@ std::string NativeConnection::RunConnection() {
       break;
     }
   }
-  if (accepted_ && !peer_disconnected_) {
+  return "";
+}
+
+void NativeMqttConnection::Goodbye() {
+  if (!loop_.accepted()) {
+    // Never send a CONNECT that was not answered yet: with a persistent session's shared client
+    // id it would take the session from whoever holds it now.
+    out_.clear();
+    out_sent_ = 0;
+  } else if (!peer_disconnected_) {
     // Why we end it: a normal disconnection when stopping (with a persistent session the broker
     // keeps it), else the error.
     mqtt5::AppendDisconnect(drop_reason_.empty() ? mqtt5::kNormalDisconnection : drop_code_, out_);
   }
   // Best effort: what is queued (the DISCONNECT) within a second.
-  if (!accepted_) {
-    // Never send a CONNECT that was not answered yet: with a persistent session's shared client
-    // id it would take the session from whoever holds it now.
-    out_.clear();
-    out_sent_ = 0;
-  }
   const Clock::time_point goodbye = Clock::now() + kGoodbyeTimeout;
-  while (out_sent_ < out_.size() && Clock::now() < goodbye) {
+  while (Clock::now() < goodbye) {
+    bool blocked = false;
+    if (!WriteQueued(blocked).empty() || !blocked ||
+        !WaitFor(channel_->fd(), channel_->write_waits_for(), loop_.wake_fd(), goodbye)) {
+      break;
+    }
+  }
+  channel_->Shutdown();
+}
+
+std::string NativeMqttConnection::WriteQueued(bool& blocked) {
+  while (out_sent_ < out_.size()) {
     std::size_t done = 0;
     std::string error;
     const Channel::Io io =
         channel_->Write(out_.data() + out_sent_, out_.size() - out_sent_, done, error);
     if (io == Channel::Io::kProgress) {
       out_sent_ += done;
-    } else if (io != Channel::Io::kWouldBlock ||
-               !WaitFor(channel_->fd(), channel_->write_waits_for(), wake_fd_, goodbye)) {
-      break;
+      last_write_ = Clock::now();
+      continue;
     }
+    if (io == Channel::Io::kWouldBlock) {
+      blocked = true;
+      return "";
+    }
+    return EndCause(io == Channel::Io::kClosed ? "the broker closed the connection"
+                                               : absl::StrCat("write: ", error));
   }
-  channel_->Shutdown();
-  return drop_reason_;
+  return "";
 }
 
-std::string NativeConnection::Turn(Clock::time_point connect_deadline) {
+std::string NativeMqttConnection::Turn(Clock::time_point connect_deadline) {
   Clock::time_point wake_at = next_tick_;
-  if (accepted_ && keep_alive_.count() > 0) {
+  if (loop_.accepted() && keep_alive_.count() > 0) {
     wake_at = std::min(wake_at, (ping_outstanding_ ? ping_sent_ : last_write_) + keep_alive_);
   }
-  if (!accepted_) {
+  if (!loop_.accepted()) {
     wake_at = std::min(wake_at, connect_deadline);
   }
   const bool ready_now = more_input_ || channel_->HoldsData();
   const bool writing = out_sent_ < out_.size();
   const short events = static_cast<short>(POLLIN | channel_->read_waits_for() |
                                           (writing ? channel_->write_waits_for() : 0));
-  pollfd fds[2] = {{channel_->fd(), events, 0}, {wake_fd_, POLLIN, 0}};
+  pollfd fds[2] = {{channel_->fd(), events, 0}, {loop_.wake_fd(), POLLIN, 0}};
   if (poll(fds, 2, ready_now ? 0 : PollTimeoutMs(wake_at, kTick)) < 0 && errno != EINTR) {
     return absl::StrCat("poll: ", std::strerror(errno));
   }
   if ((fds[1].revents & POLLIN) != 0) {
-    uint64_t count = 0;
-    (void)!read(wake_fd_, &count, sizeof(count));
+    loop_.Drain();
   }
   if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0 || ready_now ||
       ((fds[0].revents & POLLOUT) != 0 && channel_->read_waits_for() != 0)) {
@@ -524,10 +490,10 @@ std::string NativeConnection::Turn(Clock::time_point connect_deadline) {
   }
   HandlePackets();
   const Clock::time_point now = Clock::now();
-  if (!accepted_ && drop_reason_.empty() && now >= connect_deadline) {
+  if (!loop_.accepted() && drop_reason_.empty() && now >= connect_deadline) {
     return "no CONNACK within dialTimeout";
   }
-  if (accepted_ && keep_alive_.count() > 0 && drop_reason_.empty()) {
+  if (loop_.accepted() && keep_alive_.count() > 0 && drop_reason_.empty()) {
     // The PINGRESP may still wait among unread bytes while a backlog is read.
     const bool input_drained = !more_input_ && !channel_->HoldsData();
     if (ping_outstanding_ && input_drained && now - ping_sent_ >= keep_alive_) {
@@ -541,21 +507,9 @@ std::string NativeConnection::Turn(Clock::time_point connect_deadline) {
   }
   // Everything queued this turn (the PUBACKs of a whole batch) in as few writes as the socket
   // takes.
-  while (out_sent_ < out_.size()) {
-    std::size_t done = 0;
-    std::string error;
-    const Channel::Io io =
-        channel_->Write(out_.data() + out_sent_, out_.size() - out_sent_, done, error);
-    if (io == Channel::Io::kProgress) {
-      out_sent_ += done;
-      last_write_ = now;
-      continue;
-    }
-    if (io == Channel::Io::kWouldBlock) {
-      break;
-    }
-    return EndCause(io == Channel::Io::kClosed ? "the broker closed the connection"
-                                               : absl::StrCat("write: ", error));
+  bool blocked = false;
+  if (std::string ended = WriteQueued(blocked); !ended.empty()) {
+    return ended;
   }
   if (out_sent_ == out_.size()) {
     out_.clear();
@@ -567,7 +521,7 @@ std::string NativeConnection::Turn(Clock::time_point connect_deadline) {
   return "";
 }
 
-std::string NativeConnection::ReadAndHandle() {
+std::string NativeMqttConnection::ReadAndHandle() {
   // Everything waiting, in chunks as large as the buffer's free space; a full buffer is handled
   // before the next read.
   more_input_ = false;
@@ -610,7 +564,7 @@ std::string NativeConnection::ReadAndHandle() {
   return "";
 }
 
-void NativeConnection::HandlePackets() {
+void NativeMqttConnection::HandlePackets() {
   while (in_end_ > in_begin_ && drop_reason_.empty()) {
     mqtt5::Frame frame;
     std::string error;
@@ -636,21 +590,24 @@ void NativeConnection::HandlePackets() {
   }
 }
 
-void NativeConnection::HandlePacket(const mqtt5::Frame& frame) {
+void NativeMqttConnection::HandlePacket(const mqtt5::Frame& frame) {
   const mqtt5::PacketType type = frame.type();
-  auto malformed = [this](const absl::Status& status) {
-    Drop(absl::StrCat("a malformed packet from the broker: ", status.message()),
-         mqtt5::kMalformedPacket);
+  // False, with the connection dropped, when the packet did not parse.
+  auto parsed = [this](const absl::Status& status) {
+    if (!status.ok()) {
+      Drop(absl::StrCat("a malformed packet from the broker: ", status.message()),
+           mqtt5::kMalformedPacket);
+    }
+    return status.ok();
   };
-  if (!accepted_ && type != mqtt5::PacketType::kConnAck) {
+  if (!loop_.accepted() && type != mqtt5::PacketType::kConnAck) {
     Drop(absl::StrCat("a ", mqtt5::PacketTypeName(frame.first_byte), " before CONNACK"),
          mqtt5::kProtocolError);
     return;
   }
   switch (type) {
     case mqtt5::PacketType::kPublish:
-      if (absl::Status s = mqtt5::ParsePublish(frame, publish_); !s.ok()) {
-        malformed(s);
+      if (!parsed(mqtt5::ParsePublish(frame, publish_))) {
         return;
       }
       if (hooks_.on_publish) {
@@ -661,13 +618,12 @@ void NativeConnection::HandlePacket(const mqtt5::Frame& frame) {
       }
       return;
     case mqtt5::PacketType::kConnAck: {
-      if (accepted_) {
+      if (loop_.accepted()) {
         Drop("a second CONNACK from the broker", mqtt5::kProtocolError);
         return;
       }
       mqtt5::ConnAck connack;
-      if (absl::Status s = mqtt5::ParseConnAck(frame, connack); !s.ok()) {
-        malformed(s);
+      if (!parsed(mqtt5::ParseConnAck(frame, connack))) {
         return;
       }
       if (connack.reason_code != 0) {
@@ -680,8 +636,7 @@ void NativeConnection::HandlePacket(const mqtt5::Frame& frame) {
       return;
     }
     case mqtt5::PacketType::kSubAck:
-      if (absl::Status s = mqtt5::ParseSubAck(frame, suback_); !s.ok()) {
-        malformed(s);
+      if (!parsed(mqtt5::ParseSubAck(frame, suback_))) {
         return;
       }
       if (hooks_.on_suback) {
@@ -689,16 +644,14 @@ void NativeConnection::HandlePacket(const mqtt5::Frame& frame) {
       }
       return;
     case mqtt5::PacketType::kPingResp:
-      if (absl::Status s = mqtt5::ParsePingResp(frame); !s.ok()) {
-        malformed(s);
+      if (!parsed(mqtt5::ParsePingResp(frame))) {
         return;
       }
       ping_outstanding_ = false;
       return;
     case mqtt5::PacketType::kDisconnect: {
       mqtt5::Disconnect disconnect;
-      if (absl::Status s = mqtt5::ParseDisconnect(frame, disconnect); !s.ok()) {
-        malformed(s);
+      if (!parsed(mqtt5::ParseDisconnect(frame, disconnect))) {
         return;
       }
       peer_disconnected_ = true;
@@ -714,36 +667,21 @@ void NativeConnection::HandlePacket(const mqtt5::Frame& frame) {
   }
 }
 
-void NativeConnection::Accept(const mqtt5::ConnAck& connack) {
+void NativeMqttConnection::Accept(const mqtt5::ConnAck& connack) {
   if (connack.server_keep_alive.has_value()) {
     keep_alive_ = std::chrono::seconds(*connack.server_keep_alive);
   }
-  const bool reconnect = ever_connected_;
-  ever_connected_ = true;
-  accepted_ = true;
-  backoff_.Reset();
-  connected_.store(true);
-  metrics_.SetConnected(true);
-  if (reconnect) {
-    metrics_.RecordReconnect();
-  }
-  LogConnected(logger_, settings_, client_id_, session_expiry_, connack.session_present);
+  const bool reconnect = loop_.Accepted(connack.session_present);
   if (hooks_.on_connected) {
     hooks_.on_connected(reconnect);
   }
 }
 
-void NativeConnection::Tick() {
+void NativeMqttConnection::Tick() {
   next_tick_ = Clock::now() + kTick;
   if (hooks_.on_tick) {
     hooks_.on_tick();
   }
-}
-
-void NativeConnection::WaitToRetry(std::string_view reason, bool was_connected) {
-  const std::chrono::milliseconds delay = backoff_.Next();
-  LogRetry(logger_, settings_, client_id_, reason, was_connected, backoff_.attempts(), delay);
-  WaitUnlessStopping(mu_, &stopping_, delay, kTick, [this] { Tick(); });
 }
 
 }  // namespace mmi::transport::internal

@@ -1,4 +1,4 @@
-#include "libs/transport/mqtt/native_subscriber.h"
+#include "libs/transport/mqtt/native_mqtt_subscriber.h"
 
 #include <string>
 #include <utility>
@@ -15,19 +15,32 @@ const log::Logger& Log() {
   return logger;
 }
 
+// A SUBACK's verdict on our SUBSCRIBE: false, with an error log, when the broker refused one of
+// its filters (a reason code >= 0x80).
+bool SubAckGranted(const std::vector<int>& reason_codes) {
+  for (const int code : reason_codes) {
+    if (code >= 0x80) {
+      Log().Error("the broker refused a subscription; check the topic filters and the ACL",
+                  {{"reason_code", code}});
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
-NativeSubscriber::NativeSubscriber(MqttSettings settings, prometheus::Registry& registry)
+NativeMqttSubscriber::NativeMqttSubscriber(MqttSettings settings, prometheus::Registry& registry)
     : settings_(std::move(settings)),
       intake_log_(Log(), RealClock::Instance()),
       metrics_(registry, "mqtt", ClientRole::kSubscriber),
       topics_(settings_) {}
 
-NativeSubscriber::~NativeSubscriber() { Stop(); }
+NativeMqttSubscriber::~NativeMqttSubscriber() { Stop(); }
 
-absl::Status NativeSubscriber::Start(EventHandler handler, SubscribedHook on_subscribed) {
+absl::Status NativeMqttSubscriber::Start(EventHandler handler, SubscribedHook on_subscribed) {
   if (!handler) {
-    return absl::InvalidArgumentError("NativeSubscriber::Start: handler must be set");
+    return absl::InvalidArgumentError("NativeMqttSubscriber::Start: handler must be set");
   }
   if (absl::Status s = ValidateMqttSettings(settings_); !s.ok()) {
     return s;
@@ -35,7 +48,8 @@ absl::Status NativeSubscriber::Start(EventHandler handler, SubscribedHook on_sub
   {
     absl::MutexLock lock(&mu_);
     if (started_ || stopped_) {
-      return absl::FailedPreconditionError("NativeSubscriber::Start called twice or after Stop");
+      return absl::FailedPreconditionError(
+          "NativeMqttSubscriber::Start called twice or after Stop");
     }
     started_ = true;
   }
@@ -43,24 +57,23 @@ absl::Status NativeSubscriber::Start(EventHandler handler, SubscribedHook on_sub
   on_subscribed_ = std::move(on_subscribed);
   // A persistent session needs the same client id on every replica and restart.
   const bool persistent = settings_.session_expiry.count() > 0;
-  connection_ = std::make_unique<internal::NativeConnection>(
+  connection_ = std::make_unique<internal::NativeMqttConnection>(
       settings_,
       persistent ? internal::PersistentSessionClientId(settings_, "sub")
                  : internal::MqttClientId(settings_, "sub"),
       settings_.session_expiry, metrics_, Log());
-  internal::NativeConnection::Hooks hooks;
+  internal::NativeMqttConnection::Hooks hooks;
   hooks.on_connected = [this](bool /*reconnect*/) { Subscribe(); };
   hooks.on_lost = [this] { subscribed_.store(false); };
   hooks.on_tick = [this] { intake_log_.Flush(); };
   hooks.on_suback = [this](const internal::mqtt5::SubAck& suback) { OnSubAck(suback); };
   hooks.on_publish = [this](const internal::mqtt5::Publish& publish) { OnPublish(publish); };
-  Log().Info(
-      "MQTT subscriber started",
-      {{"library", "native"}, {"filters", absl::StrJoin(topics_.SubscriptionFilters(), ",")}});
+  Log().Info("MQTT subscriber started",
+             {{"filters", absl::StrJoin(topics_.SubscriptionFilters(), ",")}});
   return connection_->Start(std::move(hooks), "mqtt-sub");
 }
 
-void NativeSubscriber::Subscribe() {
+void NativeMqttSubscriber::Subscribe() {
   // On every connection, a resumed session included: the filters may have changed with the
   // configuration.
   const std::vector<std::string> filters = topics_.SubscriptionFilters();
@@ -69,11 +82,11 @@ void NativeSubscriber::Subscribe() {
                                    connection_->output());
 }
 
-void NativeSubscriber::OnSubAck(const internal::mqtt5::SubAck& suback) {
+void NativeMqttSubscriber::OnSubAck(const internal::mqtt5::SubAck& suback) {
   if (suback.packet_id != subscribe_id_) {
     return;
   }
-  if (!internal::SubAckGranted(Log(), suback.reason_codes)) {
+  if (!SubAckGranted(suback.reason_codes)) {
     connection_->Drop("SUBACK refused a filter");
     return;
   }
@@ -86,7 +99,7 @@ void NativeSubscriber::OnSubAck(const internal::mqtt5::SubAck& suback) {
   }
 }
 
-void NativeSubscriber::OnPublish(const internal::mqtt5::Publish& publish) {
+void NativeMqttSubscriber::OnPublish(const internal::mqtt5::Publish& publish) {
   // Into the codec's form (payload, Content Type, User Properties), reusing the strings'
   // capacity from the last event.
   message_.payload.assign(publish.payload);
@@ -106,7 +119,7 @@ void NativeSubscriber::OnPublish(const internal::mqtt5::Publish& publish) {
       publish.topic, handler_, [] {});
 }
 
-void NativeSubscriber::Stop() {
+void NativeMqttSubscriber::Stop() {
   {
     absl::MutexLock lock(&mu_);
     if (stopped_) {
@@ -121,7 +134,7 @@ void NativeSubscriber::Stop() {
   Log().Info("MQTT subscriber stopped");
 }
 
-bool NativeSubscriber::connected() const {
+bool NativeMqttSubscriber::connected() const {
   absl::MutexLock lock(&mu_);
   return subscribed_.load() && !stopped_;
 }

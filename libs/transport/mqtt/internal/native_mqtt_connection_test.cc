@@ -1,8 +1,8 @@
-// NativeConnection against a fake broker on a loopback socket: the protocol's edges that a real
+// NativeMqttConnection against a fake broker on a loopback socket: the protocol's edges that a real
 // mosquitto does not produce on demand (packets split across reads, one larger than the input
 // buffer, a DISCONNECT with a reason, a broker that stops answering PINGREQ, a malformed packet,
-// a refused CONNACK). The real broker's side is the transport contract suite (`mqtt_native`).
-#include "libs/transport/mqtt/internal/native_connection.h"
+// a refused CONNACK). The real broker's side is the transport contract suite (`mqtt`).
+#include "libs/transport/mqtt/internal/native_mqtt_connection.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -160,7 +160,7 @@ struct Received {
   std::string ce_id;
 };
 
-class NativeConnectionTest : public ::testing::Test {
+class NativeMqttConnectionTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(broker_.ok()) << "no loopback listener: " << errno; }
 
@@ -176,8 +176,8 @@ class NativeConnectionTest : public ::testing::Test {
 
   void Start(const MqttSettings& settings) {
     connection_ =
-        std::make_unique<NativeConnection>(settings, "src-sub", seconds(0), metrics_, logger_);
-    NativeConnection::Hooks hooks;
+        std::make_unique<NativeMqttConnection>(settings, "src-sub", seconds(0), metrics_, logger_);
+    NativeMqttConnection::Hooks hooks;
     hooks.on_connected = [this](bool reconnect) {
       absl::MutexLock lock(&mu_);
       connects_.push_back(reconnect);
@@ -233,14 +233,15 @@ class NativeConnectionTest : public ::testing::Test {
   prometheus::Registry registry_;
   TransportMetrics metrics_{registry_, "mqtt", ClientRole::kSubscriber};
   log::Logger logger_{"test"};
-  std::unique_ptr<NativeConnection> connection_;
+  std::unique_ptr<NativeMqttConnection> connection_;
   absl::Mutex mu_;
   std::vector<bool> connects_ ABSL_GUARDED_BY(mu_);
   int lost_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<Received> received_ ABSL_GUARDED_BY(mu_);
 };
 
-TEST_F(NativeConnectionTest, PublishesSplitAcrossReadsAndLargerThanTheBufferArriveWholeAndInOrder) {
+TEST_F(NativeMqttConnectionTest,
+       PublishesSplitAcrossReadsAndLargerThanTheBufferArriveWholeAndInOrder) {
   Start(Settings());
   const int fd = AcceptAndConnect();
   ASSERT_GE(fd, 0);
@@ -275,7 +276,7 @@ TEST_F(NativeConnectionTest, PublishesSplitAcrossReadsAndLargerThanTheBufferArri
   }
 }
 
-TEST_F(NativeConnectionTest, ABrokerDisconnectEndsTheConnectionAndTheClientComesBack) {
+TEST_F(NativeMqttConnectionTest, ABrokerDisconnectEndsTheConnectionAndTheClientComesBack) {
   Start(Settings());
   const int fd = AcceptAndConnect();
   ASSERT_GE(fd, 0);
@@ -291,7 +292,7 @@ TEST_F(NativeConnectionTest, ABrokerDisconnectEndsTheConnectionAndTheClientComes
   EXPECT_TRUE(connects_[1]);
 }
 
-TEST_F(NativeConnectionTest, NoPingRespWithinTheServerKeepAliveEndsTheConnection) {
+TEST_F(NativeMqttConnectionTest, NoPingRespWithinTheServerKeepAliveEndsTheConnection) {
   Start(Settings());
   // Server Keep Alive 1 s replaces the client's 30 s.
   const int fd = AcceptAndConnect(ConnAck("\x13\x00\x01"s));
@@ -305,7 +306,7 @@ TEST_F(NativeConnectionTest, NoPingRespWithinTheServerKeepAliveEndsTheConnection
   EXPECT_TRUE(WaitUntil([&] { return lost_ == 1; }, seconds(5)));
 }
 
-TEST_F(NativeConnectionTest, AMalformedPacketIsAnsweredWithDisconnectAndAReconnect) {
+TEST_F(NativeMqttConnectionTest, AMalformedPacketIsAnsweredWithDisconnectAndAReconnect) {
   Start(Settings());
   const int fd = AcceptAndConnect();
   ASSERT_GE(fd, 0);
@@ -320,7 +321,7 @@ TEST_F(NativeConnectionTest, AMalformedPacketIsAnsweredWithDisconnectAndAReconne
   EXPECT_TRUE(received_.empty());
 }
 
-TEST_F(NativeConnectionTest, ARefusedConnectIsRetried) {
+TEST_F(NativeMqttConnectionTest, ARefusedConnectIsRetried) {
   Start(Settings());
   const int refused = AcceptAndConnect(Packet(0x20, "\x00\x87\x00"s));  // not authorized
   ASSERT_GE(refused, 0);
@@ -330,7 +331,7 @@ TEST_F(NativeConnectionTest, ARefusedConnectIsRetried) {
   EXPECT_EQ(lost_, 0);  // only accepted connections are lost
 }
 
-TEST_F(NativeConnectionTest, StopSendsANormalDisconnect) {
+TEST_F(NativeMqttConnectionTest, StopSendsANormalDisconnect) {
   Start(Settings());
   const int fd = AcceptAndConnect();
   ASSERT_GE(fd, 0);
@@ -342,7 +343,7 @@ TEST_F(NativeConnectionTest, StopSendsANormalDisconnect) {
   EXPECT_FALSE(connection_->connected());
 }
 
-TEST_F(NativeConnectionTest, StopBeforeTheConnAckClosesWithoutADisconnect) {
+TEST_F(NativeMqttConnectionTest, StopBeforeTheConnAckClosesWithoutADisconnect) {
   Start(Settings());
   const int fd = broker_.Accept();
   ASSERT_GE(fd, 0);

@@ -1,11 +1,10 @@
-// The MQTT 5 subscriber on the project's own receive path (`library: native`,
-// internal/native_connection.h): buffered reads of everything waiting, every PUBACK of a batch in
-// one write, no library thread or per-packet system call between the socket and the handler.
-// Publishing stays on libmosquitto (MosquittoPublisher) under this setting.
+// The services' MQTT 5 subscriber, on the project's own receive path
+// (internal/native_mqtt_connection.h): buffered reads of everything waiting, every PUBACK of a
+// batch in one write, no library thread or per-packet system call between the socket and the
+// handler. Why our own: docs/adr/0004-mqtt-receive-path-of-our-own.md.
 //
-// Same contract as MosquittoSubscriber and MqttSubscriber (subscriber.h): Clean Start or a
-// persistent session (`sessionExpiry`), a SUBSCRIBE and the SubscribedHook after every connect,
-// malformed and oversize messages rejected by internal::Intake.
+// Clean Start or a persistent session (`sessionExpiry`), a SUBSCRIBE and the SubscribedHook after
+// every connect, malformed and oversize messages rejected by internal::Intake (subscriber.h).
 #pragma once
 
 #include <atomic>
@@ -18,7 +17,7 @@
 #include "libs/common/log.h"
 #include "libs/transport/internal/intake.h"
 #include "libs/transport/metrics.h"
-#include "libs/transport/mqtt/internal/native_connection.h"
+#include "libs/transport/mqtt/internal/native_mqtt_connection.h"
 #include "libs/transport/mqtt/mqtt_topics.h"
 #include "libs/transport/settings.h"
 #include "libs/transport/subscriber.h"
@@ -28,10 +27,10 @@ namespace mmi::transport {
 
 // Thread-safe. Lifecycle: Start() once, Stop() (idempotent, not from the handler) before
 // destruction. The handler and the hook run on the connection's thread ("mqtt-sub").
-class NativeSubscriber final : public Subscriber {
+class NativeMqttSubscriber final : public Subscriber {
  public:
-  NativeSubscriber(MqttSettings settings, prometheus::Registry& registry);
-  ~NativeSubscriber() override;
+  NativeMqttSubscriber(MqttSettings settings, prometheus::Registry& registry);
+  ~NativeMqttSubscriber() override;
 
   absl::Status Start(EventHandler handler, SubscribedHook on_subscribed) override;
   void Stop() override;
@@ -47,7 +46,7 @@ class NativeSubscriber final : public Subscriber {
   internal::IntakeLog intake_log_;
   TransportMetrics metrics_;
   const MqttTopics topics_;
-  std::unique_ptr<internal::NativeConnection> connection_;
+  std::unique_ptr<internal::NativeMqttConnection> connection_;
   EventHandler handler_;          // set by Start(), then used on the connection thread only
   SubscribedHook on_subscribed_;  // likewise
 

@@ -1,8 +1,6 @@
-// Broker-free checks of the MQTT publishers and subscribers of both libraries (libmosquitto, Paho),
-// made by the factory as the services make them; the broker behaviour is covered by the contract
-// suite in tests/integration/transport against a real mosquitto.
-
-#include "libs/transport/mqtt/mqtt_publisher.h"
+// Broker-free checks of the MQTT publisher (libmosquitto) and subscriber (our own), made by the
+// factory as the services make them; the broker behaviour is covered by the contract suite in
+// tests/integration/transport against a real mosquitto.
 
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
@@ -20,22 +18,19 @@
 #include "libs/common/testing/fake_clock.h"
 #include "libs/transport/factory.h"
 #include "libs/transport/mqtt/mosquitto_publisher.h"
-#include "libs/transport/mqtt/mosquitto_subscriber.h"
-#include "libs/transport/mqtt/mqtt_subscriber.h"
-#include "libs/transport/mqtt/native_subscriber.h"
+#include "libs/transport/mqtt/native_mqtt_subscriber.h"
 
 namespace mmi::transport {
 namespace {
 
 using ::testing::HasSubstr;
 
-class MqttClientsTest : public ::testing::TestWithParam<std::string> {
+class MqttClientsTest : public ::testing::Test {
  protected:
   MqttSettings Settings() const {
     MqttSettings s;
     s.broker_host = "127.0.0.1:1883";
     s.source_id = "mmi";
-    s.library = GetParam();
     return s;
   }
   TransportClients Make(const MqttSettings& s) {
@@ -63,7 +58,7 @@ absl::Status PublishAndWait(Publisher& publisher, cloudevents::Event event) {
   return result.get_future().get();
 }
 
-TEST_P(MqttClientsTest, PublishBeforeStartFailsWithFailedPrecondition) {
+TEST_F(MqttClientsTest, PublishBeforeStartFailsWithFailedPrecondition) {
   TransportClients clients = Make(Settings());
   ASSERT_NE(clients.publisher, nullptr);
   EXPECT_EQ(PublishAndWait(*clients.publisher, SpecEvent()).code(),
@@ -73,7 +68,7 @@ TEST_P(MqttClientsTest, PublishBeforeStartFailsWithFailedPrecondition) {
   clients.publisher->Stop();
 }
 
-TEST_P(MqttClientsTest, StartFailsWhenATlsFileIsMissing) {
+TEST_F(MqttClientsTest, StartFailsWhenATlsFileIsMissing) {
   MqttSettings s = Settings();
   s.tls.enabled = true;
   s.tls.ca_file = "/nonexistent/ca.crt";
@@ -88,34 +83,24 @@ TEST_P(MqttClientsTest, StartFailsWhenATlsFileIsMissing) {
   clients.subscriber->Stop();
 }
 
-TEST_P(MqttClientsTest, StartFailsOnInvalidSettings) {
+TEST_F(MqttClientsTest, StartFailsOnInvalidSettings) {
   MqttSettings s = Settings();
   s.source_id = "Not_Valid";  // the factory refuses it too; Start() checks on its own
-  std::unique_ptr<Publisher> publisher;
-  std::unique_ptr<Subscriber> subscriber;
-  if (GetParam() == "paho") {
-    publisher = std::make_unique<MqttPublisher>(s, clock_, registry_);
-    subscriber = std::make_unique<MqttSubscriber>(s, registry_);
-  } else if (GetParam() == "native") {
-    publisher = std::make_unique<MosquittoPublisher>(s, clock_, registry_);
-    subscriber = std::make_unique<NativeSubscriber>(s, registry_);
-  } else {
-    publisher = std::make_unique<MosquittoPublisher>(s, clock_, registry_);
-    subscriber = std::make_unique<MosquittoSubscriber>(s, registry_);
-  }
+  auto publisher = std::make_unique<MosquittoPublisher>(s, clock_, registry_);
+  auto subscriber = std::make_unique<NativeMqttSubscriber>(s, registry_);
   EXPECT_EQ(publisher->Start().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(subscriber->Start([](cloudevents::Event, AckFn) {}, nullptr).code(),
             absl::StatusCode::kInvalidArgument);
 }
 
-TEST_P(MqttClientsTest, SubscriberStartRequiresAHandler) {
+TEST_F(MqttClientsTest, SubscriberStartRequiresAHandler) {
   TransportClients clients = Make(Settings());
   ASSERT_NE(clients.subscriber, nullptr);
   EXPECT_EQ(clients.subscriber->Start(nullptr, nullptr).code(), absl::StatusCode::kInvalidArgument);
   clients.subscriber->Stop();
 }
 
-TEST_P(MqttClientsTest, AnUnreachableBrokerIsNotAStartError) {
+TEST_F(MqttClientsTest, AnUnreachableBrokerIsNotAStartError) {
   MqttSettings s = Settings();
   s.broker_host = "127.0.0.1:1";  // nothing listens: connects fail and are retried
   TransportClients clients = Make(s);
@@ -130,7 +115,7 @@ TEST_P(MqttClientsTest, AnUnreachableBrokerIsNotAStartError) {
 
 // A listener whose accept queue is full drops further SYNs: a connect to it hangs, as to a
 // black-holed broker, until the kernel gives up (minutes). Stop() must not wait for that.
-TEST_P(MqttClientsTest, StopDoesNotWaitForAConnectThatHangs) {
+TEST_F(MqttClientsTest, StopDoesNotWaitForAConnectThatHangs) {
   const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   ASSERT_GE(listener, 0);
   sockaddr_in address{};
@@ -163,12 +148,6 @@ TEST_P(MqttClientsTest, StopDoesNotWaitForAConnectThatHangs) {
   }
   ::close(listener);
 }
-
-INSTANTIATE_TEST_SUITE_P(Libraries, MqttClientsTest,
-                         ::testing::Values("libmosquitto", "paho", "native"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           return info.param;
-                         });
 
 }  // namespace
 }  // namespace mmi::transport

@@ -1,0 +1,92 @@
+// What both MQTT connections share around their connection attempts (MosquittoConnection, the
+// publisher's, on libmosquitto; NativeMqttConnection, the subscriber's, our own): the thread and
+// its wake-up eventfd, Stop(), the reconnect loop with its backoff and retry logs, and the
+// bookkeeping of an accepted CONNACK and of a lost connection (`connected()`, the
+// `mmi_transport_connected` gauge, the reconnect count, the connect log).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "libs/common/backoff.h"
+#include "libs/common/log.h"
+#include "libs/transport/metrics.h"
+#include "libs/transport/settings.h"
+
+namespace mmi::transport::internal {
+
+// Thread-safe. Lifecycle: Start() once, Stop() (idempotent) before destruction.
+class ConnectionLoop {
+ public:
+  // One connection attempt, from the TCP connect to its end, on the loop's thread: returns why
+  // it ended ("" when stopping). It says goodbye itself when it ends because of Stop().
+  using Attempt = absl::AnyInvocable<std::string()>;
+
+  // `client_id` and `session_expiry` (0 = Clean Start) as the connection sends them, for the
+  // logs. `metrics` and `logger` must outlive this object.
+  ConnectionLoop(const MqttSettings& settings, std::string client_id,
+                 std::chrono::seconds session_expiry, TransportMetrics& metrics,
+                 const log::Logger& logger);
+  ~ConnectionLoop();
+  ConnectionLoop(const ConnectionLoop&) = delete;
+  ConnectionLoop& operator=(const ConnectionLoop&) = delete;
+
+  // Starts the thread `thread_name` (SIGPIPE blocked on it: a write to a socket the broker closed
+  // fails with EPIPE), which runs `attempt` until Stop(), waiting the backoff between attempts
+  // and calling `on_tick` about every `tick` meanwhile. After an attempt that Accepted() a
+  // connection, `*on_lost` runs unless empty (the owner's hook; it must outlive this object).
+  absl::Status Start(const char* thread_name, std::chrono::milliseconds tick, Attempt attempt,
+                     absl::AnyInvocable<void()>* on_lost, absl::AnyInvocable<void()> on_tick);
+
+  // Stops reconnecting, wakes the thread and joins it.
+  void Stop();
+  bool stopping() const;
+  // Any thread: wakes whoever polls wake_fd().
+  void Wake();
+  // An eventfd to poll beside the socket: readable after Wake() or Stop(); drain it with Drain().
+  int wake_fd() const { return wake_fd_; }
+  void Drain() const;
+
+  // True from an accepted CONNACK until that connection ends.
+  bool connected() const { return connected_.load(); }
+  const std::string& client_id() const { return client_id_; }
+
+  // Loop thread: the current attempt's CONNACK accepted the connection. Returns whether it is a
+  // reconnect (not the first accepted connection).
+  bool Accepted(bool session_present);
+  // Loop thread: whether the current attempt was accepted.
+  bool accepted() const { return accepted_; }
+
+ private:
+  void Run();
+  void WaitToRetry(const std::string& reason, bool was_connected);
+
+  const MqttSettings& settings_;
+  const std::string client_id_;
+  const std::chrono::seconds session_expiry_;
+  TransportMetrics& metrics_;
+  const log::Logger& logger_;
+  int wake_fd_ = -1;
+  std::chrono::milliseconds tick_{100};
+  Attempt attempt_;
+  absl::AnyInvocable<void()>* on_lost_ = nullptr;
+  absl::AnyInvocable<void()> on_tick_;
+
+  // Loop thread only.
+  Backoff backoff_;
+  bool accepted_ = false;
+  bool ever_connected_ = false;
+
+  std::atomic<bool> connected_{false};
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace mmi::transport::internal
