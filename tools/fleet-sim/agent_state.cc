@@ -201,19 +201,10 @@ absl::StatusOr<HandleResult> ClusterAgent::Apply(const Event& event) {
   work.next_refresh = NextRefreshFrom(mono_now);
 
   // The agent-side ManifestWork's metadata (what Go agents put in the `metadata` extension).
-  meta.namespace_ = cluster_;
-  meta.uid = work.id;
-  meta.generation = work.version;
   work.name = meta.name;
-  if (meta.name.empty()) {
-    meta.name = work.id;
-  }
-  meta.labels[std::string(kOriginalSourceLabel)] = work.original_source;
-  if (!meta.creation_timestamp.has_value()) {
-    meta.creation_timestamp = std::chrono::floor<std::chrono::seconds>(work.applied_at);
-  }
-  meta.deletion_timestamp.reset();
-  ASSIGN_OR_RETURN(work.metadata_json, cloudevents::FormatObjectMeta(meta));
+  ASSIGN_OR_RETURN(work.metadata_json,
+                   WorkMetadataJson(std::move(meta), cluster_, work.id, work.version,
+                                    work.original_source, work.applied_at));
 
   Work* stored = &work;
   if (existing == works_.end()) {
@@ -337,21 +328,12 @@ ManifestBundleStatus ClusterAgent::BuildStatus(const Work& work) const {
 
 absl::StatusOr<Event> ClusterAgent::StatusEvent(Work& work, const ManifestBundleStatus& status,
                                                 std::string_view type) {
-  ASSIGN_OR_RETURN(std::string data, cloudevents::EncodeManifestBundleStatus(status));
-  ASSIGN_OR_RETURN(std::string hash, cloudevents::StatusHash(status));
-  cloudevents::ResourceEventHeader header{.id = cloudevents::NewUuidV4(),
-                                          .source = agent_id_,
-                                          .time = Now(),
-                                          .cluster = cluster_,
-                                          .resource_id = work.id,
-                                          .version = work.version};
-  cloudevents::StatusEventFields fields{.original_source = work.original_source,
-                                        .sequence_id = sequence_ids_.Next().ToString(),
-                                        .status_hash = hash,
-                                        .metadata_json = work.metadata_json};
-  Event event = cloudevents::MakeStatusEvent(std::move(header),
-                                             type == cloudevents::kStatusResyncResponseType,
-                                             std::move(fields), std::move(data));
+  const WorkIdentity identity{
+      cluster_, agent_id_, work.id, work.version, work.original_source, work.metadata_json};
+  std::string hash;
+  ASSIGN_OR_RETURN(Event event, MakeWorkStatusEvent(identity, status,
+                                                    type == cloudevents::kStatusResyncResponseType,
+                                                    Now(), sequence_ids_, &hash));
   work.last_hash = std::move(hash);
   work.last_status_at = *event.time;
   return event;
