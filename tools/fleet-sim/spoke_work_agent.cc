@@ -73,9 +73,9 @@ kube::PatchOptions ApplyOptions(const ManifestPlan& m) {
   return options;
 }
 
-kube::DeleteOptions Foreground() {
+kube::DeleteOptions DeleteOptionsFor(const SpokeAgentSettings& settings) {
   kube::DeleteOptions options;
-  options.propagation_policy = kube::PropagationPolicy::kForeground;
+  options.propagation_policy = settings.delete_propagation;
   return options;
 }
 
@@ -248,7 +248,7 @@ void SpokeWorkAgent::DeleteDropped(const ApplyPlan& old_plan, const ApplyPlan& n
     if (kept) {
       continue;
     }
-    absl::Status status = client_.Delete(old.ref, old.name, Foreground());
+    absl::Status status = client_.Delete(old.ref, old.name, DeleteOptionsFor(settings_));
     if (!status.ok() && !absl::IsNotFound(status)) {
       Log().Warn(
           "cannot delete an object dropped from its work",
@@ -263,7 +263,7 @@ void SpokeWorkAgent::DeleteObjects(const Work& work) {
     if (m.orphan_on_delete || m.mode == WriteMode::kReadOnly) {
       continue;
     }
-    kube::DeleteOptions options = Foreground();
+    kube::DeleteOptions options = DeleteOptionsFor(settings_);
     if (i < work.observed.size() && work.observed[i].live.has_value()) {
       options.precondition_uid = UidOf(*work.observed[i].live);
     }

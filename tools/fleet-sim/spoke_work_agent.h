@@ -8,10 +8,10 @@
 //   spec create/update  write each manifest (server-side apply with the bundle's field manager,
 //                       Update or CreateOnly; ReadOnly only reads), delete the objects an
 //                       update dropped, answer with the status
-//   spec delete         delete what the delete option does not orphan (Foreground, with the
-//                       object's uid as precondition), report Deleting; Deleted=True only once
-//                       every such object is gone (ObjectChanged or Resync sees it), then forget
-//                       the work
+//   spec delete         delete what the delete option does not orphan (Foreground unless the
+//                       settings say otherwise, with the object's uid as precondition), report
+//                       Deleting; Deleted=True only once every such object is gone (ObjectChanged
+//                       or Resync sees it), then forget the work
 //   ObjectChanged       a watched object changed: report the work's status if its hash changed
 //   Resync              re-read every object (the agent's periodic status sync): report changed
 //                       statuses, complete deletions
@@ -45,6 +45,10 @@ struct SpokeAgentSettings {
   // The agent's bundle limit (§6.3 step 4): total manifest bytes per work.
   std::size_t max_bundle_bytes = std::size_t{500} * 1024;
   cloudevents::CodecLimits limits;
+  // The deletes' propagationPolicy: Foreground, as the work agent deletes. Background for an API
+  // server without a garbage collector (tests/peers/bin/start-kube runs no controllers), where
+  // the foregroundDeletion finalizer would hold every object forever.
+  kube::PropagationPolicy delete_propagation = kube::PropagationPolicy::kForeground;
 };
 
 class SpokeWorkAgent {
