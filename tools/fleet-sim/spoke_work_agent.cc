@@ -13,6 +13,7 @@
 #include "libs/common/log.h"
 #include "libs/common/status_macros.h"
 #include "libs/kube/object.h"
+#include "tools/fleet-sim/agent_protocol.h"
 #include "tools/fleet-sim/work_status.h"
 
 namespace mmi::fleet_sim {
@@ -26,10 +27,6 @@ using nlohmann::json;
 const log::Logger& Log() {
   static const log::Logger logger("fleet_sim.spoke");
   return logger;
-}
-
-absl::Status Malformed(const absl::Status& status, std::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": ", status.message()));
 }
 
 std::string UidOf(const json& object) {
@@ -104,65 +101,44 @@ absl::StatusOr<std::vector<Event>> SpokeWorkAgent::Handle(const Event& event) {
   if (type.data_type.ToString() != cloudevents::kManifestBundlesDataType) {
     return std::vector<Event>{};
   }
-  using cloudevents::Action;
-  if (type.subresource == cloudevents::Subresource::kStatus) {
-    if (type.action == Action::kResyncRequest) {
+  const AgentStep step = AgentStepFor(type, event);
+  switch (step.action) {
+    case AgentAction::kStatusResync:
       return AnswerStatusResync(event);
-    }
-    return std::vector<Event>{};
+    case AgentAction::kApply:
+      return Apply(event);
+    case AgentAction::kDelete:
+      return Delete(event, step.from_resync);
+    case AgentAction::kIgnore:
+      break;
   }
-  const bool deletion = event.HasExtension(cloudevents::kExtDeletionTimestamp);
-  switch (type.action) {
-    case Action::kCreateRequest:
-    case Action::kUpdateRequest:
-      return deletion ? Delete(event, /*from_resync=*/false) : Apply(event);
-    case Action::kDeleteRequest:
-      return Delete(event, /*from_resync=*/false);
-    case Action::kResyncResponse:
-      return deletion ? Delete(event, /*from_resync=*/true) : Apply(event);
-    default:
-      return std::vector<Event>{};
-  }
+  return std::vector<Event>{};
 }
 
 absl::StatusOr<std::vector<Event>> SpokeWorkAgent::Apply(const Event& event) {
-  auto id = event.ResourceId();
-  if (!id.ok()) {
-    return Malformed(id.status(), "resourceid");
-  }
-  auto version = event.ResourceVersion();
-  if (!version.ok()) {
-    return Malformed(version.status(), "resourceversion");
-  }
+  ASSIGN_OR_RETURN(const ResourceKey key, ResourceKeyOf(event));
   ASSIGN_OR_RETURN(cloudevents::ManifestBundle bundle,
                    cloudevents::ManifestBundleOf(event, settings_.limits));
   RETURN_IF_ERROR(ValidateBundle(bundle, settings_.max_bundle_bytes));
   ASSIGN_OR_RETURN(ApplyPlan plan, PlanBundle(bundle));
-  cloudevents::ObjectMeta meta;
-  if (event.HasExtension(cloudevents::kExtMetadata)) {
-    auto parsed = cloudevents::ObjectMetaOf(event, settings_.limits);
-    if (!parsed.ok()) {
-      return Malformed(parsed.status(), "metadata");
-    }
-    meta = *std::move(parsed);
-  }
-  auto existing = works_.find(*id);
+  ASSIGN_OR_RETURN(cloudevents::ObjectMeta meta, SpecMetadataOf(event, settings_.limits));
+  auto existing = works_.find(key.id);
   if (existing != works_.end()) {
     if (existing->second.deleting) {
       return std::vector<Event>{};  // the agent applies nothing to a work being deleted
     }
-    if (*version != 0 && *version < existing->second.version) {
+    if (key.version != 0 && key.version < existing->second.version) {
       return std::vector<Event>{};  // stale (§6.1)
     }
   }
-  Work& work = existing != works_.end() ? existing->second : works_[*id];
+  Work& work = existing != works_.end() ? existing->second : works_[key.id];
   if (existing == works_.end()) {
-    work.id = *id;
+    work.id = key.id;
     work.applied_at = Now();
   } else {
     DeleteDropped(work.plan, plan);
   }
-  work.version = *version;
+  work.version = key.version;
   work.original_source = event.source;
   ASSIGN_OR_RETURN(work.metadata_json,
                    WorkMetadataJson(std::move(meta), cluster_, work.id, work.version,
@@ -291,24 +267,17 @@ bool SpokeWorkAgent::Gone(const Work& work) {
 }
 
 absl::StatusOr<std::vector<Event>> SpokeWorkAgent::Delete(const Event& event, bool from_resync) {
-  auto id = event.ResourceId();
-  if (!id.ok()) {
-    return Malformed(id.status(), "resourceid");
-  }
-  auto version = event.ResourceVersion();
-  if (!version.ok()) {
-    return Malformed(version.status(), "resourceversion");
-  }
+  ASSIGN_OR_RETURN(const ResourceKey key, ResourceKeyOf(event));
   std::vector<Event> out;
-  auto it = works_.find(*id);
+  auto it = works_.find(key.id);
   if (it == works_.end()) {
     if (from_resync) {
       return out;  // told to delete what this agent does not hold: nothing to do
     }
     // Confirmed all the same, so that the source's deletion completes (as agent_state.h does).
     Work gone;
-    gone.id = *id;
-    gone.version = *version;
+    gone.id = key.id;
+    gone.version = key.version;
     gone.original_source = event.source;
     auto metadata = event.MetadataJson();
     gone.metadata_json = metadata.ok() ? *metadata : "{}";
@@ -461,13 +430,7 @@ Event SpokeWorkAgent::SpecResyncRequest() const {
   for (const auto& [id, work] : works_) {
     list.resource_versions.push_back({id, work.version});
   }
-  auto event = cloudevents::MakeSpecResyncRequest(agent_id_, cluster_, list,
-                                                  cloudevents::NewUuidV4(), Now());
-  if (!event.ok()) {
-    event = cloudevents::MakeSpecResyncRequest(agent_id_, cluster_, {}, cloudevents::NewUuidV4(),
-                                               Now());
-  }
-  return *std::move(event);
+  return AgentSpecResyncRequest(agent_id_, cluster_, list, Now());
 }
 
 std::vector<kube::ResourceRef> SpokeWorkAgent::WatchedCollections() const {
