@@ -194,6 +194,19 @@ absl::StatusOr<json> SpokeWorkAgent::Write(const ManifestPlan& m) {
     }
     json updated = m.manifest;
     updated["metadata"]["resourceVersion"] = kube::ResourceVersionOf(*live);
+    // As the agent merges metadata: labels and annotations others set on the object stay.
+    for (const char* map : {"labels", "annotations"}) {
+      const json* held = Child(MetadataOf(*live), map);
+      if (held == nullptr || !held->is_object()) {
+        continue;
+      }
+      json merged = *held;
+      if (const json* wanted = Child(MetadataOf(m.manifest), map);
+          wanted != nullptr && wanted->is_object()) {
+        merged.update(*wanted);
+      }
+      updated["metadata"][map] = std::move(merged);
+    }
     auto written = client_.Update(m.ref, updated, options);
     if (written.ok() || !absl::IsAborted(written.status()) || attempt >= 2) {
       return written;

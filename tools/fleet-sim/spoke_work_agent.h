@@ -6,8 +6,9 @@
 // what is reported from BuildSpokeStatus (spoke_status.h).
 //
 //   spec create/update  write each manifest (server-side apply with the bundle's field manager,
-//                       Update or CreateOnly; ReadOnly only reads), delete the objects an
-//                       update dropped, answer with the status
+//                       Update (create, or update when it differs, keeping the labels and
+//                       annotations others set) or CreateOnly; ReadOnly only reads), delete the
+//                       objects an update dropped, answer with the status
 //   spec delete         delete what the delete option does not orphan (Foreground unless the
 //                       settings say otherwise, with the object's uid as precondition), report
 //                       Deleting; Deleted=True only once every such object is gone (ObjectChanged

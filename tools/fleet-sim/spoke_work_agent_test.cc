@@ -130,11 +130,17 @@ TEST_F(SpokeWorkAgentTest, ReportsAWatchedChangeOnlyWhenTheStatusChanges) {
 TEST_F(SpokeWorkAgentTest, UpdateCreatesThenUpdatesWhatChangedAndStaleSpecsAreIgnored) {
   ASSERT_TRUE(agent_.Handle(Create(Bundle("Update"))).ok());
   EXPECT_EQ(kube_.CountCalls("CREATE"), 2u);
+  // Someone else labels the ConfigMap: the agent's update keeps it.
+  ASSERT_TRUE(kube_
+                  .Patch(kConfigMaps, "cm", kube::PatchType::kMerge,
+                         json{{"metadata", {{"labels", {{"other", "x"}}}}}}, {}, "")
+                  .ok());
   ManifestBundle changed = Bundle("Update");
   changed.manifests[0]["data"]["k"] = "v2";
   ASSERT_TRUE(agent_.Handle(Create(changed, 2)).ok());
   EXPECT_EQ(kube_.CountCalls("UPDATE"), 1u);  // the Deployment is unchanged
   EXPECT_EQ((*kube_.Get(kConfigMaps, "cm"))["data"]["k"], "v2");
+  EXPECT_EQ((*kube_.Get(kConfigMaps, "cm"))["metadata"]["labels"]["other"], "x");
   auto stale = agent_.Handle(Create(Bundle("Update"), 1));
   ASSERT_TRUE(stale.ok());
   EXPECT_TRUE(stale->empty());
