@@ -12,6 +12,7 @@
 #include "libs/common/log.h"
 #include "libs/common/status_macros.h"
 #include "libs/kube_object/object.h"
+#include "tools/fleet-sim/agent_protocol.h"
 #include "tools/fleet-sim/work_status.h"
 
 namespace mmi::fleet_sim {
@@ -27,30 +28,6 @@ using kube::StringAt;
 const log::Logger& Log() {
   static const log::Logger logger("fleet_sim.agent");
   return logger;
-}
-
-// Turns the accessors' kNotFound (absent extension) into kInvalidArgument: for a received event
-// a missing mandatory extension is a malformed event.
-absl::Status Malformed(const absl::Status& status, std::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": ", status.message()));
-}
-
-// The `resourceid` and `resourceversion` every spec event carries.
-struct ResourceKey {
-  std::string id;
-  std::int32_t version = 0;
-};
-
-absl::StatusOr<ResourceKey> ResourceKeyOf(const Event& event) {
-  auto id = event.ResourceId();
-  if (!id.ok()) {
-    return Malformed(id.status(), "resourceid");
-  }
-  auto version = event.ResourceVersion();
-  if (!version.ok()) {
-    return Malformed(version.status(), "resourceversion");
-  }
-  return ResourceKey{*std::move(id), *version};
 }
 
 }  // namespace
@@ -131,31 +108,18 @@ absl::StatusOr<HandleResult> ClusterAgent::Handle(const Event& event) {
   if (*cluster != cluster_ && !for_all) {
     return HandleResult{Outcome::kOtherCluster, {}};
   }
-  using cloudevents::Action;
-  if (type.subresource == cloudevents::Subresource::kStatus) {
-    if (type.action == Action::kResyncRequest) {
+  const AgentStep step = AgentStepFor(type, event);
+  switch (step.action) {
+    case AgentAction::kStatusResync:
       return AnswerStatusResync(event);
-    }
-    return HandleResult{Outcome::kIgnored, {}};
-  }
-  switch (type.action) {
-    case Action::kCreateRequest:
-    case Action::kUpdateRequest:
-      // Presence of `deletiontimestamp` means "delete" whatever the action (§1.4).
-      if (event.HasExtension(cloudevents::kExtDeletionTimestamp)) {
-        return Delete(event, /*from_resync=*/false);
-      }
+    case AgentAction::kApply:
       return Apply(event);
-    case Action::kDeleteRequest:
-      return Delete(event, /*from_resync=*/false);
-    case Action::kResyncResponse:
-      if (event.HasExtension(cloudevents::kExtDeletionTimestamp)) {
-        return Delete(event, /*from_resync=*/true);
-      }
-      return Apply(event);
-    default:
-      return HandleResult{Outcome::kIgnored, {}};
+    case AgentAction::kDelete:
+      return Delete(event, step.from_resync);
+    case AgentAction::kIgnore:
+      break;
   }
+  return HandleResult{Outcome::kIgnored, {}};
 }
 
 absl::StatusOr<HandleResult> ClusterAgent::Apply(const Event& event) {
@@ -165,14 +129,7 @@ absl::StatusOr<HandleResult> ClusterAgent::Apply(const Event& event) {
     return bundle.status();
   }
   RETURN_IF_ERROR(ValidateBundle(*bundle, settings_.max_bundle_bytes));
-  cloudevents::ObjectMeta meta;
-  if (event.HasExtension(cloudevents::kExtMetadata)) {
-    auto parsed = cloudevents::ObjectMetaOf(event, settings_.limits);
-    if (!parsed.ok()) {
-      return Malformed(parsed.status(), "metadata");
-    }
-    meta = *std::move(parsed);
-  }
+  ASSIGN_OR_RETURN(cloudevents::ObjectMeta meta, SpecMetadataOf(event, settings_.limits));
 
   auto existing = works_.find(key.id);
   if (existing != works_.end()) {
@@ -201,19 +158,10 @@ absl::StatusOr<HandleResult> ClusterAgent::Apply(const Event& event) {
   work.next_refresh = NextRefreshFrom(mono_now);
 
   // The agent-side ManifestWork's metadata (what Go agents put in the `metadata` extension).
-  meta.namespace_ = cluster_;
-  meta.uid = work.id;
-  meta.generation = work.version;
   work.name = meta.name;
-  if (meta.name.empty()) {
-    meta.name = work.id;
-  }
-  meta.labels[std::string(kOriginalSourceLabel)] = work.original_source;
-  if (!meta.creation_timestamp.has_value()) {
-    meta.creation_timestamp = std::chrono::floor<std::chrono::seconds>(work.applied_at);
-  }
-  meta.deletion_timestamp.reset();
-  ASSIGN_OR_RETURN(work.metadata_json, cloudevents::FormatObjectMeta(meta));
+  ASSIGN_OR_RETURN(work.metadata_json,
+                   WorkMetadataJson(std::move(meta), cluster_, work.id, work.version,
+                                    work.original_source, work.applied_at));
 
   Work* stored = &work;
   if (existing == works_.end()) {
@@ -337,21 +285,12 @@ ManifestBundleStatus ClusterAgent::BuildStatus(const Work& work) const {
 
 absl::StatusOr<Event> ClusterAgent::StatusEvent(Work& work, const ManifestBundleStatus& status,
                                                 std::string_view type) {
-  ASSIGN_OR_RETURN(std::string data, cloudevents::EncodeManifestBundleStatus(status));
-  ASSIGN_OR_RETURN(std::string hash, cloudevents::StatusHash(status));
-  cloudevents::ResourceEventHeader header{.id = cloudevents::NewUuidV4(),
-                                          .source = agent_id_,
-                                          .time = Now(),
-                                          .cluster = cluster_,
-                                          .resource_id = work.id,
-                                          .version = work.version};
-  cloudevents::StatusEventFields fields{.original_source = work.original_source,
-                                        .sequence_id = sequence_ids_.Next().ToString(),
-                                        .status_hash = hash,
-                                        .metadata_json = work.metadata_json};
-  Event event = cloudevents::MakeStatusEvent(std::move(header),
-                                             type == cloudevents::kStatusResyncResponseType,
-                                             std::move(fields), std::move(data));
+  const WorkIdentity identity{
+      cluster_, agent_id_, work.id, work.version, work.original_source, work.metadata_json};
+  std::string hash;
+  ASSIGN_OR_RETURN(Event event, MakeWorkStatusEvent(identity, status,
+                                                    type == cloudevents::kStatusResyncResponseType,
+                                                    Now(), sequence_ids_, &hash));
   work.last_hash = std::move(hash);
   work.last_status_at = *event.time;
   return event;
@@ -422,15 +361,7 @@ Event ClusterAgent::SpecResyncRequest() const {
   for (const auto& [id, work] : works_) {
     list.resource_versions.push_back({id, work.version});
   }
-  auto event = cloudevents::MakeSpecResyncRequest(agent_id_, cluster_, list,
-                                                  cloudevents::NewUuidV4(), Now());
-  // Resource IDs come from decoded (valid UTF-8) events, so encoding cannot fail; an empty list
-  // ("send everything") always encodes.
-  if (!event.ok()) {
-    event = cloudevents::MakeSpecResyncRequest(agent_id_, cluster_, {}, cloudevents::NewUuidV4(),
-                                               Now());
-  }
-  return *std::move(event);
+  return AgentSpecResyncRequest(agent_id_, cluster_, list, Now());
 }
 
 void ClusterAgent::AppendStatus(Work& work, std::vector<Event>& out) {

@@ -39,12 +39,9 @@
 #include "tools/fleet-sim/application_status.h"
 #include "tools/fleet-sim/fleet_metrics.h"
 #include "tools/fleet-sim/sync_model.h"
+#include "tools/fleet-sim/work_status.h"  // kOriginalSourceLabel
 
 namespace mmi::fleet_sim {
-
-// The work label that remembers which source owns a work (§6.7).
-inline constexpr std::string_view kOriginalSourceLabel =
-    "cloudevents.open-cluster-management.io/originalsource";
 
 struct AgentSettings {
   // Each Application's `reconciledAt` is bumped after a delay drawn uniformly from

@@ -13,13 +13,18 @@
 #include "absl/strings/str_cat.h"
 #include "libs/common/clock.h"
 #include "libs/common/log.h"
+#include "libs/common/sleeper.h"
 #include "libs/common/status_macros.h"
+#include "libs/kube/http_kube_client.h"
+#include "libs/kube/rest_config.h"
 #include "libs/metrics/admin_server.h"
 #include "nlohmann/json.hpp"
 #include "prometheus/registry.h"
 #include "tools/fleet-sim/fleet_metrics.h"
 #include "tools/fleet-sim/fleet_simulator.h"
 #include "tools/fleet-sim/mqtt_agent_transport.h"
+#include "tools/fleet-sim/spoke_agent_runner.h"
+#include "tools/fleet-sim/spoke_work_agent.h"
 #ifdef MMI_FLEET_SIM_WITH_GRPC
 #include "tools/fleet-sim/grpc_broker_agent_transport.h"
 #endif
@@ -76,6 +81,9 @@ absl::StatusOr<std::unique_ptr<AgentTransport>> MakeTransport(const AppSettings&
     for (int i = 1; i <= fleet.clusters; ++i) {
       grpc.clusters.push_back(ClusterName(fleet.cluster_prefix, i, fleet.cluster_digits));
     }
+    for (const AppSettings::ApplyCluster& spoke : s.apply_clusters) {
+      grpc.clusters.push_back(spoke.name);
+    }
     if (absl::Status status = ValidateGrpcBrokerAgentSettings(grpc); !status.ok()) {
       return status;
     }
@@ -85,6 +93,48 @@ absl::StatusOr<std::unique_ptr<AgentTransport>> MakeTransport(const AppSettings&
   return absl::InvalidArgumentError(absl::StrCat(
       "--transport: must be mqtt, kafka or grpc (if built), got \"", s.transport, "\""));
 }
+
+// The apply-mode spokes (--apply-cluster): one API client, work agent and runner each.
+class Spokes {
+ public:
+  absl::Status Add(const AppSettings::ApplyCluster& cluster, const AppSettings& settings,
+                   const Clock& clock, cloudevents::SequenceIdGenerator& sequence_ids) {
+    auto rest = kube::LoadKubeconfigFiles({cluster.kubeconfig});
+    if (!rest.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--apply-cluster ", cluster.name, ": ", rest.status().message()));
+    }
+    kube::HttpKubeClientSettings client_settings;
+    client_settings.rest = *std::move(rest);
+    client_settings.rest.user_agent = "fleet-sim/work-agent";
+    auto client = kube::HttpKubeClient::Create(std::move(client_settings), clock,
+                                               RealSleeper::Instance(), nullptr);
+    if (!client.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--apply-cluster ", cluster.name, ": ", client.status().message()));
+    }
+    SpokeAgentSettings agent_settings;
+    agent_settings.max_bundle_bytes = settings.simulator.fleet.agent.max_bundle_bytes;
+    agent_settings.limits = settings.simulator.fleet.agent.limits;
+    if (settings.apply_background_deletion) {
+      agent_settings.delete_propagation = kube::PropagationPolicy::kBackground;
+    }
+    auto agent = std::make_unique<SpokeWorkAgent>(cluster.name, agent_settings, **client, clock,
+                                                  sequence_ids);
+    SpokeRunnerSettings runner_settings;
+    runner_settings.resync = settings.apply_status_sync;
+    runners_.push_back(
+        std::make_unique<SpokeAgentRunner>(std::move(agent), **client, runner_settings));
+    clients_.push_back(*std::move(client));
+    return absl::OkStatus();
+  }
+  const std::vector<std::unique_ptr<SpokeAgentRunner>>& runners() const { return runners_; }
+
+ private:
+  // Declared first: the runners (destroyed first) use the clients.
+  std::vector<std::unique_ptr<kube::HttpKubeClient>> clients_;
+  std::vector<std::unique_ptr<SpokeAgentRunner>> runners_;
+};
 
 // Asks the loop for the agents' snapshot and writes it to `path` (via a temporary file and a
 // rename, so a reader never sees half of it).
@@ -198,7 +248,21 @@ int FleetSimMain(int argc, char** argv) {
   auto registry = std::make_shared<prometheus::Registry>();
   FleetMetrics metrics(*registry);
   Clock& clock = RealClock::Instance();
+  // The spokes' status events share one snowflake node, as the simulated agents' do.
+  cloudevents::SequenceIdGenerator spoke_sequence_ids(clock);
+  Spokes spokes;
+  for (const AppSettings::ApplyCluster& cluster : settings->apply_clusters) {
+    if (absl::Status status = spokes.Add(cluster, *settings, clock, spoke_sequence_ids);
+        !status.ok()) {
+      Log().Error("invalid flags", {{"error", std::string(status.message())}});
+      return 2;
+    }
+  }
   FleetSimulator simulator(settings->simulator, **transport, clock, metrics);
+  for (const auto& runner : spokes.runners()) {
+    simulator.AddSpoke(*runner);
+    Log().Info("apply mode", {{"cluster", runner->cluster()}});
+  }
 
   auto admin = StartAdminServer(settings->metrics_listen, registry, simulator);
   if (!admin.ok()) {

@@ -133,6 +133,47 @@ void AddLoopFlags(CLI::App& cli, AppSettings& s, TimeFlags& times) {
                  "on SIGUSR1 write what every agent holds and last reported here (JSON)");
 }
 
+// --apply-cluster NAME=KUBECONFIG, as given.
+struct ApplyFlags {
+  std::vector<std::string> clusters;
+  int status_sync = 10;
+  bool background_deletion = false;
+};
+
+void AddApplyFlags(CLI::App& cli, ApplyFlags& flags) {
+  cli.add_option("--apply-cluster", flags.clusters,
+                 "NAME=KUBECONFIG (repeatable): apply mode for cluster NAME. Its ManifestBundles "
+                 "are applied to the API server of KUBECONFIG as the OCM work agent does (the "
+                 "bundle's update strategy: server-side apply with its field manager, Update, "
+                 "CreateOnly), the objects are watched, status comes from the bundle's feedback "
+                 "rules (JSONPaths, WellKnownStatus) with Applied/Available conditions, and a "
+                 "delete follows the bundle's delete option, reporting Deleted once the objects "
+                 "are gone. Every other cluster stays simulated");
+  cli.add_option("--apply-status-sync", flags.status_sync,
+                 "apply mode: seconds between re-reads of every applied object (the work "
+                 "agent's status sync; watches report changes at once)")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  cli.add_flag("--apply-background-deletion", flags.background_deletion,
+               "apply mode: delete with Background propagation instead of the work agent's "
+               "Foreground, for API servers without a garbage collector (no "
+               "kube-controller-manager), where foreground deletion never completes");
+}
+
+absl::Status ParseApplyClusters(const ApplyFlags& flags, AppSettings& s) {
+  for (const std::string& entry : flags.clusters) {
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == entry.size()) {
+      return absl::InvalidArgumentError("--apply-cluster: expected NAME=KUBECONFIG, got \"" +
+                                        entry + "\"");
+    }
+    s.apply_clusters.push_back({entry.substr(0, eq), entry.substr(eq + 1)});
+  }
+  s.apply_status_sync = std::chrono::seconds(flags.status_sync);
+  s.apply_background_deletion = flags.background_deletion;
+  return absl::OkStatus();
+}
+
 absl::Status Validate(const FleetSettings& fleet, const TimeFlags& times) {
   if (fleet.clusters < 1) {
     return absl::InvalidArgumentError("--clusters: must be at least 1");
@@ -166,6 +207,8 @@ absl::StatusOr<AppSettings> ParseFlags(int argc, char** argv) {
   AddFleetFlags(cli, fleet, times);
   sync.Add(cli);
   AddLoopFlags(cli, s, times);
+  ApplyFlags apply;
+  AddApplyFlags(cli, apply);
   if (absl::Status status = service::ParseFlags(cli, argc, argv); !status.ok()) {
     return status;
   }
@@ -175,6 +218,9 @@ absl::StatusOr<AppSettings> ParseFlags(int argc, char** argv) {
     }
   }
   if (absl::Status status = Validate(fleet, times); !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = ParseApplyClusters(apply, s); !status.ok()) {
     return status;
   }
   sync.ApplyTo(fleet.agent.sync);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "tools/fleet-sim/fleet_simulator.h"
@@ -34,6 +35,17 @@ struct AppSettings {
   // atomically). "" = SIGUSR1 is ignored.
   std::string state_file;
   SimulatorSettings simulator;
+  // --apply-cluster NAME=KUBECONFIG (repeatable): clusters whose bundles are applied to a real
+  // API server (apply mode, spoke_work_agent.h) instead of simulated.
+  struct ApplyCluster {
+    std::string name;
+    std::string kubeconfig;
+  };
+  std::vector<ApplyCluster> apply_clusters;
+  // --apply-status-sync: seconds between re-reads of every applied object.
+  std::chrono::seconds apply_status_sync{10};
+  // --apply-background-deletion: delete with Background propagation instead of Foreground.
+  bool apply_background_deletion = false;
 };
 
 // Parses flags. kCancelled after printing --help; kInvalidArgument naming the flag.

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/time/time.h"
@@ -29,9 +30,18 @@ FleetSimulator::FleetSimulator(SimulatorSettings settings, AgentTransport& trans
 
 FleetSimulator::~FleetSimulator() { Stop(); }
 
+void FleetSimulator::AddSpoke(SpokeAgentRunner& spoke) { spokes_[spoke.cluster()] = &spoke; }
+
 absl::Status FleetSimulator::Start() {
   started_ = true;
   thread_ = std::thread([this] { Loop(); });
+  for (auto& [cluster, spoke] : spokes_) {
+    spoke->Start([this](std::vector<cloudevents::Event> events) {
+      if (!events.empty()) {
+        Enqueue(SpokeReplies{std::move(events)});
+      }
+    });
+  }
   absl::Status status =
       transport_.Start([this](ReceivedEvent received) { Enqueue(std::move(received)); },
                        [this](Subscription subscription) { Enqueue(std::move(subscription)); });
@@ -43,6 +53,9 @@ absl::Status FleetSimulator::Start() {
 
 void FleetSimulator::Stop() {
   transport_.Stop();  // no more intake
+  for (auto& [cluster, spoke] : spokes_) {
+    spoke->Stop();
+  }
   {
     absl::MutexLock lock(&mu_);
     if (std::exchange(stopping_, true)) {
@@ -102,6 +115,27 @@ void FleetSimulator::OnPublishFailed(cloudevents::Event event) {
   retry_.push_back(std::move(event));
 }
 
+bool FleetSimulator::RouteToSpokes(const ReceivedEvent& received) {
+  if (spokes_.empty() || !received.event.ok()) {
+    return false;
+  }
+  const cloudevents::Event& event = *received.event;
+  std::string cluster = received.topic_cluster;
+  if (cluster.empty()) {
+    cluster = event.ClusterName().value_or("");
+  }
+  if (auto it = spokes_.find(cluster); it != spokes_.end()) {
+    it->second->Post(event);
+    return true;
+  }
+  if (cluster.empty()) {  // e.g. a status resync request for every cluster
+    for (auto& [name, spoke] : spokes_) {
+      spoke->Post(event);
+    }
+  }
+  return false;
+}
+
 void FleetSimulator::Loop() {
   pthread_setname_np(pthread_self(), "fleet-loop");
   auto next_tick = clock_.MonotonicNow() + settings_.tick;
@@ -130,12 +164,23 @@ void FleetSimulator::Loop() {
     }
     for (Item& item : batch) {
       if (auto* received = std::get_if<ReceivedEvent>(&item)) {
-        PublishAll(fleet_.Handle(received->topic_cluster, received->event));
+        if (!RouteToSpokes(*received)) {
+          PublishAll(fleet_.Handle(received->topic_cluster, received->event));
+        }
+      } else if (auto* replies = std::get_if<SpokeReplies>(&item)) {
+        PublishAll(std::move(replies->events));
       } else if (auto* request = std::get_if<SnapshotRequest>(&item)) {
         std::move(request->done)(fleet_.Snapshot());
       } else {
         const Subscription& subscription = std::get<Subscription>(item);
         std::vector<cloudevents::Event> requests = fleet_.SpecResyncRequests(subscription.clusters);
+        for (auto& [cluster, spoke] : spokes_) {
+          if (subscription.clusters.empty() ||
+              std::find(subscription.clusters.begin(), subscription.clusters.end(), cluster) !=
+                  subscription.clusters.end()) {
+            spoke->PostSpecResync();
+          }
+        }
         Log().Info("subscribed; sending spec resync requests",
                    {{"clusters", static_cast<int64_t>(requests.size())},
                     {"reconnect", subscription.reconnect}});

@@ -14,7 +14,9 @@
 #include <chrono>
 #include <cstddef>
 #include <deque>
+#include <map>
 #include <memory>
+#include <string>
 #include <thread>
 #include <variant>
 
@@ -27,6 +29,7 @@
 #include "tools/fleet-sim/agent_transport.h"
 #include "tools/fleet-sim/fleet.h"
 #include "tools/fleet-sim/fleet_metrics.h"
+#include "tools/fleet-sim/spoke_agent_runner.h"
 
 namespace mmi::fleet_sim {
 
@@ -65,9 +68,15 @@ class FleetSimulator {
   FleetSimulator(const FleetSimulator&) = delete;
   FleetSimulator& operator=(const FleetSimulator&) = delete;
 
-  // Starts the loop, then the transport.
+  // Before Start(): `spoke` speaks for its cluster instead of a simulated agent (apply mode,
+  // spoke_agent_runner.h): the events for that cluster, status resync requests for every
+  // cluster and the spec resync cues are posted to it, and what it answers is published by the
+  // loop. Started by Start() and stopped by Stop(); borrowed, and must outlive the simulator.
+  void AddSpoke(SpokeAgentRunner& spoke);
+
+  // Starts the loop, the spokes, then the transport.
   absl::Status Start();
-  // Stops the transport's intake, then the loop. Idempotent.
+  // Stops the transport's intake, the spokes, then the loop. Idempotent.
   void Stop();
 
   // Thread-safe snapshots for health checks and tests.
@@ -86,10 +95,17 @@ class FleetSimulator {
   struct SnapshotRequest {
     SnapshotCallback done;
   };
-  using Item = std::variant<ReceivedEvent, Subscription, SnapshotRequest>;
+  // What a spoke answered, to publish.
+  struct SpokeReplies {
+    std::vector<cloudevents::Event> events;
+  };
+  using Item = std::variant<ReceivedEvent, Subscription, SnapshotRequest, SpokeReplies>;
 
   void Enqueue(Item item);
   void Loop();
+  // Hands a received event to the spoke it is for; false when it is for the simulated fleet
+  // only. A status resync request for every cluster goes to every spoke and to the fleet.
+  bool RouteToSpokes(const ReceivedEvent& received);
   void PublishAll(std::vector<cloudevents::Event> events);
   // Publishes once; a failure queues the event for the next tick.
   void PublishOne(cloudevents::Event event);
@@ -100,6 +116,7 @@ class FleetSimulator {
   const Clock& clock_;
   FleetMetrics& metrics_;
   Fleet fleet_;  // loop thread only (and constructor)
+  std::map<std::string, SpokeAgentRunner*, std::less<>> spokes_;  // set before Start()
 
   absl::Mutex mu_;
   std::deque<Item> intake_ ABSL_GUARDED_BY(mu_);

@@ -6,6 +6,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "libs/cloudevents/maestro_events.h"
+#include "libs/cloudevents/resource_id.h"
+#include "libs/cloudevents/status_hash.h"
+#include "libs/common/status_macros.h"
 #include "libs/kube_object/object.h"
 
 namespace mmi::fleet_sim {
@@ -197,6 +201,47 @@ ManifestBundleStatus BuildWorkStatus(const ManifestBundle& bundle, std::int32_t 
     status.resource_status.push_back(std::move(entry));
   }
   return status;
+}
+
+absl::StatusOr<cloudevents::Event> MakeWorkStatusEvent(
+    const WorkIdentity& work, const ManifestBundleStatus& status, bool resync_response,
+    Timestamp now, cloudevents::SequenceIdGenerator& sequence_ids, std::string* hash) {
+  ASSIGN_OR_RETURN(std::string data, cloudevents::EncodeManifestBundleStatus(status));
+  ASSIGN_OR_RETURN(std::string status_hash, cloudevents::StatusHash(status));
+  if (hash != nullptr) {
+    *hash = status_hash;
+  }
+  cloudevents::ResourceEventHeader header{.id = cloudevents::NewUuidV4(),
+                                          .source = work.agent_id,
+                                          .time = now,
+                                          .cluster = work.cluster,
+                                          .resource_id = work.resource_id,
+                                          .version = work.version};
+  cloudevents::StatusEventFields fields{.original_source = work.original_source,
+                                        .sequence_id = sequence_ids.Next().ToString(),
+                                        .status_hash = std::move(status_hash),
+                                        .metadata_json = work.metadata_json};
+  return cloudevents::MakeStatusEvent(std::move(header), resync_response, std::move(fields),
+                                      std::move(data));
+}
+
+absl::StatusOr<std::string> WorkMetadataJson(cloudevents::ObjectMeta meta,
+                                             const std::string& cluster,
+                                             const std::string& resource_id, std::int32_t version,
+                                             const std::string& original_source,
+                                             Timestamp created) {
+  meta.namespace_ = cluster;
+  meta.uid = resource_id;
+  meta.generation = version;
+  if (meta.name.empty()) {
+    meta.name = resource_id;
+  }
+  meta.labels[std::string(kOriginalSourceLabel)] = original_source;
+  if (!meta.creation_timestamp.has_value()) {
+    meta.creation_timestamp = std::chrono::floor<std::chrono::seconds>(created);
+  }
+  meta.deletion_timestamp.reset();
+  return cloudevents::FormatObjectMeta(meta);
 }
 
 }  // namespace mmi::fleet_sim

@@ -1,0 +1,60 @@
+// What the OCM work agent does with a received ManifestBundle, as a pure plan (fleet-sim's apply
+// mode, README "Real spokes"): for each manifest, the API collection it lives in, how it is
+// written (the bundle's update strategy: ServerSideApply with its field manager and force,
+// Update, CreateOnly, ReadOnly), its status feedback rules, and whether a deletion of the work
+// removes it (the bundle's delete option: Foreground deletes everything, Orphan nothing,
+// SelectivelyOrphan all but what the orphaning rules name). Pure functions; no API server.
+//
+// Resources: the agent asks its RESTMapper; here the plural comes from a manifestConfig that
+// names the manifest (its resourceIdentifier.resource), else from the kind as kubectl guesses it
+// (lower case, "y" -> "ies", "s|x|z|ch|sh" -> "es", else "s"). A manifest with a namespace lives
+// in that namespace, one without is cluster-scoped.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "libs/cloudevents/manifest_bundle.h"
+#include "libs/kube/resource.h"
+#include "nlohmann/json.hpp"
+
+namespace mmi::fleet_sim {
+
+// The agent's field manager when a ServerSideApply strategy names none.
+inline constexpr std::string_view kDefaultFieldManager = "work-agent";
+
+enum class WriteMode { kUpdate, kCreateOnly, kServerSideApply, kReadOnly };
+std::string_view WriteModeName(WriteMode mode);
+
+struct ManifestPlan {
+  std::size_t ordinal = 0;
+  std::string group;  // "" = core
+  std::string version;
+  std::string kind;
+  std::string name;
+  std::string namespace_;   // "" = cluster-scoped
+  kube::ResourceRef ref;    // the collection, namespaced when namespace_ is set
+  nlohmann::json manifest;  // the object to write
+  WriteMode mode = WriteMode::kUpdate;
+  std::string field_manager;  // kServerSideApply: the strategy's, else kDefaultFieldManager
+  bool force = false;         // kServerSideApply: take conflicting fields
+  std::vector<cloudevents::FeedbackRule> feedback_rules;
+  bool orphan_on_delete = false;  // the delete option keeps it on the spoke
+};
+
+struct ApplyPlan {
+  std::vector<ManifestPlan> manifests;  // in bundle order; deletes use Foreground propagation
+};
+
+// kubectl's guess of a kind's plural resource: "Deployment" -> "deployments", "Ingress" ->
+// "ingresses", "NetworkPolicy" -> "networkpolicies".
+std::string GuessResource(std::string_view kind);
+
+// The plan for `bundle`. kInvalidArgument naming the manifest (`manifests[2]`) when one has no
+// apiVersion, kind or name, or an update strategy type the agent does not know.
+absl::StatusOr<ApplyPlan> PlanBundle(const cloudevents::ManifestBundle& bundle);
+
+}  // namespace mmi::fleet_sim

@@ -1,0 +1,118 @@
+#include "tools/fleet-sim/apply_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace mmi::fleet_sim {
+namespace {
+
+using cloudevents::ManifestBundle;
+using nlohmann::json;
+
+json Object(std::string api_version, std::string kind, std::string name, std::string ns) {
+  json meta = {{"name", name}};
+  if (!ns.empty()) {
+    meta["namespace"] = ns;
+  }
+  return {{"apiVersion", api_version}, {"kind", kind}, {"metadata", meta}};
+}
+
+TEST(GuessResourceTest, PluralisesKindsAsKubectlGuesses) {
+  const struct {
+    const char* kind;
+    const char* resource;
+  } cases[] = {{"Deployment", "deployments"},        {"Ingress", "ingresses"},
+               {"NetworkPolicy", "networkpolicies"}, {"Gateway", "gateways"},
+               {"Application", "applications"},      {"ConfigMap", "configmaps"},
+               {"Namespace", "namespaces"},          {"Mesh", "meshes"}};
+  for (const auto& c : cases) {
+    EXPECT_EQ(GuessResource(c.kind), c.resource) << c.kind;
+  }
+}
+
+TEST(PlanBundleTest, TakesEachManifestsStrategyFromItsConfig) {
+  ManifestBundle bundle;
+  bundle.manifests = {Object("argoproj.io/v1alpha1", "Application", "app", "argocd"),
+                      Object("v1", "ConfigMap", "cm", "demo"),
+                      Object("v1", "Namespace", "demo", ""),
+                      Object("apps/v1", "Deployment", "web", "demo")};
+  cloudevents::ManifestConfigOption ssa;
+  ssa.resource_identifier = {"argoproj.io", "applications", "app", "argocd"};
+  ssa.update_strategy = cloudevents::UpdateStrategy{
+      "ServerSideApply", cloudevents::ServerSideApplyConfig{true, "argocd-pull-integration", {}}};
+  ssa.feedback_rules = {{"JSONPaths", {{"status", std::nullopt, ".status"}}}};
+  cloudevents::ManifestConfigOption create_only;
+  create_only.resource_identifier = {"", "configmaps", "cm", "demo"};
+  create_only.update_strategy = cloudevents::UpdateStrategy{"CreateOnly", std::nullopt};
+  cloudevents::ManifestConfigOption ssa_default;
+  ssa_default.resource_identifier = {"apps", "deployments", "web", "demo"};
+  ssa_default.update_strategy = cloudevents::UpdateStrategy{"ServerSideApply", std::nullopt};
+  bundle.manifest_configs = {ssa, create_only, ssa_default};
+
+  auto plan = PlanBundle(bundle);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->manifests.size(), 4u);
+  const ManifestPlan& app = plan->manifests[0];
+  EXPECT_EQ(app.mode, WriteMode::kServerSideApply);
+  EXPECT_EQ(app.field_manager, "argocd-pull-integration");
+  EXPECT_TRUE(app.force);
+  EXPECT_EQ(app.ref, (kube::ResourceRef{"argoproj.io", "v1alpha1", "applications", "argocd"}));
+  ASSERT_EQ(app.feedback_rules.size(), 1u);
+  EXPECT_EQ(plan->manifests[1].mode, WriteMode::kCreateOnly);
+  EXPECT_EQ(plan->manifests[2].mode, WriteMode::kUpdate);  // no config: the agent's default
+  EXPECT_EQ(plan->manifests[2].ref, (kube::ResourceRef{"", "v1", "namespaces", ""}));
+  EXPECT_EQ(plan->manifests[3].mode, WriteMode::kServerSideApply);
+  EXPECT_EQ(plan->manifests[3].field_manager, kDefaultFieldManager);
+  EXPECT_FALSE(plan->manifests[3].force);
+  for (const ManifestPlan& m : plan->manifests) {
+    EXPECT_FALSE(m.orphan_on_delete);  // no delete option: Foreground
+  }
+}
+
+TEST(PlanBundleTest, FollowsTheDeleteOption) {
+  const struct {
+    const char* policy;
+    bool with_rule;
+    bool cm_orphaned;
+    bool ns_orphaned;
+  } cases[] = {{"Foreground", false, false, false},
+               {"Orphan", false, true, true},
+               {"SelectivelyOrphan", true, true, false},
+               {"SelectivelyOrphan", false, false, false}};
+  for (const auto& c : cases) {
+    ManifestBundle bundle;
+    bundle.manifests = {Object("v1", "ConfigMap", "cm", "demo"),
+                        Object("v1", "Namespace", "demo", "")};
+    cloudevents::DeleteOption option;
+    option.propagation_policy = c.policy;
+    if (c.with_rule) {
+      option.orphaning_rules =
+          std::vector<cloudevents::ResourceIdentifier>{{"", "configmaps", "cm", "demo"}};
+    }
+    bundle.delete_option = option;
+    auto plan = PlanBundle(bundle);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->manifests[0].orphan_on_delete, c.cm_orphaned) << c.policy;
+    EXPECT_EQ(plan->manifests[1].orphan_on_delete, c.ns_orphaned) << c.policy;
+  }
+}
+
+TEST(PlanBundleTest, RejectsUnnamedManifestsAndUnknownStrategies) {
+  ManifestBundle unnamed;
+  unnamed.manifests = {json{{"apiVersion", "v1"}, {"kind", "ConfigMap"}}};
+  EXPECT_TRUE(absl::IsInvalidArgument(PlanBundle(unnamed).status()));
+
+  ManifestBundle unknown;
+  unknown.manifests = {Object("v1", "ConfigMap", "cm", "demo")};
+  cloudevents::ManifestConfigOption config;
+  config.resource_identifier = {"", "configmaps", "cm", "demo"};
+  config.update_strategy = cloudevents::UpdateStrategy{"Replace", std::nullopt};
+  unknown.manifest_configs = {config};
+  auto plan = PlanBundle(unknown);
+  EXPECT_TRUE(absl::IsInvalidArgument(plan.status()));
+  EXPECT_NE(plan.status().message().find("manifests[0]"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mmi::fleet_sim
