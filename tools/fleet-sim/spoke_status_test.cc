@@ -9,7 +9,7 @@
 
 #include "libs/cloudevents/manifest_bundle.h"
 #include "libs/cloudevents/testing/captured.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 
 namespace mmi::fleet_sim {
 namespace {

@@ -12,7 +12,7 @@
 #include "libs/cloudevents/status_hash.h"
 #include "libs/common/log.h"
 #include "libs/common/status_macros.h"
-#include "libs/kube/object.h"
+#include "libs/kube_object/object.h"
 #include "tools/fleet-sim/agent_protocol.h"
 #include "tools/fleet-sim/work_status.h"
 
