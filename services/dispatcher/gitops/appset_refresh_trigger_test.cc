@@ -77,6 +77,9 @@ class AppSetRefreshTriggerTest : public GitOpsClusterControllerTest {
                                               {{"matchLabels", {{kPlacementLabel, "other"}}}})));
     Create(AppSets(), AppSet("placementrule", DecisionResource("acm-placementrule", by_placement)));
     Create(AppSets(), AppSet("clusters", {{"clusters", json::object()}}));
+    // A hub this controller has run on before: edge-1's cluster secret is there (its content is
+    // brought up to date; it is not created).
+    Create(Core("secrets"), {{"metadata", {{"name", SecretName("edge-1")}, {"namespace", kNs}}}});
   }
 
   void DecideClusters(const std::vector<std::string>& clusters) {
@@ -155,6 +158,20 @@ TEST_F(AppSetRefreshTriggerTest, AJoinRefreshesExactlyTheApplicationSetsReadingT
   DecideClusters({"edge-2"});
   ASSERT_TRUE(Eventually([&] { return Refreshed("direct") && Refreshed("nested"); }));
   EXPECT_TRUE(Eventually([&] { return Refreshes("ok") == 4; }));
+}
+
+TEST_F(AppSetRefreshTriggerTest, AFirstInstallRefreshesOnceItCreatedTheClusterSecrets) {
+  // The PlacementDecisions were there before the controller (no change for it to see), but the
+  // ApplicationSet controller could not use them without the secrets: refreshed once they exist,
+  // not after the ApplicationSets' own requeue (found with Argo CD v3.2.11's controller: 178 s).
+  ASSERT_TRUE(kube_.Delete(Core("secrets"), SecretName("edge-1"), {}).ok());
+  StartController();
+  ASSERT_TRUE(Eventually([&] { return Refreshed("direct") && Refreshed("nested"); }));
+  EXPECT_TRUE(HasSecret("edge-1"));
+  EXPECT_FALSE(Refreshed("other-placement"));
+  EXPECT_FALSE(Refreshed("placementrule"));
+  EXPECT_FALSE(Refreshed("clusters"));
+  EXPECT_TRUE(Eventually([&] { return Refreshes("ok") == 2; }));
 }
 
 TEST_F(AppSetRefreshTriggerTest, AnApplicationSetIsRefreshedAtMostOncePerInterval) {

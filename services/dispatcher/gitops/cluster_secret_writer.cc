@@ -56,7 +56,10 @@ SpecResult ClusterSecretWriter::Register(
                        spec.argo_namespace));
       continue;
     }
-    if (absl::Status st = Write(desired); !st.ok()) {
+    bool created = false;
+    absl::Status st = Write(desired, created);
+    run.result().created_cluster_secrets |= created;
+    if (!st.ok()) {
       failures.push_back(absl::StrCat(cluster, ": ", st.ToString()));
       retry = true;
     }
@@ -77,7 +80,7 @@ SpecResult ClusterSecretWriter::Register(
   return run.result();
 }
 
-absl::Status ClusterSecretWriter::Write(const json& desired) {
+absl::Status ClusterSecretWriter::Write(const json& desired, bool& created) {
   const std::string ns = StringAt(Metadata(desired), "namespace");
   const std::string name = StringAt(Metadata(desired), "name");
   const kube::ResourceRef ref = Core("secrets", ns);
@@ -89,14 +92,15 @@ absl::Status ClusterSecretWriter::Write(const json& desired) {
     }
     existing = *cached;
   } else {
-    auto created = client_.Create(ref, desired, options);
-    if (created.ok()) {
+    auto create = client_.Create(ref, desired, options);
+    if (create.ok()) {
       internal::GitOpsClusterLog().Info("cluster secret created",
                                         {{"resource", kube::ObjectKey(ns, name)}});
+      created = true;
       return absl::OkStatus();
     }
-    if (!absl::IsAlreadyExists(created.status())) {
-      return created.status();
+    if (!absl::IsAlreadyExists(create.status())) {
+      return create.status();
     }
     ASSIGN_OR_RETURN(existing, client_.Get(ref, name));
     if (ClusterSecretUpToDate(existing, desired)) {

@@ -38,8 +38,8 @@ class ClusterSecretWriter {
                       SpecRun& run);
 
  private:
-  // Creates or updates one secret; OK when it is up to date.
-  absl::Status Write(const nlohmann::json& desired);
+  // Creates or updates one secret; OK when it is up to date. Sets `created` when it created it.
+  absl::Status Write(const nlohmann::json& desired, bool& created);
 
   kube::KubeClient& client_;
   const kube::Informer& secrets_;

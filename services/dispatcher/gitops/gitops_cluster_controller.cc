@@ -409,6 +409,7 @@ ReconcileOutcome GitOpsClusterController::Reconcile(const std::string& ns,
   // What the GitOpsCluster wants now; nullopt: keep what it wanted (a transient failure).
   std::optional<WantedSecrets> wanted = WantedSecrets{};
   ReconcileOutcome outcome = ReconcileOutcome::kSuccess;
+  bool created_cluster_secrets = false;
   auto spec = ParseGitOpsClusterSpec(*object);
   if (!spec.ok()) {
     const std::string message(spec.status().message());
@@ -424,6 +425,7 @@ ReconcileOutcome GitOpsClusterController::Reconcile(const std::string& ns,
     outcome = result.outcome;
     status = std::move(result.status);
     wanted = std::move(result.wanted);
+    created_cluster_secrets = result.created_cluster_secrets;
   }
   UpdateReadyCondition(status, now);
   status["phase"] = outcome == ReconcileOutcome::kSuccess ? "successful" : "failed";
@@ -436,6 +438,12 @@ ReconcileOutcome GitOpsClusterController::Reconcile(const std::string& ns,
   }
 
   if (refresh_ && spec.ok() && outcome != ReconcileOutcome::kError) {
+    if (created_cluster_secrets) {
+      // A first install: the decisions were there before us (no change to see), but the
+      // generators could not use them without the secrets; their ApplicationSets failed or
+      // generated nothing and wait for their requeue (180 s in examples/).
+      refresh_->DecisionsChanged(absl::StrCat(spec->namespace_, "/", spec->placement_name));
+    }
     // The cluster secrets the generators need are written now.
     refresh_->Reconciled(spec->namespace_, spec->placement_name);
   }

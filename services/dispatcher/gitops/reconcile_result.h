@@ -27,6 +27,9 @@ struct SpecResult {
   ReconcileOutcome outcome = ReconcileOutcome::kSuccess;
   nlohmann::json status;
   std::optional<WantedSecrets> wanted;
+  // A cluster secret was created: a generator can see a cluster now that it could not before
+  // (on a first install, before any PlacementDecision changes).
+  bool created_cluster_secrets = false;
 };
 
 }  // namespace mmi::dispatcher
