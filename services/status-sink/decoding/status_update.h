@@ -33,9 +33,9 @@ struct StatusUpdate {
   std::optional<std::chrono::system_clock::time_point> event_time;  // the agent's `time`
 };
 
-// Members of an Application `.status` that are not material (see the file comment).
+// Members of an Application `.status` that are not material (coalescer.h's file comment).
 bool IsVolatileMember(std::string_view key);
-// Hash over the material fields of an Application `.status` (see the file comment).
+// Hash over the material fields of an Application `.status` (coalescer.h's file comment).
 std::string MaterialHash(const nlohmann::json& status, bool ignore_resource_health_messages);
 // MaterialHash() of `update`'s status: the decoder's when it computed it for this setting.
 std::string MaterialHashOf(const StatusUpdate& update, bool ignore_resource_health_messages);
