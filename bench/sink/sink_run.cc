@@ -16,7 +16,7 @@
 #include "libs/transport/testing/metric_value.h"
 #include "migrations/embedded_migrations.h"
 #include "services/status-sink/status_sink_app.h"
-#include "services/status-sink/writer.h"
+#include "services/status-sink/writes/writer.h"
 #include "tests/support/peer.h"
 
 namespace mmi::bench {

@@ -17,10 +17,11 @@
 #include "libs/common/clock.h"
 #include "libs/store/status_store.h"
 #include "nlohmann/json.hpp"
-#include "services/status-sink/coalescer.h"
-#include "services/status-sink/internal/json_tree.h"
-#include "services/status-sink/one_pass_decoder.h"
-#include "services/status-sink/status_report.h"
+#include "services/status-sink/coalescing/coalescer.h"
+#include "services/status-sink/decoding/decode.h"
+#include "services/status-sink/decoding/internal/json_tree.h"
+#include "services/status-sink/decoding/one_pass_decoder.h"
+#include "services/status-sink/decoding/status_report.h"
 
 namespace mmi::bench {
 namespace {

@@ -16,7 +16,7 @@
 #include "libs/service/settings.h"
 #include "libs/transport/settings.h"
 #include "services/status-sink/sink.h"
-#include "services/status-sink/writer.h"
+#include "services/status-sink/writes/writer.h"
 
 namespace mmi::status_sink {
 

@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <deque>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +23,7 @@
 #include "libs/transport/testing/fake_publisher.h"
 #include "libs/transport/testing/fake_subscriber.h"
 #include "libs/transport/testing/metric_value.h"
+#include "services/status-sink/testing/held_executor.h"
 
 namespace mmi::status_sink {
 namespace {
@@ -639,22 +639,6 @@ TEST_F(SinkTest, ALostReportWhoseAskGoesUnansweredIsAskedAgainThenGivenUp) {
       << log_lines.text();
 }
 
-// Writes held until the test runs them: the pending set can be filled while writers are busy.
-class HeldExecutor final : public Executor {
- public:
-  void Post(Task task) override { held_.push_back(std::move(task)); }
-  void RunAll() {
-    while (!held_.empty()) {
-      Task task = std::move(held_.front());
-      held_.pop_front();
-      std::move(task)();
-    }
-  }
-
- private:
-  std::deque<Task> held_;
-};
-
 TEST_F(SinkTest, LostReportsAreAskedForWhileThePendingSetIsFullOfVolatileOnlyWrites) {
   // Argo CD's refresh churn keeps the pending set full of volatile-only writes at the hub rate
   // limit; lost first statuses must still be asked for again (room = what an answer may shed).
@@ -759,15 +743,6 @@ TEST_F(SinkTest, StopDrainsWhatTheLoopThreadHasNotWrittenYet) {
   EXPECT_EQ(PatchedHealth(), (std::vector<std::string>{"Progressing", "Healthy"}));
   EXPECT_TRUE(subscriber_.acked(*id));
   EXPECT_TRUE(store_.AppliedForTest(kResource).has_value());
-}
-
-TEST(WriterTest, ClassifiesHubAnswers) {
-  EXPECT_EQ(ClassifyWriteError(absl::OkStatus()), WriteResult::kOk);
-  EXPECT_EQ(ClassifyWriteError(absl::NotFoundError("gone")), WriteResult::kNotFound);
-  EXPECT_EQ(ClassifyWriteError(absl::InvalidArgumentError("422")), WriteResult::kInvalid);
-  EXPECT_EQ(ClassifyWriteError(absl::ResourceExhaustedError("429")), WriteResult::kRetry);
-  EXPECT_EQ(ClassifyWriteError(absl::UnavailableError("503")), WriteResult::kRetry);
-  EXPECT_EQ(ClassifyWriteError(absl::PermissionDeniedError("403")), WriteResult::kRetry);
 }
 
 TEST_F(SinkTest, ExportsTheFleetReportPerAppSet) {

@@ -1,5 +1,5 @@
 // libFuzzer target: the status sink's one-pass decoder against the full path on arbitrary
-// status events (the input forms are those of testing/decode_check.h: a status payload, a
+// status events (the input forms are those of decoding/testing/decode_check.h: a status payload, a
 // metadata extension, or a framed MQTT message). Both must give the same answer, and the
 // one-pass decoder alone must never answer differently from the full path, its material hash
 // included.
@@ -8,9 +8,10 @@
 #include <string_view>
 
 #include "libs/cloudevents/fuzz/fuzz_util.h"
-#include "services/status-sink/one_pass_decoder.h"
-#include "services/status-sink/status_report.h"
-#include "services/status-sink/testing/decode_check.h"
+#include "services/status-sink/decoding/decode.h"
+#include "services/status-sink/decoding/one_pass_decoder.h"
+#include "services/status-sink/decoding/status_report.h"
+#include "services/status-sink/decoding/testing/decode_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace mmi::status_sink;  // NOLINT(google-build-using-namespace): fuzz entry point

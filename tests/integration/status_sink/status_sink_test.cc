@@ -19,7 +19,7 @@
 #include "libs/transport/mqtt/testing/mqtt_test_client.h"
 #include "libs/transport/testing/metric_value.h"
 #include "services/status-sink/status_sink_app.h"
-#include "services/status-sink/writer.h"
+#include "services/status-sink/writes/writer.h"
 #include "tests/support/peer.h"
 #include "tests/support/wait.h"
 

@@ -1,0 +1,136 @@
+#include "services/status-sink/decoding/status_report.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "libs/cloudevents/maestro_events.h"
+#include "libs/cloudevents/manifest_bundle.h"
+#include "libs/cloudevents/object_meta.h"
+#include "libs/cloudevents/sequence_id.h"
+#include "libs/cloudevents/status_hash.h"
+
+namespace mmi::status_sink {
+namespace {
+
+// ManifestWork annotations the dispatcher sets (hub-apis.md §5.1).
+constexpr std::string_view kHubAppNamespaceAnnotation =
+    "apps.open-cluster-management.io/hub-application-namespace";
+constexpr std::string_view kHubAppNameAnnotation =
+    "apps.open-cluster-management.io/hub-application-name";
+
+Rejection Malformed(const absl::Status& status) {
+  return Rejection{DropReason::kMalformed, std::string(status.message())};
+}
+
+// "<namespace>/<name>" from the `metadata` extension's annotations; empty when absent.
+std::string MetadataApp(const cloudevents::Event& event) {
+  if (!event.HasExtension(cloudevents::kExtMetadata)) {
+    return "";
+  }
+  auto meta = cloudevents::ObjectMetaOf(event);
+  if (!meta.ok()) {
+    return "";
+  }
+  auto ns = meta->annotations.find(std::string(kHubAppNamespaceAnnotation));
+  auto name = meta->annotations.find(std::string(kHubAppNameAnnotation));
+  if (ns == meta->annotations.end() || name == meta->annotations.end()) {
+    return "";
+  }
+  return ns->second + "/" + name->second;
+}
+
+}  // namespace
+
+std::variant<StatusReport, Rejection> DecodeStatusReportFull(const cloudevents::Event& event) {
+  if (cloudevents::ClassifyReceived(event) != cloudevents::ReceivedKind::kStatus) {
+    return Rejection{DropReason::kNotStatus, event.type};
+  }
+  StatusReport report;
+  report.event_id = event.id;
+  auto id = event.ResourceId();
+  if (!id.ok()) {
+    return Malformed(id.status());
+  }
+  report.update.resource_id = absl::AsciiStrToLower(*id);
+  if (event.HasExtension(cloudevents::kExtSequenceId)) {
+    auto text = event.SequenceId();
+    absl::StatusOr<cloudevents::SequenceId> seq =
+        text.ok() ? cloudevents::SequenceId::Parse(*text) : text.status();
+    if (!seq.ok()) {
+      return Malformed(seq.status());
+    }
+    report.update.sequence_id = seq->Value();
+  }
+  auto payload = cloudevents::ManifestBundleStatusOf(event);
+  if (!payload.ok()) {
+    return Malformed(payload.status());
+  }
+  auto hash = event.StatusHash();
+  if (hash.ok() && !hash->empty()) {
+    report.update.status_hash = *hash;
+  } else {
+    auto computed = cloudevents::StatusHash(*payload);
+    if (!computed.ok()) {
+      return Malformed(computed.status());
+    }
+    report.update.status_hash = *computed;
+  }
+  report.update.deleted = cloudevents::IsDeleted(*payload);
+  if (!report.update.deleted) {
+    auto feedback = FeedbackStatus(*payload);
+    if (!feedback.ok()) {
+      return Malformed(feedback.status());
+    }
+    if (!feedback->has_value()) {
+      return Rejection{DropReason::kNoFeedback, "no status feedback yet"};
+    }
+    report.update.status = std::move(**feedback);
+  }
+  TakeEventFacts(event, report);
+  report.metadata_app = MetadataApp(event);
+  return report;
+}
+
+void TakeEventFacts(const cloudevents::Event& event, StatusReport& report) {
+  if (event.time) {
+    report.update.event_time = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            event.time->time_since_epoch()));
+  }
+  auto cluster = event.ClusterName();
+  if (cluster.ok()) {
+    report.cluster = *std::move(cluster);
+  }
+}
+
+absl::StatusOr<std::optional<nlohmann::json>> FeedbackStatus(
+    const cloudevents::ManifestBundleStatus& status) {
+  for (const auto& manifest : status.resource_status) {
+    const auto& meta = manifest.resource_meta;
+    if (meta.kind != "Application" || (meta.group != "argoproj.io" && !meta.group.empty())) {
+      continue;
+    }
+    for (const auto& value : manifest.status_feedback) {
+      if (value.name != "status") {
+        continue;
+      }
+      if (value.field_value.type != cloudevents::FieldValueType::kJsonRaw) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "statusFeedback value \"status\" of Application ", meta.namespace_, "/", meta.name,
+            " is ", std::string(cloudevents::FieldValueTypeName(value.field_value.type)),
+            ", expected JsonRaw (check the work's feedbackRules)"));
+      }
+      if (!value.field_value.json_raw_value.is_object()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("statusFeedback value \"status\" of Application ", meta.namespace_, "/",
+                         meta.name, " is not a JSON object"));
+      }
+      return std::optional<nlohmann::json>(value.field_value.json_raw_value);
+    }
+  }
+  return std::optional<nlohmann::json>();
+}
+
+}  // namespace mmi::status_sink

@@ -1,0 +1,57 @@
+// One received status event decoded into what the sink needs (pure, no I/O): the resource id,
+// the reporting cluster, the sequence id and status hash, the Application's `status` feedback
+// value or the deletion, and the hub Application the ManifestWork's metadata names.
+//
+// A status event that is not one, cannot be decoded or carries no status feedback yet comes
+// back as a `Rejection` naming the DropReason the sink counts it under and a detail for the log.
+// This file holds the types and the full decode path; DecodeStatusReport (decode.h) picks
+// between it and the one-pass decoder (one_pass_decoder.h), which both include this header.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "absl/status/statusor.h"
+#include "libs/cloudevents/event.h"
+#include "libs/cloudevents/manifest_bundle.h"
+#include "nlohmann/json.hpp"
+#include "services/status-sink/decoding/status_update.h"
+#include "services/status-sink/metrics/outcomes.h"
+
+namespace mmi::status_sink {
+
+// A decoded status report.
+struct StatusReport {
+  // resource id (lower case), sequence id, status hash (the event's `statushash`, or computed
+  // from the payload when absent or empty), Deleted, the `status` feedback (null when deleted),
+  // the agent's `time`.
+  StatusUpdate update;
+  std::string event_id;
+  std::string cluster;  // the `clustername` extension; empty when absent
+  // "<namespace>/<name>" of the hub Application named by the event's `metadata` extension
+  // (ManifestWork annotations, hub-apis.md §5.1); empty when absent or unreadable. Only
+  // cross-checked: the dispatcher's table stays authoritative.
+  std::string metadata_app;
+};
+
+// Why an event is not a usable status report.
+struct Rejection {
+  DropReason reason;  // kNotStatus, kMalformed or kNoFeedback
+  std::string detail;
+};
+
+// What every decode path takes from the event's attributes alone: its time and its cluster.
+void TakeEventFacts(const cloudevents::Event& event, StatusReport& report);
+
+// The full path: the typed ManifestBundleStatus and ObjectMeta decoders of libs/cloudevents.
+// The reference DecodeStatusReport (decode.h) is tested against; the only path for malformed
+// events.
+std::variant<StatusReport, Rejection> DecodeStatusReportFull(const cloudevents::Event& event);
+
+// The feedback value named "status" of the Application manifest in `status`. nullopt when the
+// agent has not reported one yet; kInvalidArgument when it is not JsonRaw holding an object.
+absl::StatusOr<std::optional<nlohmann::json>> FeedbackStatus(
+    const cloudevents::ManifestBundleStatus& status);
+
+}  // namespace mmi::status_sink

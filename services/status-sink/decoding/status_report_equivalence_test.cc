@@ -1,0 +1,272 @@
+// DecodeStatusReport (the one-pass decoder, falling back to the full path) gives exactly the
+// answer of DecodeStatusReportFull: on every event the real work agent sent
+// (../shared/spec/samples/captured/), on edge cases where simdjson and nlohmann could differ or
+// the full path rejects, and on the status_report_fuzzer's checked-in corpus
+// (fuzz/corpus/). And the one-pass decoder really answers for the agent's status updates.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "libs/cloudevents/mqtt_codec.h"
+#include "libs/cloudevents/testing/captured.h"
+#include "nlohmann/json.hpp"
+#include "services/status-sink/decoding/decode.h"
+#include "services/status-sink/decoding/one_pass_decoder.h"
+#include "services/status-sink/decoding/status_report.h"
+#include "services/status-sink/decoding/testing/decode_check.h"
+
+namespace mmi::status_sink {
+namespace {
+
+using nlohmann::json;
+using testing::FuzzEnvelope;
+using testing::kFuzzMetadata;
+using testing::ReportDifference;
+
+// "" when DecodeStatusReport answers as the full path does, for either material setting (its
+// material hash is checked against MaterialHash() of the full path's tree).
+std::string SameAnswer(const cloudevents::Event& event) {
+  const auto full = DecodeStatusReportFull(event);
+  return ReportDifference(full, DecodeStatusReport(event, false)) +
+         ReportDifference(full, DecodeStatusReport(event, true));
+}
+
+std::vector<cloudevents::Event> CapturedEvents() {
+  std::vector<cloudevents::Event> events;
+  for (auto file :
+       {cloudevents::testing::kCapturedAgentEvents, cloudevents::testing::kCapturedSourceEvents}) {
+    auto records = cloudevents::testing::ReadCaptured(file);
+    EXPECT_TRUE(records.ok()) << records.status();
+    if (!records.ok()) {
+      continue;
+    }
+    for (const auto& record : *records) {
+      auto event = cloudevents::DecodeMqtt(record.message);
+      EXPECT_TRUE(event.ok()) << file << ":" << record.line << ": " << event.status();
+      if (event.ok()) {
+        events.push_back(*std::move(event));
+      }
+    }
+  }
+  return events;
+}
+
+TEST(StatusReportEquivalenceTest, EveryCapturedEventDecodesAlikeOnBothPaths) {
+  const auto events = CapturedEvents();
+  ASSERT_GE(events.size(), 60u);
+  OnePassDecoder one_pass;
+  int status_updates = 0;
+  for (const auto& event : events) {
+    SCOPED_TRACE(event.id);
+    EXPECT_EQ(SameAnswer(event), "");
+    if (event.type == cloudevents::kStatusUpdateRequestType) {
+      ++status_updates;
+      EXPECT_TRUE(one_pass.Decode(event).has_value()) << "the one-pass decoder did not answer";
+    }
+  }
+  EXPECT_GT(status_updates, 20);
+}
+
+// The first captured status update that carries the Application's status feedback.
+cloudevents::Event CapturedStatusUpdate() {
+  static const cloudevents::Event kEvent = [] {
+    for (auto& event : CapturedEvents()) {
+      if (event.type == cloudevents::kStatusUpdateRequestType && event.data.has_value() &&
+          event.data->find("jsonRaw") != std::string::npos) {
+        return event;
+      }
+    }
+    ADD_FAILURE() << "no captured status update with feedback";
+    return cloudevents::Event{};
+  }();
+  return kEvent;
+}
+
+// `data` of the captured status update with the feedback's jsonRaw replaced by `raw`.
+std::string WithFeedback(const std::string& raw) {
+  json data = json::parse(*CapturedStatusUpdate().data);
+  for (auto& manifest : data["resourceStatus"]) {
+    for (auto& value : manifest["statusFeedback"]["values"]) {
+      value["fieldValue"]["jsonRaw"] = raw;
+    }
+  }
+  return data.dump();
+}
+
+std::string Nested(int depth) {
+  return std::string(static_cast<std::size_t>(depth), '[') +
+         std::string(static_cast<std::size_t>(depth), ']');
+}
+
+TEST(StatusReportEquivalenceTest, FeedbackEdgeCasesDecodeAlike) {
+  const std::vector<std::string> raws = {R"({"n":-0})",
+                                         R"({"n":-0.0})",
+                                         R"({"n":1.0})",
+                                         R"({"n":1e2})",
+                                         R"({"n":-5})",
+                                         R"({"n":18446744073709551615})",
+                                         R"({"n":18446744073709551616})",
+                                         R"({"n":-9223372036854775809})",
+                                         R"({"n":1e400})",
+                                         R"({"n":1e-400})",
+                                         R"({"a":1,"a":2})",
+                                         R"({"a":{"b":1},"a":[2]})",
+                                         R"({"s":"\ud800"})",
+                                         R"({"s":"\ud83d\ude00"})",
+                                         "{\"s\":\"a\tb\"}",
+                                         "{ \"pretty\": true }\n",
+                                         R"([1])",
+                                         R"("text")",
+                                         R"({})",
+                                         R"({"s":"\u0000"})",
+                                         R"({"s":"\u003c&"})",
+                                         "not json",
+                                         "",
+                                         "{\"a\":" + Nested(98) + "}",
+                                         "{\"a\":" + Nested(99) + "}",
+                                         "{\"a\":" + Nested(100) + "}",
+                                         "\xEF\xBB\xBF{}",
+                                         R"({"health":{"status":"Healthy"}} x)"};
+  for (const auto& raw : raws) {
+    SCOPED_TRACE(raw);
+    auto event = CapturedStatusUpdate();
+    event.data = WithFeedback(raw);
+    EXPECT_EQ(SameAnswer(event), "");
+  }
+}
+
+// Statuses whose material hash the one-pass decoder writes itself (what is left out, key order,
+// text): it must answer for each, with its hash, and that hash must be the full path's.
+TEST(StatusReportEquivalenceTest, MaterialHashesOfTheOnePassDecoderAreTheFullPaths) {
+  const std::vector<std::string> raws = {
+      R"({"reconciledAt":"x","sync":{"status":"Synced"},)"
+      R"("observedAt":"y","controllerNamespace":"argocd",)"
+      R"("b":[1,{"z":1,"a":2}]})",
+      R"({"reconciledAt":1,"reconciledAt":2,"a":1})",
+      R"({"resources":[{"health":{"status":"Healthy",)"
+      R"("message":"m"},"kind":"Deployment"},)"
+      R"({"health":"x"},5,{"health":{"message":"only"}}],)"
+      R"("health":{"status":"Healthy","message":"top"}})",
+      R"({"resources":{"health":{"message":"no array"}}})",
+      R"({"resources":[{"health":{"message":{"deep":1}}}]})",
+      R"({"resources":{"[]":{"health":{"message":"a key, not items","s":1}}}})",
+      R"({"b":1,"B":2,"\u00e9":3,"a":{"y":1,"x":2},"":0})",
+      R"({"s":"q\" b\\ s\/ t\t c\u0001 d\u007f \u2028"})",
+      R"({"n":[0.1,1e2,-1.5e-7,123456789.125,1e300,-7]})"};
+  OnePassDecoder one_pass;
+  for (const auto& raw : raws) {
+    SCOPED_TRACE(raw);
+    auto event = CapturedStatusUpdate();
+    event.data = WithFeedback(raw);
+    EXPECT_EQ(SameAnswer(event), "");
+    for (const bool ignore_health_messages : {false, true}) {
+      auto answer = one_pass.Decode(event, ignore_health_messages);
+      ASSERT_TRUE(answer.has_value()) << "the one-pass decoder did not answer";
+      const auto* report = std::get_if<StatusReport>(&*answer);
+      ASSERT_NE(report, nullptr);
+      EXPECT_FALSE(report->update.material_hash.empty());
+      EXPECT_EQ(report->update.material_hash_ignores_health_messages, ignore_health_messages);
+    }
+  }
+}
+
+TEST(StatusReportEquivalenceTest, PayloadEdgeCasesDecodeAlike) {
+  const std::string feedback =
+      R"({"resourceMeta":{"kind":"Application","group":"argoproj.io"},"statusFeedback":{"values":[)"
+      R"({"name":"status","fieldValue":{"type":"JsonRaw","jsonRaw":"{\"a\":1}"}}]}})";
+  const std::vector<std::string> datas = {
+      "{\"resourceStatus\":[" + feedback + "]}",
+      R"({"conditions":[{"type":"Deleted","status":"True"}]})",
+      R"({"conditions":[{"type":"Deleted","status":"False"},{"type":"Deleted","status":"True"}]})",
+      R"({"conditions":[{"type":"Applied","observedGeneration":1.0}]})",
+      R"({"conditions":[{"type":"Applied","observedGeneration":"1"}]})",
+      R"({"conditions":[{"type":"Applied","observedGeneration":9223372036854775808}]})",
+      R"({"conditions":[{"type":"Applied","lastTransitionTime":"yesterday"}]})",
+      R"({"conditions":[{"type":null,"status":null,"reason":null}],"resourceStatus":null})",
+      R"({"conditions":{}})",
+      R"({"resourceStatus":[5]})",
+      R"({"resourceStatus":[{"resourceMeta":[]}]})",
+      R"({"resourceStatus":[{"resourceMeta":{"ordinal":4294967296}}]})",
+      "{\"resourceStatus\":[{\"resourceMeta\":{\"kind\":\"Application\",\"group\":\"other\"}}," +
+          feedback + "]}",
+      R"({"resourceStatus":[{"resourceMeta":{"kind":"Application"},"statusFeedback":{"values":[)"
+      R"({"name":"status","fieldValue":{"type":"String","string":"x"}}]}}]})",
+      R"({"resourceStatus":[{"resourceMeta":{"kind":"Application"},"statusFeedback":{"values":[)"
+      R"({"name":"status","fieldValue":{"type":"Integer","integer":null}}]}}]})",
+      R"({"resourceStatus":[{"resourceMeta":{"kind":"Application"},"statusFeedback":{"values":[)"
+      R"({"name":"status","fieldValue":{"type":"JsonRaw","jsonRaw":"[]"}}]}}]})",
+      R"({"resourceStatus":[{"resourceMeta":{"kind":"Application"},"statusFeedback":{"values":[)"
+      R"({"name":"x","fieldValue":{"type":"Boolean","boolean":true}},)"
+      R"({"name":"status","fieldValue":{"type":"JsonRaw","jsonRaw":"{\"b\":2}"}},)"
+      R"({"name":"status","fieldValue":{"type":"JsonRaw","jsonRaw":"{\"c\":3}"}}]}}]})",
+      "{\"resourceStatus\":[]," + std::string("\"resourceStatus\":[") + feedback + "]}",
+      "{\"resourceStatus\":[" + feedback + "],\"resourceStatus\":null}",
+      "{\"manifestBundle\":{\"manifests\":[{\"kind\":\"A\"}]},\"resourceStatus\":[" + feedback +
+          "]}",
+      "{\"manifestBundle\":{\"manifests\":5},\"resourceStatus\":[" + feedback + "]}",
+      "{\"manifestBundle\":{\"deleteOption\":{\"ttlSecondsAfterFinished\":1.0}}}",
+      "{\n  \"resourceStatus\": [" + feedback + "]\n}",
+      "{\"conditions\":[{\"type\":\"\xC3\x28\"}]}",
+      "null",
+      "[]",
+      "{}",
+      "{",
+      ""};
+  for (const auto& data : datas) {
+    SCOPED_TRACE(data);
+    EXPECT_EQ(SameAnswer(FuzzEnvelope(data, std::string(kFuzzMetadata))), "");
+  }
+}
+
+TEST(StatusReportEquivalenceTest, EnvelopeAndMetadataEdgeCasesDecodeAlike) {
+  const std::string data = *CapturedStatusUpdate().data;
+  const std::vector<std::string> metadatas = {
+      std::string(kFuzzMetadata),
+      "{}",
+      "not json",
+      "[]",
+      R"({"generation":1.5})",
+      R"({"annotations":{"apps.open-cluster-management.io/hub-application-name":5}})",
+      R"({"annotations":{"apps.open-cluster-management.io/hub-application-name":"a",)"
+      R"("apps.open-cluster-management.io/hub-application-namespace":""}})",
+      R"({"labels":null,"finalizers":[1]})",
+      R"({"ownerReferences":[{}],"managedFields":{}})",
+      R"({"creationTimestamp":"then","other":{"deep":[1,2]}})",
+      R"({"selfLink":7})"};
+  for (const auto& metadata : metadatas) {
+    SCOPED_TRACE(metadata);
+    EXPECT_EQ(SameAnswer(FuzzEnvelope(data, metadata)), "");
+  }
+  auto no_hash = FuzzEnvelope(data, std::string(kFuzzMetadata));
+  no_hash.SetString(cloudevents::kExtStatusHash, "");
+  EXPECT_EQ(SameAnswer(no_hash), "");
+  auto bad_sequence = FuzzEnvelope(data, std::string(kFuzzMetadata));
+  bad_sequence.SetString(cloudevents::kExtSequenceId, "abc");
+  EXPECT_EQ(SameAnswer(bad_sequence), "");
+  auto yaml = FuzzEnvelope(data, std::string(kFuzzMetadata));
+  yaml.data_content_type = "application/yaml";
+  EXPECT_EQ(SameAnswer(yaml), "");
+}
+
+TEST(StatusReportEquivalenceTest, FuzzerCorpusDecodesAlike) {
+  int inputs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(MMI_STATUS_SINK_FUZZ_CORPUS)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    SCOPED_TRACE(entry.path().filename().string());
+    auto event = testing::FuzzEvent(bytes.str());
+    if (event.has_value()) {
+      EXPECT_EQ(SameAnswer(*event), "");
+    }
+    ++inputs;
+  }
+  EXPECT_GT(inputs, 10);
+}
+
+}  // namespace
+}  // namespace mmi::status_sink

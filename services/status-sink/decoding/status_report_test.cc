@@ -1,0 +1,224 @@
+#include "services/status-sink/decoding/status_report.h"
+
+#include <gtest/gtest.h>
+
+#include "libs/cloudevents/object_meta.h"
+#include "libs/cloudevents/sequence_id.h"
+#include "libs/cloudevents/status_hash.h"
+#include "services/status-sink/decoding/decode.h"
+
+namespace mmi::status_sink {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kResource[] = "278f3a61-efe5-56de-abba-6aedbfcce272";
+
+json ResourceStatus(const json& feedback_values) {
+  return json::array({{{"resourceMeta",
+                        {{"ordinal", 0},
+                         {"group", "argoproj.io"},
+                         {"version", "v1alpha1"},
+                         {"kind", "Application"},
+                         {"resource", "applications"},
+                         {"name", "guestbook-cluster1"},
+                         {"namespace", "openshift-gitops"}}},
+                       {"statusFeedback", {{"values", feedback_values}}},
+                       {"conditions", json::array()}}});
+}
+
+json Condition(const std::string& type) {
+  return json::array({{{"type", type},
+                       {"status", "True"},
+                       {"lastTransitionTime", "2026-06-01T10:00:04Z"},
+                       {"reason", "Test"},
+                       {"message", ""}}});
+}
+
+// The data of a status event whose Application reports `health`.
+std::string FeedbackData(const std::string& health) {
+  const json status = {{"health", {{"status", health}}}, {"sync", {{"status", "Synced"}}}};
+  return json{{"conditions", Condition("Applied")},
+              {"resourceStatus",
+               ResourceStatus(json::array(
+                   {{{"name", "status"},
+                     {"fieldValue", {{"type", "JsonRaw"}, {"jsonRaw", status.dump()}}}}}))}}
+      .dump();
+}
+
+cloudevents::SequenceId Sequence() {
+  return *cloudevents::SequenceId::FromParts(500'000'000'001, 1, 0);
+}
+
+// A status event as Maestro relays it (maestro-protocol.md §2.7).
+cloudevents::Event StatusEvent(const std::string& data = FeedbackData("Healthy")) {
+  cloudevents::Event event;
+  event.id = "status-1";
+  event.source = "cluster1-work-agent";
+  event.type = std::string(cloudevents::kStatusUpdateRequestType);
+  event.data_content_type = std::string(cloudevents::kJsonContentType);
+  event.time = cloudevents::Timestamp(std::chrono::seconds(1'780'308'000));
+  event.SetString(cloudevents::kExtClusterName, "cluster1");
+  event.SetString(cloudevents::kExtOriginalSource, "maestro");
+  event.SetString(cloudevents::kExtResourceId, kResource);
+  event.SetString(cloudevents::kExtResourceVersion, "1");
+  event.SetString(cloudevents::kExtSequenceId, Sequence().ToString());
+  event.SetString(cloudevents::kExtStatusHash, "agent-hash");
+  event.data = data;
+  return event;
+}
+
+StatusReport Decoded(const cloudevents::Event& event) {
+  auto got = DecodeStatusReport(event);
+  EXPECT_TRUE(std::holds_alternative<StatusReport>(got)) << std::get<Rejection>(got).detail;
+  return std::holds_alternative<StatusReport>(got) ? std::get<StatusReport>(std::move(got))
+                                                   : StatusReport{};
+}
+
+DropReason RejectedAs(const cloudevents::Event& event) {
+  auto got = DecodeStatusReport(event);
+  EXPECT_TRUE(std::holds_alternative<Rejection>(got));
+  return std::holds_alternative<Rejection>(got) ? std::get<Rejection>(got).reason
+                                                : DropReason::kStale;
+}
+
+TEST(StatusReportTest, CarriesTheResourceClusterSequenceHashAndStatusOfTheEvent) {
+  StatusReport report = Decoded(StatusEvent());
+  EXPECT_EQ(report.update.resource_id, kResource);
+  EXPECT_EQ(report.cluster, "cluster1");
+  EXPECT_EQ(report.event_id, "status-1");
+  EXPECT_EQ(report.update.sequence_id, Sequence().Value());
+  EXPECT_EQ(report.update.status_hash, "agent-hash");
+  EXPECT_FALSE(report.update.deleted);
+  // The one-pass decoder keeps the status as its text, with its material hash.
+  EXPECT_TRUE(report.update.status.is_null());
+  EXPECT_FALSE(report.update.status_text.empty());
+  EXPECT_EQ(StatusTree(report.update)["health"]["status"], "Healthy");
+  EXPECT_EQ(report.update.material_hash, MaterialHash(report.update.status, false));
+  ASSERT_TRUE(report.update.event_time.has_value());
+  EXPECT_EQ(report.update.event_time->time_since_epoch(), std::chrono::seconds(1'780'308'000));
+  EXPECT_EQ(report.metadata_app, "");
+}
+
+TEST(StatusReportTest, TheResourceIdIsLowerCased) {
+  cloudevents::Event event = StatusEvent();
+  event.SetString(cloudevents::kExtResourceId, "278F3A61-EFE5-56DE-ABBA-6AEDBFCCE272");
+  EXPECT_EQ(Decoded(event).update.resource_id, kResource);
+}
+
+TEST(StatusReportTest, WithoutASequenceIdTheReportHasNone) {
+  cloudevents::Event event = StatusEvent();
+  event.extensions.erase(std::string(cloudevents::kExtSequenceId));
+  EXPECT_FALSE(Decoded(event).update.sequence_id.has_value());
+}
+
+TEST(StatusReportTest, WithoutAStatusHashTheHashIsComputedFromThePayload) {
+  cloudevents::Event event = StatusEvent();
+  event.SetString(cloudevents::kExtStatusHash, "");
+  const std::string expected = *cloudevents::StatusHashOfData(json::parse(*event.data));
+  EXPECT_EQ(Decoded(event).update.status_hash, expected);
+}
+
+TEST(StatusReportTest, ADeletedReportCarriesNoStatus) {
+  StatusReport report = Decoded(StatusEvent(json{{"conditions", Condition("Deleted")}}.dump()));
+  EXPECT_TRUE(report.update.deleted);
+  EXPECT_TRUE(report.update.status.is_null());
+}
+
+TEST(StatusReportTest, NamesTheHubApplicationOfTheManifestWorkMetadata) {
+  cloudevents::Event event = StatusEvent();
+  cloudevents::ObjectMeta meta;
+  meta.name = "work";
+  meta.annotations = {{"apps.open-cluster-management.io/hub-application-namespace", "hub-ns"},
+                      {"apps.open-cluster-management.io/hub-application-name", "guestbook"}};
+  ASSERT_TRUE(cloudevents::SetObjectMeta(event, meta).ok());
+  EXPECT_EQ(Decoded(event).metadata_app, "hub-ns/guestbook");
+}
+
+TEST(StatusReportTest, MetadataWithoutBothAnnotationsNamesNoApplication) {
+  cloudevents::Event event = StatusEvent();
+  cloudevents::ObjectMeta meta;
+  meta.name = "work";
+  meta.annotations = {{"apps.open-cluster-management.io/hub-application-name", "guestbook"}};
+  ASSERT_TRUE(cloudevents::SetObjectMeta(event, meta).ok());
+  EXPECT_EQ(Decoded(event).metadata_app, "");
+}
+
+TEST(StatusReportTest, AnEventThatIsNotAStatusUpdateIsRejectedAsNotStatus) {
+  cloudevents::Event event = StatusEvent();
+  event.type = std::string(cloudevents::kSpecResyncRequestType);
+  EXPECT_EQ(RejectedAs(event), DropReason::kNotStatus);
+}
+
+TEST(StatusReportTest, AnEventWithoutAResourceIdIsMalformed) {
+  cloudevents::Event event = StatusEvent();
+  event.extensions.erase(std::string(cloudevents::kExtResourceId));
+  EXPECT_EQ(RejectedAs(event), DropReason::kMalformed);
+}
+
+TEST(StatusReportTest, AnUnparsableSequenceIdIsMalformed) {
+  cloudevents::Event event = StatusEvent();
+  event.SetString(cloudevents::kExtSequenceId, "not-a-number");
+  EXPECT_EQ(RejectedAs(event), DropReason::kMalformed);
+}
+
+TEST(StatusReportTest, DataThatIsNotAManifestBundleStatusIsMalformed) {
+  EXPECT_EQ(RejectedAs(StatusEvent("{not json")), DropReason::kMalformed);
+}
+
+TEST(StatusReportTest, AStatusFeedbackThatIsNotJsonRawIsMalformed) {
+  const std::string data =
+      json{{"conditions", Condition("Applied")},
+           {"resourceStatus",
+            ResourceStatus(json::array(
+                {{{"name", "status"}, {"fieldValue", {{"type", "String"}, {"string", "x"}}}}}))}}
+          .dump();
+  EXPECT_EQ(RejectedAs(StatusEvent(data)), DropReason::kMalformed);
+}
+
+TEST(StatusReportTest, AReportWithoutStatusFeedbackYetIsRejectedAsNoFeedback) {
+  const std::string data =
+      json{{"conditions", Condition("Applied")}, {"resourceStatus", ResourceStatus(json::array())}}
+          .dump();
+  EXPECT_EQ(RejectedAs(StatusEvent(data)), DropReason::kNoFeedback);
+}
+
+cloudevents::ManifestBundleStatus WithFeedback(cloudevents::FieldValue value) {
+  cloudevents::ManifestCondition manifest;
+  manifest.resource_meta.group = "argoproj.io";
+  manifest.resource_meta.kind = "Application";
+  manifest.resource_meta.name = "guestbook";
+  manifest.resource_meta.namespace_ = "argocd";
+  manifest.status_feedback.push_back({"status", std::move(value)});
+  cloudevents::ManifestBundleStatus status;
+  status.resource_status.push_back(std::move(manifest));
+  return status;
+}
+
+TEST(FeedbackStatusTest, ReturnsTheJsonRawStatusOfTheApplication) {
+  cloudevents::FieldValue value;
+  value.type = cloudevents::FieldValueType::kJsonRaw;
+  value.json_raw = R"({"sync":{"status":"Synced"}})";
+  value.json_raw_value = json::parse(value.json_raw);
+  auto got = FeedbackStatus(WithFeedback(value));
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((**got)["sync"]["status"], "Synced");
+}
+
+TEST(FeedbackStatusTest, NoFeedbackYetIsNotAnError) {
+  auto got = FeedbackStatus(cloudevents::ManifestBundleStatus{});
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(got->has_value());
+}
+
+TEST(FeedbackStatusTest, AFeedbackOfTheWrongTypeIsInvalid) {
+  cloudevents::FieldValue value;
+  value.type = cloudevents::FieldValueType::kString;
+  value.string = "Synced";
+  EXPECT_EQ(FeedbackStatus(WithFeedback(value)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace mmi::status_sink

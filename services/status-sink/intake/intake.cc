@@ -1,0 +1,141 @@
+#include "services/status-sink/intake/intake.h"
+
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "services/status-sink/decoding/decode.h"
+#include "services/status-sink/metrics/sink_log.h"
+
+namespace mmi::status_sink {
+Intake::Intake(IntakeSettings settings, Coalescer& coalescer, HubApps& hub_apps,
+               StatusResync& resync, const Clock& clock, SinkMetrics& metrics,
+               absl::AnyInvocable<void()> admitted)
+    : settings_(settings),
+      coalescer_(coalescer),
+      hub_apps_(hub_apps),
+      resync_(resync),
+      metrics_(metrics),
+      admitted_(std::move(admitted)),
+      malformed_(SinkLog(), "dropping malformed status events", clock),
+      wrong_cluster_(SinkLog(), "status events from a cluster the resource was not dispatched to",
+                     clock),
+      other_application_(SinkLog(),
+                         "status events whose ManifestWork metadata names another hub "
+                         "application; using the dispatcher's record",
+                         clock) {}
+
+void Intake::Handle(const cloudevents::Event& event, Ack ack) {
+  metrics_.Received();
+  auto decoded = DecodeStatusReport(event, settings_.ignore_resource_health_messages);
+  if (auto* rejection = std::get_if<Rejection>(&decoded)) {
+    metrics_.Dropped(rejection->reason);
+    if (rejection->reason == DropReason::kMalformed) {
+      malformed_.Add(
+          event.id,
+          {{"event_id", event.id}, {"source", event.source}, {"error", rejection->detail}});
+    } else {
+      SinkLog().Debug("dropping a status event", {{"event_id", event.id},
+                                                  {"reason", DropReasonName(rejection->reason)},
+                                                  {"detail", rejection->detail}});
+    }
+    std::move(ack)();
+    return;
+  }
+  AwaitingReport item{std::get<StatusReport>(std::move(decoded)), std::move(ack)};
+  if (const store::HubAppRef* ref = hub_apps_.Find(item.report.update.resource_id)) {
+    Admit(*ref, std::move(item));
+    return;
+  }
+  if (hub_apps_.Full()) {
+    Overflowed(item.report.update.resource_id, item.report.cluster);
+    std::move(item.ack)();
+    return;
+  }
+  hub_apps_.Await(std::move(item));
+}
+
+void Intake::Admit(const store::HubAppRef& ref, AwaitingReport item) {
+  if (!item.report.cluster.empty() && item.report.cluster != ref.cluster) {
+    // A cluster may only report the resources dispatched to it.
+    metrics_.Dropped(DropReason::kClusterMismatch);
+    wrong_cluster_.Add(item.report.event_id, {{"resource", ref.resource_id},
+                                              {"cluster", item.report.cluster},
+                                              {"expected_cluster", ref.cluster},
+                                              {"event_id", item.report.event_id}});
+    std::move(item.ack)();
+    return;
+  }
+  if (!item.report.metadata_app.empty() &&
+      item.report.metadata_app != ref.hub_namespace + "/" + ref.hub_name) {
+    other_application_.Add(item.report.event_id,
+                           {{"resource", ref.resource_id},
+                            {"metadata_application", item.report.metadata_app},
+                            {"application", ref.hub_namespace + "/" + ref.hub_name}});
+  }
+  auto outcome = coalescer_.Offer(std::move(item.report.update), std::move(item.ack));
+  if (outcome.result != OfferResult::kStale) {
+    // A newer report of it arrived (an overflow is remembered as lost again below).
+    resync_.ReportArrived(ref.resource_id, outcome.result == OfferResult::kOverflow);
+  }
+  for (auto& ack : outcome.release) {
+    std::move(ack)();
+  }
+  CountOffer(ref, outcome);
+  admitted_();
+}
+
+void Intake::CountOffer(const store::HubAppRef& ref, const Coalescer::OfferOutcome& outcome) {
+  for (int i = 0; i < outcome.shed; ++i) {
+    metrics_.Dropped(DropReason::kVolatileShed);
+  }
+  unlogged_.shed += static_cast<uint64_t>(outcome.shed);
+  switch (outcome.result) {
+    case OfferResult::kQueued:
+      break;
+    case OfferResult::kCoalesced:
+      metrics_.Coalesced();
+      break;
+    case OfferResult::kStale:
+      metrics_.Dropped(DropReason::kStale);
+      break;
+    case OfferResult::kDuplicate:
+      metrics_.Dropped(DropReason::kDuplicate);
+      break;
+    case OfferResult::kUnchanged:
+      metrics_.Dropped(DropReason::kUnchanged);
+      break;
+    case OfferResult::kOverflow:
+      Overflowed(ref.resource_id, ref.cluster);
+      break;
+  }
+}
+
+void Intake::Overflowed(const std::string& resource_id, const std::string& cluster) {
+  metrics_.Dropped(DropReason::kOverflow);
+  ++unlogged_.overflowed;
+  resync_.RememberLost(resource_id, cluster);
+}
+
+void Intake::LogUnlogged() {
+  if (!HasUnlogged()) {
+    return;
+  }
+  SinkLog().Warn(
+      "status reports dropped for want of room: volatile-only writes shed, the rest overflowed "
+      "(remembered and asked for again by status resync)",
+      {{"volatile_shed", unlogged_.shed},
+       {"overflowed", unlogged_.overflowed},
+       {"lost_pending", static_cast<uint64_t>(resync_.lost())},
+       {"pending", static_cast<uint64_t>(coalescer_.pending())},
+       {"max_pending", static_cast<uint64_t>(settings_.max_pending)}});
+  unlogged_ = Unlogged{};
+}
+
+void Intake::FlushWarnings() {
+  malformed_.Flush();
+  wrong_cluster_.Flush();
+  other_application_.Flush();
+}
+
+}  // namespace mmi::status_sink

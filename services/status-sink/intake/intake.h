@@ -1,0 +1,73 @@
+// The status sink's intake, on its loop: decodes each status event (decoding/decode.h), finds
+// the resource's hub Application (HubApps, which batches the lookups), refuses a report from a
+// cluster the resource was not dispatched to, and offers the report to the Coalescer. Every drop
+// is counted (mmi_status_events_dropped_total) and its ack called; a report dropped for want of
+// room is handed to the StatusResync as lost, and summed up in the log (LogUnlogged).
+//
+// Not thread-safe: owned by the sink's loop thread. Collaborators are borrowed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/functional/any_invocable.h"
+#include "libs/cloudevents/event.h"
+#include "libs/common/clock.h"
+#include "libs/common/log_summary.h"
+#include "libs/store/status_store.h"
+#include "services/status-sink/coalescing/coalescer.h"
+#include "services/status-sink/intake/hub_apps.h"
+#include "services/status-sink/metrics/metrics.h"
+#include "services/status-sink/resync/status_resync.h"
+
+namespace mmi::status_sink {
+
+struct IntakeSettings {
+  bool ignore_resource_health_messages = false;  // CoalescerSettings, for the material hash
+  std::size_t max_pending = 50'000;              // CoalescerSettings::max_pending, for the log
+};
+
+class Intake {
+ public:
+  // `admitted` runs after each report offered to the coalescer (the sink starts writes then).
+  Intake(IntakeSettings settings, Coalescer& coalescer, HubApps& hub_apps, StatusResync& resync,
+         const Clock& clock, SinkMetrics& metrics, absl::AnyInvocable<void()> admitted);
+
+  // One event from the transport: decoded, then admitted or queued for its resource lookup.
+  void Handle(const cloudevents::Event& event, Ack ack);
+  // A report whose hub Application is `ref` (HubApps::Found).
+  void Admit(const store::HubAppRef& ref, AwaitingReport item);
+
+  // Whether LogUnlogged() has something to say; LogUnlogged() writes one line summing the reports
+  // shed and overflowed since the last one, and resets the counts.
+  bool HasUnlogged() const { return unlogged_.shed > 0 || unlogged_.overflowed > 0; }
+  void LogUnlogged();
+  // Logs the summed-up warnings that are due.
+  void FlushWarnings();
+
+ private:
+  // Counts the outcome of an Offer() of `ref`'s report.
+  void CountOffer(const store::HubAppRef& ref, const Coalescer::OfferOutcome& outcome);
+  void Overflowed(const std::string& resource_id, const std::string& cluster);
+
+  const IntakeSettings settings_;
+  Coalescer& coalescer_;
+  HubApps& hub_apps_;
+  StatusResync& resync_;
+  SinkMetrics& metrics_;
+  absl::AnyInvocable<void()> admitted_;
+  // Per-event warnings about bad or unmatched input, summed up (log_summary.h): an agent that
+  // misbehaves cannot flood the log. The metrics count every event.
+  log::WarnSummary malformed_;
+  log::WarnSummary wrong_cluster_;
+  log::WarnSummary other_application_;
+  // Counts since the last LogUnlogged(): one warning per interval instead of one per report,
+  // which at fleet scale would be thousands a second.
+  struct Unlogged {
+    uint64_t shed = 0;
+    uint64_t overflowed = 0;
+  };
+  Unlogged unlogged_;
+};
+
+}  // namespace mmi::status_sink
