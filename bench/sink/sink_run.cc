@@ -226,6 +226,37 @@ void AwaitWritesSettled(status_sink::StatusSinkApp& app) {
   }
 }
 
+// What the broker needs before the measured sink starts: the MQTT session that will hold the
+// events (one start of the sink), the Kafka topic, and with `prefill` the events themselves
+// (`published`: the publisher's rate).
+absl::Status PrepareBroker(const RunSettings& s, const status_sink::StatusSinkSettings& settings,
+                           const testing::PeerProcess& broker,
+                           std::optional<absl::StatusOr<double>>& published) {
+  if (s.prefill && s.transport == "mqtt") {
+    status_sink::StatusSinkApp first_start(settings);
+    if (auto st = first_start.Start(); !st.ok()) {
+      return st;
+    }
+    if (auto st = AwaitSinkReady(first_start); !st.ok()) {
+      return st;
+    }
+    first_start.RequestStop();
+    first_start.Stop();
+  }
+  if (s.transport == "kafka") {  // before the sink's consumer joins
+    if (auto prepared = Publish(PublisherCommand(s, broker, true)); !prepared.ok()) {
+      return prepared.status();
+    }
+  }
+  if (s.prefill) {
+    published = Publish(PublisherCommand(s, broker, false));
+    if (!published->ok()) {
+      return published->status();
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<RunResult> RunSink(const RunSettings& s) {
@@ -247,28 +278,9 @@ absl::StatusOr<RunResult> RunSink(const RunSettings& s) {
   if (auto st = status_sink::FinalizeSettings(settings); !st.ok()) {
     return st;
   }
-  if (s.prefill && s.transport == "mqtt") {  // the session that will hold the events
-    status_sink::StatusSinkApp first_start(settings);
-    if (auto st = first_start.Start(); !st.ok()) {
-      return st;
-    }
-    if (auto st = AwaitSinkReady(first_start); !st.ok()) {
-      return st;
-    }
-    first_start.RequestStop();
-    first_start.Stop();
-  }
   std::optional<absl::StatusOr<double>> published;
-  if (s.transport == "kafka") {  // the topic, before the sink's consumer joins
-    if (auto prepared = Publish(PublisherCommand(s, **broker, true)); !prepared.ok()) {
-      return prepared.status();
-    }
-  }
-  if (s.prefill) {
-    published = Publish(PublisherCommand(s, **broker, false));
-    if (!published->ok()) {
-      return published->status();
-    }
+  if (auto st = PrepareBroker(s, settings, **broker, published); !st.ok()) {
+    return st;
   }
   status_sink::StatusSinkApp app(settings);
   auto before = ThreadCpuByGroup(GroupOf);

@@ -32,6 +32,24 @@ struct AgentStep {
 // What an agent does with `event` of the manifestbundles data type, whose parsed type is `type`.
 AgentStep AgentStepFor(const cloudevents::EventType& type, const cloudevents::Event& event);
 
+// Runs the handler of `step`'s action: `on_resync()`, `on_apply()` or
+// `on_delete(step.from_resync)`; `ignored` for kIgnore. Both kinds of agent dispatch through it.
+template <typename Result, typename OnResync, typename OnApply, typename OnDelete>
+Result RunAgentStep(const AgentStep& step, OnResync on_resync, OnApply on_apply, OnDelete on_delete,
+                    Result ignored) {
+  switch (step.action) {
+    case AgentAction::kStatusResync:
+      return on_resync();
+    case AgentAction::kApply:
+      return on_apply();
+    case AgentAction::kDelete:
+      return on_delete(step.from_resync);
+    case AgentAction::kIgnore:
+      break;
+  }
+  return ignored;
+}
+
 // The `resourceid` and `resourceversion` every spec event carries.
 struct ResourceKey {
   std::string id;

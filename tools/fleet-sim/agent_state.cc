@@ -108,18 +108,10 @@ absl::StatusOr<HandleResult> ClusterAgent::Handle(const Event& event) {
   if (*cluster != cluster_ && !for_all) {
     return HandleResult{Outcome::kOtherCluster, {}};
   }
-  const AgentStep step = AgentStepFor(type, event);
-  switch (step.action) {
-    case AgentAction::kStatusResync:
-      return AnswerStatusResync(event);
-    case AgentAction::kApply:
-      return Apply(event);
-    case AgentAction::kDelete:
-      return Delete(event, step.from_resync);
-    case AgentAction::kIgnore:
-      break;
-  }
-  return HandleResult{Outcome::kIgnored, {}};
+  return RunAgentStep<absl::StatusOr<HandleResult>>(
+      AgentStepFor(type, event), [&] { return AnswerStatusResync(event); },
+      [&] { return Apply(event); }, [&](bool from_resync) { return Delete(event, from_resync); },
+      HandleResult{Outcome::kIgnored, {}});
 }
 
 absl::StatusOr<HandleResult> ClusterAgent::Apply(const Event& event) {

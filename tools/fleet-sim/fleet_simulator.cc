@@ -163,30 +163,7 @@ void FleetSimulator::Loop() {
           static_cast<double>(transport_.SubscribedClusters(fleet_.cluster_count())));
     }
     for (Item& item : batch) {
-      if (auto* received = std::get_if<ReceivedEvent>(&item)) {
-        if (!RouteToSpokes(*received)) {
-          PublishAll(fleet_.Handle(received->topic_cluster, received->event));
-        }
-      } else if (auto* replies = std::get_if<SpokeReplies>(&item)) {
-        PublishAll(std::move(replies->events));
-      } else if (auto* request = std::get_if<SnapshotRequest>(&item)) {
-        std::move(request->done)(fleet_.Snapshot());
-      } else {
-        const Subscription& subscription = std::get<Subscription>(item);
-        std::vector<cloudevents::Event> requests = fleet_.SpecResyncRequests(subscription.clusters);
-        for (auto& [cluster, spoke] : spokes_) {
-          if (subscription.clusters.empty() ||
-              std::find(subscription.clusters.begin(), subscription.clusters.end(), cluster) !=
-                  subscription.clusters.end()) {
-            spoke->PostSpecResync();
-          }
-        }
-        Log().Info("subscribed; sending spec resync requests",
-                   {{"clusters", static_cast<int64_t>(requests.size())},
-                    {"reconnect", subscription.reconnect}});
-        PublishAll(std::move(requests));
-        ++resync_rounds_;
-      }
+      HandleItem(item);
     }
     // Received events first, then one slice of the churn.
     for (std::size_t n = 0; n < settings_.churn_slice && !churn_.empty(); ++n) {
@@ -195,29 +172,63 @@ void FleetSimulator::Loop() {
     }
     metrics_.churn_backlog.Set(static_cast<double>(churn_.size()));
     if (churn_.empty() && clock_.MonotonicNow() >= next_tick) {
-      std::deque<cloudevents::Event> retry;
-      bool backlogged = false;
-      // Retried while any cluster can publish: over gRPC one stream in its backoff must not hold
-      // back every other cluster's retries (unary Publish needs no Subscribe stream).
-      const bool can_publish = transport_.SubscribedClusters(fleet_.cluster_count()) > 0;
-      {
-        absl::MutexLock lock(&mu_);
-        if (can_publish) {
-          retry.swap(retry_);
-        }
-        backlogged = settings_.postpone_refreshes_above > 0 &&
-                     intake_.size() > settings_.postpone_refreshes_above;
-      }
-      metrics_.publish_retries.Increment(static_cast<double>(retry.size()));
-      for (cloudevents::Event& event : retry) {
-        PublishOne(std::move(event));
-      }
-      for (cloudevents::Event& event : fleet_.Tick(backlogged)) {
-        churn_.push_back(std::move(event));
-      }
+      Tick();
       next_tick = clock_.MonotonicNow() + settings_.tick;
     }
     applications_ = fleet_.application_count();
+  }
+}
+
+void FleetSimulator::HandleItem(Item& item) {
+  if (auto* received = std::get_if<ReceivedEvent>(&item)) {
+    if (!RouteToSpokes(*received)) {
+      PublishAll(fleet_.Handle(received->topic_cluster, received->event));
+    }
+  } else if (auto* replies = std::get_if<SpokeReplies>(&item)) {
+    PublishAll(std::move(replies->events));
+  } else if (auto* request = std::get_if<SnapshotRequest>(&item)) {
+    std::move(request->done)(fleet_.Snapshot());
+  } else {
+    Subscribed(std::get<Subscription>(item));
+  }
+}
+
+void FleetSimulator::Subscribed(const Subscription& subscription) {
+  std::vector<cloudevents::Event> requests = fleet_.SpecResyncRequests(subscription.clusters);
+  for (auto& [cluster, spoke] : spokes_) {
+    if (subscription.clusters.empty() ||
+        std::find(subscription.clusters.begin(), subscription.clusters.end(), cluster) !=
+            subscription.clusters.end()) {
+      spoke->PostSpecResync();
+    }
+  }
+  Log().Info(
+      "subscribed; sending spec resync requests",
+      {{"clusters", static_cast<int64_t>(requests.size())}, {"reconnect", subscription.reconnect}});
+  PublishAll(std::move(requests));
+  ++resync_rounds_;
+}
+
+void FleetSimulator::Tick() {
+  std::deque<cloudevents::Event> retry;
+  bool backlogged = false;
+  // Retried while any cluster can publish: over gRPC one stream in its backoff must not hold
+  // back every other cluster's retries (unary Publish needs no Subscribe stream).
+  const bool can_publish = transport_.SubscribedClusters(fleet_.cluster_count()) > 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (can_publish) {
+      retry.swap(retry_);
+    }
+    backlogged = settings_.postpone_refreshes_above > 0 &&
+                 intake_.size() > settings_.postpone_refreshes_above;
+  }
+  metrics_.publish_retries.Increment(static_cast<double>(retry.size()));
+  for (cloudevents::Event& event : retry) {
+    PublishOne(std::move(event));
+  }
+  for (cloudevents::Event& event : fleet_.Tick(backlogged)) {
+    churn_.push_back(std::move(event));
   }
 }
 

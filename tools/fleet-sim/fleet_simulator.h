@@ -103,6 +103,12 @@ class FleetSimulator {
 
   void Enqueue(Item item);
   void Loop();
+  // One item of the intake, on the loop thread.
+  void HandleItem(Item& item);
+  // The transport (re)subscribed `subscription.clusters`: their spec resync requests.
+  void Subscribed(const Subscription& subscription);
+  // Due publish retries and the next tick of churn (into churn_), on the loop thread.
+  void Tick();
   // Hands a received event to the spoke it is for; false when it is for the simulated fleet
   // only. A status resync request for every cluster goes to every spoke and to the fleet.
   bool RouteToSpokes(const ReceivedEvent& received);

@@ -33,79 +33,66 @@ Condition Make(std::string type, bool status, std::int64_t generation, std::stri
   return condition;
 }
 
-}  // namespace
+// One manifest's status entry: Applied, Available and, with feedback rules, the values read
+// from the live object with StatusFeedbackSynced. `before`: its entry in the previous status.
+ManifestCondition ManifestStatus(const ManifestPlan& m, const ManifestObservation& seen,
+                                 const ManifestCondition* before, std::int64_t generation,
+                                 Timestamp now) {
+  const std::vector<Condition>* previous = before != nullptr ? &before->conditions : nullptr;
+  ManifestCondition manifest;
+  manifest.resource_meta = {static_cast<std::int32_t>(m.ordinal),
+                            m.group,
+                            m.version,
+                            m.kind,
+                            m.ref.resource,
+                            m.name,
+                            m.namespace_};
+  if (seen.applied.ok()) {
+    manifest.conditions.push_back(Make("Applied", true, generation, "AppliedManifestComplete",
+                                       "Apply manifest complete", now, previous));
+  } else {
+    manifest.conditions.push_back(
+        Make("Applied", false, generation, "AppliedManifestFailed",
+             absl::StrCat("Failed to apply manifest: ", seen.applied.message()), now, previous));
+  }
+  manifest.conditions.push_back(
+      seen.live.has_value()
+          ? Make("Available", true, 0, "ResourceAvailable", "Resource is available", now, previous)
+          : Make("Available", false, 0, "ResourceNotAvailable", "Resource is not available", now,
+                 previous));
+  if (!seen.live.has_value() && before != nullptr) {
+    // A vanished object keeps the feedback last read from it, as the agent's status does.
+    manifest.status_feedback = before->status_feedback;
+    if (const Condition* synced =
+            cloudevents::FindCondition(before->conditions, "StatusFeedbackSynced");
+        synced != nullptr) {
+      manifest.conditions.push_back(*synced);
+    }
+  }
+  if (seen.live.has_value() && !m.feedback_rules.empty()) {
+    FeedbackResult feedback =
+        ReadFeedback(m.feedback_rules, *seen.live, m.group, m.version, m.kind);
+    // The agent moves this condition's transition time whenever the values change.
+    const bool same_values = before != nullptr && before->status_feedback == feedback.values;
+    manifest.status_feedback = std::move(feedback.values);
+    const bool synced = feedback.error.empty();
+    manifest.conditions.push_back(Make("StatusFeedbackSynced", synced, 0,
+                                       synced ? "StatusFeedbackSynced" : "StatusFeedbackSyncFailed",
+                                       std::move(feedback.error), now,
+                                       same_values ? previous : nullptr));
+  }
+  return manifest;
+}
 
-ManifestBundleStatus BuildSpokeStatus(const SpokeStatusInput& input) {
-  const ApplyPlan& plan = *input.plan;
-  const std::vector<ManifestObservation>& observed = *input.observed;
+// The work's own conditions: Applied and Available over every manifest (none for a work this
+// agent never applied, a delete of an unknown work), then Deleting and Deleted.
+void AddWorkConditions(const SpokeStatusInput& input, bool all_applied, int unavailable,
+                       ManifestBundleStatus& status) {
   const std::int64_t generation = input.version;
   const std::vector<Condition>* previous_work =
       input.previous != nullptr ? &input.previous->conditions : nullptr;
-  ManifestBundleStatus status;
-  bool all_applied = true;
-  int unavailable = 0;
-  for (std::size_t i = 0; i < plan.manifests.size(); ++i) {
-    const ManifestPlan& m = plan.manifests[i];
-    static const ManifestObservation kNothing{absl::UnknownError("not applied yet"), std::nullopt};
-    const ManifestObservation& seen = i < observed.size() ? observed[i] : kNothing;
-    const std::vector<Condition>* previous = nullptr;
-    if (input.previous != nullptr && i < input.previous->resource_status.size()) {
-      previous = &input.previous->resource_status[i].conditions;
-    }
-    ManifestCondition manifest;
-    manifest.resource_meta = {static_cast<std::int32_t>(m.ordinal),
-                              m.group,
-                              m.version,
-                              m.kind,
-                              m.ref.resource,
-                              m.name,
-                              m.namespace_};
-    if (seen.applied.ok()) {
-      manifest.conditions.push_back(Make("Applied", true, generation, "AppliedManifestComplete",
-                                         "Apply manifest complete", input.now, previous));
-    } else {
-      all_applied = false;
-      manifest.conditions.push_back(Make(
-          "Applied", false, generation, "AppliedManifestFailed",
-          absl::StrCat("Failed to apply manifest: ", seen.applied.message()), input.now, previous));
-    }
-    if (seen.live.has_value()) {
-      manifest.conditions.push_back(Make("Available", true, 0, "ResourceAvailable",
-                                         "Resource is available", input.now, previous));
-    } else {
-      ++unavailable;
-      manifest.conditions.push_back(Make("Available", false, 0, "ResourceNotAvailable",
-                                         "Resource is not available", input.now, previous));
-    }
-    if (!seen.live.has_value() && input.previous != nullptr &&
-        i < input.previous->resource_status.size()) {
-      // A vanished object keeps the feedback last read from it, as the agent's status does.
-      const ManifestCondition& before = input.previous->resource_status[i];
-      manifest.status_feedback = before.status_feedback;
-      if (const Condition* synced =
-              cloudevents::FindCondition(before.conditions, "StatusFeedbackSynced");
-          synced != nullptr) {
-        manifest.conditions.push_back(*synced);
-      }
-    }
-    if (seen.live.has_value() && !m.feedback_rules.empty()) {
-      FeedbackResult feedback =
-          ReadFeedback(m.feedback_rules, *seen.live, m.group, m.version, m.kind);
-      // The agent moves this condition's transition time whenever the values change.
-      const bool same_values =
-          input.previous != nullptr && i < input.previous->resource_status.size() &&
-          input.previous->resource_status[i].status_feedback == feedback.values;
-      manifest.status_feedback = std::move(feedback.values);
-      const bool synced = feedback.error.empty();
-      manifest.conditions.push_back(
-          Make("StatusFeedbackSynced", synced, 0,
-               synced ? "StatusFeedbackSynced" : "StatusFeedbackSyncFailed",
-               std::move(feedback.error), input.now, same_values ? previous : nullptr));
-    }
-    status.resource_status.push_back(std::move(manifest));
-  }
-  // A work this agent never applied (a delete of an unknown work) reports only its deletion.
-  if (!plan.manifests.empty()) {
+  const std::size_t manifests = input.plan->manifests.size();
+  if (manifests > 0) {
     status.conditions.push_back(
         Make("Applied", all_applied, generation,
              all_applied ? "AppliedManifestWorkComplete" : "AppliedManifestWorkFailed",
@@ -114,9 +101,9 @@ ManifestBundleStatus BuildSpokeStatus(const SpokeStatusInput& input) {
     status.conditions.push_back(
         Make("Available", unavailable == 0, generation,
              unavailable == 0 ? "ResourcesAvailable" : "ResourcesNotAvailable",
-             unavailable == 0 ? std::string("All resources are available")
-                              : absl::StrCat(unavailable, " of ", plan.manifests.size(),
-                                             " resources are not available"),
+             unavailable == 0
+                 ? std::string("All resources are available")
+                 : absl::StrCat(unavailable, " of ", manifests, " resources are not available"),
              input.now, previous_work));
   }
   if (input.deleting || input.deleted) {
@@ -129,6 +116,29 @@ ManifestBundleStatus BuildSpokeStatus(const SpokeStatusInput& input) {
              absl::StrCat("The manifests are deleted from the cluster ", input.cluster), input.now,
              previous_work));
   }
+}
+
+}  // namespace
+
+ManifestBundleStatus BuildSpokeStatus(const SpokeStatusInput& input) {
+  const ApplyPlan& plan = *input.plan;
+  const std::vector<ManifestObservation>& observed = *input.observed;
+  static const ManifestObservation kNothing{absl::UnknownError("not applied yet"), std::nullopt};
+  ManifestBundleStatus status;
+  bool all_applied = true;
+  int unavailable = 0;
+  for (std::size_t i = 0; i < plan.manifests.size(); ++i) {
+    const ManifestObservation& seen = i < observed.size() ? observed[i] : kNothing;
+    const ManifestCondition* before =
+        input.previous != nullptr && i < input.previous->resource_status.size()
+            ? &input.previous->resource_status[i]
+            : nullptr;
+    all_applied = all_applied && seen.applied.ok();
+    unavailable += seen.live.has_value() ? 0 : 1;
+    status.resource_status.push_back(
+        ManifestStatus(plan.manifests[i], seen, before, input.version, input.now));
+  }
+  AddWorkConditions(input, all_applied, unavailable, status);
   return status;
 }
 

@@ -101,18 +101,10 @@ absl::StatusOr<std::vector<Event>> SpokeWorkAgent::Handle(const Event& event) {
   if (type.data_type.ToString() != cloudevents::kManifestBundlesDataType) {
     return std::vector<Event>{};
   }
-  const AgentStep step = AgentStepFor(type, event);
-  switch (step.action) {
-    case AgentAction::kStatusResync:
-      return AnswerStatusResync(event);
-    case AgentAction::kApply:
-      return Apply(event);
-    case AgentAction::kDelete:
-      return Delete(event, step.from_resync);
-    case AgentAction::kIgnore:
-      break;
-  }
-  return std::vector<Event>{};
+  return RunAgentStep<absl::StatusOr<std::vector<Event>>>(
+      AgentStepFor(type, event), [&] { return AnswerStatusResync(event); },
+      [&] { return Apply(event); }, [&](bool from_resync) { return Delete(event, from_resync); },
+      std::vector<Event>{});
 }
 
 absl::StatusOr<std::vector<Event>> SpokeWorkAgent::Apply(const Event& event) {
