@@ -132,7 +132,11 @@ SyncStepResult ArgoCdSyncModel::OnSpec(const json& manifest, ApplicationRuntime&
       operation != nullptr && operation->is_object() ? HashOf(*operation) : 0;
   const bool requested = desired != 0 && desired != state.desired_operation;
   state.desired_operation = desired;
-  if (requested) {
+  // A request that arrives while an operation runs does not restart it: Argo CD goes on with the
+  // running one and clears `operation` when it ends. (The hub's `operation` is stripped once
+  // dispatched, so Argo CD's RollingSync, which sees the Application still OutOfSync while the
+  // sync runs, writes the same operation again; a restart would never let the sync finish.)
+  if (requested && !state.operation_running) {
     return StartOperation(manifest, *operation, runtime, now);
   }
   return {true, ArmAutoSync(manifest, runtime)};

@@ -268,6 +268,27 @@ TEST_F(ArgoCdSyncTest, ARepeatedOperationIsNotRunAgain) {
   EXPECT_EQ(TickAfter(seconds(2)).at(0)["history"].size(), 2u);
 }
 
+TEST_F(ArgoCdSyncTest, AnOperationStrippedAndWrittenAgainWhileItRunsDoesNotRestartIt) {
+  // Argo CD v3.2's RollingSync writes the step's operation while the Application is OutOfSync;
+  // the dispatcher strips it from the hub once dispatched, and the controller, still seeing
+  // OutOfSync during the sync, writes it again. The running sync goes on and finishes.
+  const json step = {{"sync", {{"prune", true}}},
+                     {"initiatedBy", {{"username", "applicationset-controller"}}}};
+  const json first = Apply(1, App("v1", kRollingSync, step));
+  EXPECT_EQ(first["operationState"]["phase"], "Running");
+  clock_.Advance(milliseconds(500));
+  Apply(2, App("v1", kRollingSync));  // stripped
+  clock_.Advance(milliseconds(500));
+  const json again = Apply(3, App("v1", kRollingSync, step));  // written again
+  EXPECT_EQ(again["operationState"]["phase"], "Running");
+  EXPECT_EQ(again["operationState"]["startedAt"], first["operationState"]["startedAt"]);
+  const std::vector<json> succeeded = TickAfter(seconds(1));  // 2 s after the start
+  ASSERT_EQ(succeeded.size(), 1u);
+  EXPECT_EQ(succeeded[0]["operationState"]["phase"], "Succeeded");
+  EXPECT_EQ(succeeded[0]["sync"]["status"], "Synced");
+  EXPECT_EQ(succeeded[0]["history"].size(), 1u);
+}
+
 TEST_F(ArgoCdSyncTest, DisablingAutomatedSyncBeforeTheDelayCancelsIt) {
   Apply(1, App("v1", kAutomated));
   clock_.Advance(seconds(1));
