@@ -12,28 +12,11 @@
 #include "services/dispatcher/gitops/gitops_cluster_controller.h"
 #include "services/dispatcher/gitops/testing/controller_fixture.h"
 
-namespace mmi::dispatcher {
+// In the fixture's namespace: its helpers and using-declarations need no repeating here.
+namespace mmi::dispatcher::testing {
 namespace {
 
-using kube::KubeTime;
-using kube::ResourceRef;
-using nlohmann::json;
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-using testing::Core;
-using testing::Decision;
-using testing::Decisions;
-using testing::Eventually;
-using testing::ExampleGitOpsCluster;
-using testing::GitOpsClusters;
-using testing::kNs;
-using testing::ManagedCluster;
-using testing::ManagedClusters;
-using testing::MetricValue;
-using testing::Placements;
-using testing::Rbac;
-using testing::SecretName;
-using OrphanSecretCollectorTest = testing::GitOpsHubTest;
+using OrphanSecretCollectorTest = GitOpsHubTest;
 
 TEST_F(OrphanSecretCollectorTest, ClusterDroppedFromTheDecisionsLosesItsSecretWhenConfigured) {
   settings_.orphan_secret_policy = OrphanSecretPolicy::kDeleteWhenUndecided;
@@ -156,4 +139,4 @@ TEST_F(OrphanSecretCollectorTest, RenamedSecretReplacesTheOldOneForTheSameCluste
 }
 
 }  // namespace
-}  // namespace mmi::dispatcher
+}  // namespace mmi::dispatcher::testing

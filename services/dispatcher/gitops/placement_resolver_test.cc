@@ -13,28 +13,11 @@
 #include "services/dispatcher/gitops/gitops_cluster_controller.h"
 #include "services/dispatcher/gitops/testing/controller_fixture.h"
 
-namespace mmi::dispatcher {
+// In the fixture's namespace: its helpers and using-declarations need no repeating here.
+namespace mmi::dispatcher::testing {
 namespace {
 
-using kube::KubeTime;
-using kube::ResourceRef;
-using nlohmann::json;
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-using testing::Core;
-using testing::Decision;
-using testing::Decisions;
-using testing::Eventually;
-using testing::ExampleGitOpsCluster;
-using testing::GitOpsClusters;
-using testing::kNs;
-using testing::ManagedCluster;
-using testing::ManagedClusters;
-using testing::MetricValue;
-using testing::Placements;
-using testing::Rbac;
-using testing::SecretName;
-using PlacementResolverTest = testing::GitOpsHubTest;
+using PlacementResolverTest = GitOpsHubTest;
 
 TEST_F(PlacementResolverTest, ReadsEveryPageOfEveryPlacementDecision) {
   settings_.decision_page_size = 1;
@@ -78,4 +61,4 @@ TEST_F(PlacementResolverTest, MissingManagedClusterFailsResolutionUntilItExists)
 }
 
 }  // namespace
-}  // namespace mmi::dispatcher
+}  // namespace mmi::dispatcher::testing
