@@ -6,13 +6,12 @@
 #include "services/dispatcher/apps/metrics.h"
 #include "services/dispatcher/apps/testing/pipeline_fixture.h"
 
-namespace mmi::dispatcher {
+// In the fixture's namespace: its helpers need no using-declarations here.
+namespace mmi::dispatcher::testing {
 namespace {
 
 using Action = Decision::Action;
 using store::DeletionState;
-using testing::ManagedCluster;
-using testing::PullApp;
 
 class DecideTest : public ::testing::Test {
  protected:
@@ -148,4 +147,4 @@ TEST_F(DecideTest, LeavesAnApplicationThatIsNotPullModelAlone) {
 }
 
 }  // namespace
-}  // namespace mmi::dispatcher
+}  // namespace mmi::dispatcher::testing

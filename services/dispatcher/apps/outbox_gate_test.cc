@@ -13,16 +13,13 @@
 #include "services/dispatcher/apps/testing/pipeline_fixture.h"
 #include "services/dispatcher/apps/testing/reconciler_fixture.h"
 
-namespace mmi::dispatcher {
+// In the fixture's namespace: its helpers need no using-declarations here.
+namespace mmi::dispatcher::testing {
 namespace {
 
 using nlohmann::json;
-using testing::ManagedCluster;
-using testing::MapLister;
-using testing::Process;
-using testing::PullApp;
 using transport::testing::MetricValue;
-using OutboxGateTest = testing::PipelineTest;
+using OutboxGateTest = PipelineTest;
 
 size_t CountOf(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -191,4 +188,4 @@ TEST_F(OutboxGateTest, WhilePausedNoTimerIsSetHoweverManyKeysArrive) {
 }
 
 }  // namespace
-}  // namespace mmi::dispatcher
+}  // namespace mmi::dispatcher::testing

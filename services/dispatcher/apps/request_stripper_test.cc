@@ -11,16 +11,13 @@
 #include "services/dispatcher/apps/testing/pipeline_fixture.h"
 #include "services/dispatcher/apps/testing/reconciler_fixture.h"
 
-namespace mmi::dispatcher {
+// In the fixture's namespace: its helpers need no using-declarations here.
+namespace mmi::dispatcher::testing {
 namespace {
 
 using nlohmann::json;
-using testing::ManagedCluster;
-using testing::MapLister;
-using testing::Process;
-using testing::PullApp;
 using transport::testing::MetricValue;
-using RequestStripperTest = testing::PipelineTest;
+using RequestStripperTest = PipelineTest;
 
 TEST_F(RequestStripperTest, PropagatesOperationAndRefreshThenRemovesThemFromTheHub) {
   json app = PullApp("argocd", "guestbook", "cluster1");
@@ -73,4 +70,4 @@ TEST_F(RequestStripperTest, ANewerOperationIsNotRemovedByTheStripOfAnOlderOne) {
 }
 
 }  // namespace
-}  // namespace mmi::dispatcher
+}  // namespace mmi::dispatcher::testing

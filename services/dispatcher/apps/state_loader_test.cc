@@ -11,16 +11,13 @@
 #include "services/dispatcher/apps/testing/pipeline_fixture.h"
 #include "services/dispatcher/apps/testing/reconciler_fixture.h"
 
-namespace mmi::dispatcher {
+// In the fixture's namespace: its helpers need no using-declarations here.
+namespace mmi::dispatcher::testing {
 namespace {
 
 using nlohmann::json;
-using testing::ManagedCluster;
-using testing::MapLister;
-using testing::Process;
-using testing::PullApp;
 using transport::testing::MetricValue;
-using StateLoaderTest = testing::PipelineTest;
+using StateLoaderTest = PipelineTest;
 
 TEST_F(StateLoaderTest, ARestartWithAWarmStoreRepublishesNothingUnchanged) {
   ASSERT_NO_FATAL_FAILURE(DispatchedThenStopped({"a", "b", "c"}));
@@ -181,4 +178,4 @@ TEST_F(StateLoaderTest, DuringTheWarmLoadAnAbsentApplicationIsNotDeleted) {
 }
 
 }  // namespace
-}  // namespace mmi::dispatcher
+}  // namespace mmi::dispatcher::testing
