@@ -85,9 +85,11 @@ void ChangeRecorder::OnRecorded(std::vector<PendingChange> batch,
       t->version = pc.change.resource.version;
       t->state = pc.change.resource.deletion_state;
       ++t->unpublished;
+      t->request_free_hash.clear();
       if (pc.strip) {
         t->strip = std::move(pc.strip);
         t->strip_hash = t->payload_hash;
+        t->request_free_hash = std::move(pc.request_free_hash);
       }
       if (t->requeue) {
         t->requeue = false;

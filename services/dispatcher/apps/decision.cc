@@ -71,9 +71,17 @@ Decision DecideSpec(const Observation& seen, const json& app, const ReconcilerSe
       return d;
     }
   }
+  const bool carries = dispatch->carries_operation || dispatch->carries_refresh;
+  if (t != nullptr && !carries && !t->request_free_hash.empty() &&
+      t->request_free_hash == dispatch->payload_hash) {
+    // Sending the stripped payload would make the agent's server-side apply remove `operation`
+    // from the spoke while Argo CD may still be running it (hub-apis §5.5).
+    Decision d = Make(Action::kAdoptStripped, "request_stripped");
+    d.adopted_hash = dispatch->payload_hash;
+    return d;
+  }
   if (t != nullptr && t->payload_hash == dispatch->payload_hash) {
     // The propagated request may still sit on the hub (a strip failed, or we restarted).
-    const bool carries = dispatch->carries_operation || dispatch->carries_refresh;
     return Make(
         carries && t->unpublished == 0 && !t->stripping ? Action::kStripRequest : Action::kNothing,
         "unchanged");

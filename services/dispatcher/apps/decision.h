@@ -50,6 +50,8 @@ struct Decision {
     kFinishDeletion,    // the agent confirmed: release the finalizer, forget the resource
     kReleaseFinalizer,  // deleting an Application never dispatched: release its finalizer
     kStripRequest,      // unchanged, but its propagated operation/refresh is still on the hub
+    kAdoptStripped,     // the hub only lost the request we stripped: nothing is sent (the agent's
+                        // payload keeps it, so its sync runs on); `adopted_hash` is tracked
     kPark,              // its ManagedCluster is unknown: park, report, retry
   };
   Action action = Action::kNothing;
@@ -67,6 +69,7 @@ struct Decision {
   bool resend = false;        // kRequestDelete
   std::string cluster;        // kPark, skipped_local_cluster: the target cluster
   std::string conflict_with;  // "invalid": the key that already has this work name
+  std::string adopted_hash;   // kAdoptStripped: the payload hash now tracked
 };
 
 Decision Decide(const Observation& seen, const ReconcilerSettings& settings);

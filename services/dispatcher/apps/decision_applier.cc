@@ -92,6 +92,10 @@ void DecisionApplier::Apply(const std::string& key, const json* app, TrackedReso
     case Action::kStripRequest:
       deps_.stripper.Submit(*t, PropagatedRequestOf(*app));
       return;
+    case Action::kAdoptStripped:
+      t->payload_hash = d.adopted_hash;
+      t->request_free_hash.clear();
+      return;
     case Action::kPark:
       deps_.unknown.Park(key, d.cluster, *app);
       return;
@@ -140,6 +144,7 @@ void DecisionApplier::PublishSpec(const std::string& key, const json& app, const
   pc.event = *std::move(event);
   if (dispatch.carries_operation || dispatch.carries_refresh) {
     pc.strip = PropagatedRequestOf(app);
+    pc.request_free_hash = dispatch.request_free_hash;
   }
   if (d.create) {
     // Tracked from now on; its hash and version are set once recorded (ChangeRecorder).

@@ -77,6 +77,29 @@ TEST_F(DecideTest, SendsNothingWhenThePayloadIsUnchanged) {
   EXPECT_EQ(d.reason, "unchanged");
 }
 
+TEST_F(DecideTest, SendsNothingWhenTheHubOnlyLostTheRequestItStripped) {
+  nlohmann::json with_operation = app_;
+  with_operation["operation"] = {{"sync", {{"revision", "HEAD"}}}};
+  TrackedResource t = Recorded(with_operation, DeletionState::kLive);
+  t.request_free_hash = BuildDispatch(with_operation, settings_.payload)->request_free_hash;
+  const Decision d = DecideFor(&app_, &t);
+  EXPECT_EQ(d.action, Action::kAdoptStripped);
+  EXPECT_EQ(d.reason, "request_stripped");
+  EXPECT_EQ(d.adopted_hash, BuildDispatch(app_, settings_.payload)->payload_hash);
+}
+
+TEST_F(DecideTest, PublishesAChangeBesideTheStrippedRequest) {
+  nlohmann::json with_operation = app_;
+  with_operation["operation"] = {{"sync", {{"revision", "HEAD"}}}};
+  TrackedResource t = Recorded(with_operation, DeletionState::kLive);
+  t.request_free_hash = BuildDispatch(with_operation, settings_.payload)->request_free_hash;
+  nlohmann::json changed = app_;
+  changed["spec"]["source"]["targetRevision"] = "v2";
+  const Decision d = DecideFor(&changed, &t);
+  EXPECT_EQ(d.action, Action::kPublishSpec);
+  EXPECT_FALSE(d.dispatch->carries_operation);
+}
+
 TEST_F(DecideTest, WaitsWhileAStoreCallForTheResourceIsRunning) {
   TrackedResource t = Recorded(app_, DeletionState::kLive);
   t.busy = true;

@@ -37,6 +37,11 @@ struct TrackedResource {
   bool stripping = false;  // a strip of operation/refresh is running
   std::optional<PropagatedRequest> strip;  // strip once `strip_hash` is published
   std::string strip_hash;
+  // The last recorded payload carried an operation/refresh: its hash without them. Once the hub
+  // shows exactly that (our strip), nothing is sent: the agent keeps the payload with the request,
+  // so a sync still running on the spoke is not cut short (memory only: after a restart the
+  // stripped payload is sent, as before).
+  std::string request_free_hash;
   // When the broker last accepted a delete request for it, and how often it was sent again.
   std::optional<std::chrono::steady_clock::time_point> delete_published_at;
   int delete_resends = 0;

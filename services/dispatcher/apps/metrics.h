@@ -5,7 +5,8 @@
 //       action create|update|delete, result ok|retry|dropped|converted_to_update|
 //       converted_to_create (Maestro already had / had lost the resource)
 //   mmi_dispatcher_decisions_total{decision}  one per reconcile: create, update, delete,
-//       unchanged, skipped_local_cluster, unknown_cluster, invalid, waiting_deletion,
+//       unchanged, request_stripped (the hub only lost the request we stripped: not sent),
+//       skipped_local_cluster, unknown_cluster, invalid, waiting_deletion,
 //       finalizer_released, delete_resent (an unconfirmed delete request sent again; it also
 //       counts as delete)
 //   mmi_dispatch_queue_depth                  keys waiting for the reconcile loop

@@ -33,6 +33,14 @@ std::string Sha1Hex(const std::string& text) {
   return out;
 }
 
+std::string PayloadHash(const cloudevents::ManifestBundle& bundle,
+                        const cloudevents::ObjectMeta& work_meta) {
+  const json hashed = {{"bundle", cloudevents::ToJson(bundle)},
+                       {"labels", work_meta.labels},
+                       {"annotations", work_meta.annotations}};
+  return cloudevents::Sha256Hex(hashed.dump());
+}
+
 }  // namespace
 
 std::optional<bool> ParseGoBool(const std::string& text) {
@@ -224,10 +232,21 @@ absl::StatusOr<Dispatch> BuildDispatch(const json& hub_app, const PayloadSetting
   d.work_meta.annotations[kHubAppNamespaceAnnotation] = d.hub_namespace;
   d.work_meta.annotations[kHubAppNameAnnotation] = d.hub_name;
 
-  const json hashed = {{"bundle", cloudevents::ToJson(d.bundle)},
-                       {"labels", d.work_meta.labels},
-                       {"annotations", d.work_meta.annotations}};
-  d.payload_hash = cloudevents::Sha256Hex(hashed.dump());
+  d.payload_hash = PayloadHash(d.bundle, d.work_meta);
+  d.request_free_hash = d.payload_hash;
+  if (d.carries_operation || d.carries_refresh) {
+    cloudevents::ManifestBundle without = d.bundle;
+    json& app = without.manifests.at(0);
+    app.erase("operation");
+    if (auto meta = app.find("metadata"); meta != app.end() && meta->contains("annotations")) {
+      json& annotations = (*meta)["annotations"];
+      annotations.erase(kRefreshAnnotation);
+      if (annotations.empty()) {
+        meta->erase("annotations");
+      }
+    }
+    d.request_free_hash = PayloadHash(without, d.work_meta);
+  }
   return d;
 }
 

@@ -76,6 +76,9 @@ struct Dispatch {
   // equal hashes mean nothing the spoke sees has changed (status writes bump generation but not
   // this).
   std::string payload_hash;
+  // The same hash for the payload without the propagated operation and refresh annotation (equal
+  // to payload_hash when it carries neither): what the hub shows once the dispatcher stripped them.
+  std::string request_free_hash;
   bool carries_operation = false;  // `operation` was propagated: remove it from the hub after
   bool carries_refresh = false;    // the refresh annotation was propagated: remove it after
 };

@@ -18,6 +18,8 @@ struct PendingChange {
   bool created_entry = false;
   // Removed from the hub Application once the event is published.
   std::optional<PropagatedRequest> strip;
+  // With `strip`: the payload's hash without the request (Dispatch::request_free_hash).
+  std::string request_free_hash;
 };
 
 }  // namespace mmi::dispatcher

@@ -48,14 +48,38 @@ TEST_F(RequestStripperTest, PropagatesOperationAndRefreshThenRemovesThemFromTheH
                         {{"operation", "strip_operation"}, {"result", "ok"}}),
             1);
 
-  // The informer sees the stripped object: one follow-up update without the request, and no
-  // second strip.
+  // The informer sees the stripped object: nothing is sent (a payload without `operation` would
+  // make the agent's server-side apply cut short the sync running on the spoke), and no second
+  // strip.
+  Sync("argocd", "guestbook");
+  p.RunAll();
+  EXPECT_EQ(p.publisher.accepted().size(), 1U);
+  EXPECT_EQ(hub_.CountCalls("PATCH"), 1U);
+  EXPECT_EQ(
+      MetricValue(p.registry, "mmi_dispatcher_decisions_total", {{"decision", "request_stripped"}}),
+      1);
+
+  // The same operation written again is a new request: sent again, then stripped again.
+  json again = hub_.Get(ApplicationsRef("argocd"), "guestbook").value();
+  again["operation"] = app["operation"];
+  PutApp(again);
   Sync("argocd", "guestbook");
   p.RunAll();
   ASSERT_EQ(p.publisher.accepted().size(), 2U);
-  const json after = cloudevents::ManifestBundleOf(p.publisher.accepted()[1])->manifests.at(0);
+  const json resent = cloudevents::ManifestBundleOf(p.publisher.accepted()[1])->manifests.at(0);
+  EXPECT_EQ(resent["operation"]["initiatedBy"]["username"], "alice");
+  EXPECT_FALSE(hub_.Get(ApplicationsRef("argocd"), "guestbook")->contains("operation"));
+
+  // A change of anything else is sent, without the request.
+  json changed = hub_.Get(ApplicationsRef("argocd"), "guestbook").value();
+  changed["spec"]["source"]["targetRevision"] = "v2";
+  PutApp(changed);
+  Sync("argocd", "guestbook");
+  p.RunAll();
+  ASSERT_EQ(p.publisher.accepted().size(), 3U);
+  const json after = cloudevents::ManifestBundleOf(p.publisher.accepted()[2])->manifests.at(0);
   EXPECT_FALSE(after.contains("operation"));
-  EXPECT_EQ(hub_.CountCalls("PATCH"), 1U);
+  EXPECT_EQ(after["spec"]["source"]["targetRevision"], "v2");
 }
 
 TEST_F(RequestStripperTest, ANewerOperationIsNotRemovedByTheStripOfAnOlderOne) {
