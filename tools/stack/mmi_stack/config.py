@@ -83,6 +83,13 @@ class StackConfig:
     # with its repo-server and redis): the examples' ApplicationSets generate the Applications.
     # Off for the benches and the fault matrix, which create their Applications directly.
     argocd: bool = False
+    # The first `real_spokes` clusters are real spokes (mmi_stack.spokes): a managed API server
+    # each with Argo CD's application-controller, fleet-sim in apply mode as their work agent,
+    # and a git mirror of the examples' repository on loopback. The first one runs on the one-node
+    # cluster when node_spoke (root only). spoke_resync: their reconciliation interval (seconds).
+    real_spokes: int = 0
+    node_spoke: bool = True
+    spoke_resync: int = 180
 
 
 # ------------------------------------------------------------------------------------------------

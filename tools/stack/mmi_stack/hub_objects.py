@@ -99,10 +99,12 @@ class HubObjectsMixin:
                                              "app.kubernetes.io/name": "openshift-gitops-server"}},
                      "spec": {"ports": [{"name": "https", "port": 443, "targetPort": 8080}],
                               "selector": {"app.kubernetes.io/name": "openshift-gitops-server"}}})
-        args = ["apply", "--server-side", "--field-manager=mmi-stack", "--force-conflicts"]
+        docs = []
         for f in files:
-            args += ["-f", os.path.join(EXAMPLES_DIR, f)]
-        self.kubectl(*args)
+            with open(os.path.join(EXAMPLES_DIR, f), encoding="utf-8") as fh:
+                docs.append(self.examples_text(fh.read()))
+        self.kubectl("apply", "--server-side", "--field-manager=mmi-stack", "--force-conflicts", "-f", "-",
+                     input="\n---\n".join(docs))
         self.write_placement_decisions()
 
     def write_placement_decisions(self) -> dict[str, list[str]]:

@@ -117,8 +117,13 @@ class ServicesMixin:
                 "--metrics-listen", f"127.0.0.1:{port}", "--log-level", self.cfg.log_level,
                 *(["--state-file", os.path.join(self.work_dir, "fleet-sim-state.json")]
                   if self.cfg.fleet_state_file else []),
-                *self._fleet_sim_tls_args(),
+                *self._fleet_sim_tls_args(), *self._fleet_sim_apply_args(),
                 *self.cfg.fleet_args, *(extra_args or [])]
+
+    def _fleet_sim_apply_args(self) -> list[str]:
+        if self.cfg.real_spokes and len(self.spoke_envs) < self.cfg.real_spokes:
+            raise StackError("start_real_spokes() before start_fleet_sim(): fleet-sim applies to them")
+        return self.apply_cluster_args()
 
     def _fleet_sim_tls_args(self) -> list[str]:
         if not (self.cfg.secure and self.cfg.transport == "mqtt"):

@@ -17,10 +17,11 @@ from .peer_faults import PeerFaultsMixin
 from .peers import PeersMixin
 from .processes import ProcessesMixin, _Proc
 from .services import ServicesMixin
+from .spokes import SpokesMixin
 from .workdir import dismiss_watchdog, start_watchdog
 
 
-class Stack(PeersMixin, PeerFaultsMixin, HubObjectsMixin, ServicesMixin, ProcessesMixin):
+class Stack(PeersMixin, PeerFaultsMixin, HubObjectsMixin, ServicesMixin, SpokesMixin, ProcessesMixin):
     """The whole system under one work dir; see tools/stack/README.md. Each mixin holds one
     concern; this class holds the state they share and the lifecycle."""
 
@@ -31,6 +32,8 @@ class Stack(PeersMixin, PeerFaultsMixin, HubObjectsMixin, ServicesMixin, Process
             raise StackError("secure is for MQTT (the ACL is mosquitto's), not grpc")
         if cfg.clusters < 1:
             raise StackError("clusters must be at least 1")
+        if not 0 <= cfg.real_spokes <= cfg.clusters:
+            raise StackError("real_spokes must be between 0 and clusters")
         self.cfg = cfg
         self.work_dir = os.path.abspath(cfg.work_dir)
         self.build_dir = os.path.abspath(cfg.build_dir)
@@ -45,6 +48,9 @@ class Stack(PeersMixin, PeerFaultsMixin, HubObjectsMixin, ServicesMixin, Process
         self.broker_env: dict[str, str] = {}
         self.argocd_env: dict[str, str] = {}
         self.maestro_env: dict[str, str] = {}  # transport grpc: start-maestro's facts
+        self.git_env: dict[str, str] = {}  # real spokes: start-git's facts
+        self.spoke_envs: dict[str, dict[str, dict[str, str]]] = {}  # real spoke -> {kube, argocd}
+        self.spoke_clients: dict[str, HubClient] = {}
         self._hub: HubClient | None = None
         self._procs: dict[str, _Proc] = {}
         self._external: dict[str, tuple[str, Callable[[], bool]]] = {}  # attach_external()
