@@ -71,6 +71,7 @@ def main() -> int:
     p.add_argument("--clusters", type=int, default=10)
     p.add_argument("--transport", default="mqtt")
     p.add_argument("--secure", action="store_true")
+    p.add_argument("--real-spokes", type=int, default=0)
     args = p.parse_args()
     n = args.clusters
     os.makedirs(os.path.dirname(args.work_dir), exist_ok=True)
@@ -82,6 +83,7 @@ def main() -> int:
            "--build-dir", args.build_dir, "--work-dir", args.work_dir, "--summary-json", summary_path]
     if args.secure:
         cmd.append("--secure")
+    cmd += ["--real-spokes", str(args.real_spokes)]
     print("running: " + " ".join(cmd), flush=True)
     t0 = time.monotonic()
     demo = subprocess.Popen(cmd)
@@ -132,6 +134,12 @@ def main() -> int:
         check((s.get("status_writes") or {}).get("ok", 0) >= n, f"status-sink wrote: {s.get('status_writes')}")
         check(set((s.get("metrics_urls") or {}).keys()) == {"dispatcher", "status-sink", "fleet-sim"},
               "metrics URLs of the three processes")
+        real = s.get("real_spokes") or {}
+        check(len(real) == args.real_spokes * len(appsets), f"real spokes' Applications reported: {sorted(real)}")
+        for name, r in sorted(real.items()):
+            check(r.get("spoke_sync") == "Synced" and r.get("spoke_health") == "Healthy" and r.get("running_pods")
+                  and r.get("hub_status_equal") is True,
+                  f"{name}: synced by the spoke's own Argo CD, pods running, the hub shows its status ({r})")
         # The last act: a cluster joins the Placement and leaves it; only "it happened" is
         # asserted, the seconds are printed (never a timing assertion).
         jl = s.get("join_leave") or {}
