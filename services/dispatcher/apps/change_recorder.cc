@@ -86,6 +86,7 @@ void ChangeRecorder::OnRecorded(std::vector<PendingChange> batch,
       t->state = pc.change.resource.deletion_state;
       ++t->unpublished;
       t->request_free_hash.clear();
+      t->agent_hash.clear();
       if (pc.strip) {
         t->strip = std::move(pc.strip);
         t->strip_hash = t->payload_hash;

@@ -80,6 +80,25 @@ Decision DecideSpec(const Observation& seen, const json& app, const ReconcilerSe
     d.adopted_hash = dispatch->payload_hash;
     return d;
   }
+  if (t != nullptr && carries && !t->agent_hash.empty() &&
+      t->agent_hash == dispatch->payload_hash) {
+    // The same request again, and the agent still holds the payload that carried the last one:
+    // it would skip an identical payload. The stripped payload goes first; the request follows.
+    json without = app;
+    without.erase("operation");
+    if (auto meta = without.find("metadata");
+        meta != without.end() && meta->contains("annotations")) {
+      (*meta)["annotations"].erase(kRefreshAnnotation);
+    }
+    auto stripped = BuildDispatch(without, settings.payload);
+    if (stripped.ok() && stripped->payload_hash == t->payload_hash) {
+      Decision d = Make(Action::kPublishSpec);
+      d.version = t->version + 1;
+      d.dispatch = *std::move(stripped);
+      d.requeue = true;
+      return d;
+    }
+  }
   if (t != nullptr && t->payload_hash == dispatch->payload_hash) {
     // The propagated request may still sit on the hub (a strip failed, or we restarted).
     return Make(

@@ -93,6 +93,7 @@ void DecisionApplier::Apply(const std::string& key, const json* app, TrackedReso
       deps_.stripper.Submit(*t, PropagatedRequestOf(*app));
       return;
     case Action::kAdoptStripped:
+      t->agent_hash = t->payload_hash;
       t->payload_hash = d.adopted_hash;
       t->request_free_hash.clear();
       return;

@@ -42,6 +42,10 @@ struct TrackedResource {
   // so a sync still running on the spoke is not cut short (memory only: after a restart the
   // stripped payload is sent, as before).
   std::string request_free_hash;
+  // After kAdoptStripped: the hash of the payload the agent still holds (with the request). The
+  // work agent skips a payload whose hash it already applied (OCM's config-spec-hash), so the same
+  // request written again is preceded by the stripped payload (memory only).
+  std::string agent_hash;
   // When the broker last accepted a delete request for it, and how often it was sent again.
   std::optional<std::chrono::steady_clock::time_point> delete_published_at;
   int delete_resends = 0;

@@ -59,14 +59,19 @@ TEST_F(RequestStripperTest, PropagatesOperationAndRefreshThenRemovesThemFromTheH
       MetricValue(p.registry, "mmi_dispatcher_decisions_total", {{"decision", "request_stripped"}}),
       1);
 
-  // The same operation written again is a new request: sent again, then stripped again.
+  // The same operation written again is a new request. The agent still holds the payload that
+  // carried the first one and would skip an identical one (OCM's config-spec-hash): the stripped
+  // payload goes first, then the request, which is stripped again.
   json again = hub_.Get(ApplicationsRef("argocd"), "guestbook").value();
   again["operation"] = app["operation"];
+  again["metadata"]["annotations"][kRefreshAnnotation] = "hard";
   PutApp(again);
   Sync("argocd", "guestbook");
   p.RunAll();
-  ASSERT_EQ(p.publisher.accepted().size(), 2U);
-  const json resent = cloudevents::ManifestBundleOf(p.publisher.accepted()[1])->manifests.at(0);
+  ASSERT_EQ(p.publisher.accepted().size(), 3U);
+  const json between = cloudevents::ManifestBundleOf(p.publisher.accepted()[1])->manifests.at(0);
+  EXPECT_FALSE(between.contains("operation"));
+  const json resent = cloudevents::ManifestBundleOf(p.publisher.accepted()[2])->manifests.at(0);
   EXPECT_EQ(resent["operation"]["initiatedBy"]["username"], "alice");
   EXPECT_FALSE(hub_.Get(ApplicationsRef("argocd"), "guestbook")->contains("operation"));
 
@@ -76,8 +81,8 @@ TEST_F(RequestStripperTest, PropagatesOperationAndRefreshThenRemovesThemFromTheH
   PutApp(changed);
   Sync("argocd", "guestbook");
   p.RunAll();
-  ASSERT_EQ(p.publisher.accepted().size(), 3U);
-  const json after = cloudevents::ManifestBundleOf(p.publisher.accepted()[2])->manifests.at(0);
+  ASSERT_EQ(p.publisher.accepted().size(), 4U);
+  const json after = cloudevents::ManifestBundleOf(p.publisher.accepted()[3])->manifests.at(0);
   EXPECT_FALSE(after.contains("operation"));
   EXPECT_EQ(after["spec"]["source"]["targetRevision"], "v2");
 }
