@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "libs/cloudevents/status_hash.h"
 #include "libs/kube_object/object.h"
 
 namespace mmi::fleet_sim {
@@ -33,6 +34,50 @@ const ManifestConfigOption* ConfigFor(const ManifestBundle& bundle, const Manife
   return nullptr;
 }
 
+// The keys of ".a.b[\"c\"]": a, b, c; empty when the path cannot be parsed.
+std::vector<std::string> PathKeys(std::string_view path) {
+  std::vector<std::string> keys;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    if (path[i] == '.') {
+      const std::size_t end = path.find_first_of(".[", i + 1);
+      keys.emplace_back(path.substr(i + 1, end == std::string_view::npos ? end : end - i - 1));
+      i = end == std::string_view::npos ? path.size() : end;
+    } else if (path.substr(i).starts_with("[\"")) {
+      const std::size_t end = path.find("\"]", i + 2);
+      if (end == std::string_view::npos) {
+        return {};
+      }
+      keys.emplace_back(path.substr(i + 2, end - i - 2));
+      i = end + 2;
+    } else {
+      return {};
+    }
+    if (keys.back().empty()) {
+      return {};
+    }
+  }
+  return keys;
+}
+
+// OCM's agent hashes what it applies when ignoreFields are set (see ManifestPlan).
+void PlanIgnoreFields(const std::vector<cloudevents::IgnoreField>& fields, ManifestPlan& plan) {
+  json present = plan.manifest;
+  for (const cloudevents::IgnoreField& field : fields) {
+    if (field.condition == "OnSpokePresent") {
+      for (const std::string& path : field.json_paths) {
+        RemoveJsonPath(present, path);
+      }
+    }
+  }
+  plan.config_spec_hash = cloudevents::Sha256Hex(present.dump()).substr(0, 32);
+  for (json* manifest : {&present, &plan.manifest}) {
+    (*manifest)["metadata"]["annotations"][std::string(kConfigSpecHashAnnotation)] =
+        plan.config_spec_hash;
+  }
+  plan.manifest_when_present = std::move(present);
+}
+
 absl::Status ApplyStrategy(const cloudevents::UpdateStrategy& strategy, ManifestPlan& plan,
                            std::string_view where) {
   const std::string type = strategy.type.value_or(std::string(cloudevents::kUpdateStrategyUpdate));
@@ -49,6 +94,9 @@ absl::Status ApplyStrategy(const cloudevents::UpdateStrategy& strategy, Manifest
       if (strategy.server_side_apply->field_manager.has_value() &&
           !strategy.server_side_apply->field_manager->empty()) {
         plan.field_manager = *strategy.server_side_apply->field_manager;
+      }
+      if (!strategy.server_side_apply->ignore_fields.empty()) {
+        PlanIgnoreFields(strategy.server_side_apply->ignore_fields, plan);
       }
     }
   } else {
@@ -88,6 +136,21 @@ std::string_view WriteModeName(WriteMode mode) {
       return cloudevents::kUpdateStrategyReadOnly;
   }
   return "";
+}
+
+void RemoveJsonPath(json& object, std::string_view path) {
+  const std::vector<std::string> keys = PathKeys(path);
+  json* at = &object;
+  for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
+    auto it = at->is_object() ? at->find(keys[i]) : at->end();
+    if (it == at->end()) {
+      return;
+    }
+    at = &*it;
+  }
+  if (!keys.empty() && at->is_object()) {
+    at->erase(keys.back());
+  }
 }
 
 std::string GuessResource(std::string_view kind) {

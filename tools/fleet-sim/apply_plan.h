@@ -23,6 +23,11 @@
 
 namespace mmi::fleet_sim {
 
+// The annotation in which the agent keeps the hash of what it applied when a ServerSideApply
+// strategy has ignoreFields (OCM's ManifestConfigSpecHashAnnotationKey).
+inline constexpr std::string_view kConfigSpecHashAnnotation =
+    "open-cluster-management.io/config-spec-hash";
+
 // The agent's field manager when a ServerSideApply strategy names none.
 inline constexpr std::string_view kDefaultFieldManager = "work-agent";
 
@@ -41,6 +46,13 @@ struct ManifestPlan {
   WriteMode mode = WriteMode::kUpdate;
   std::string field_manager;  // kServerSideApply: the strategy's, else kDefaultFieldManager
   bool force = false;         // kServerSideApply: take conflicting fields
+  // kServerSideApply with ignoreFields, as OCM's agent: a hash of the manifest without its
+  // OnSpokePresent fields (OnSpokeChange fields count), in kConfigSpecHashAnnotation of both
+  // manifests. A live object with that hash is not applied again, so what the spoke changed in
+  // an ignored field stays; one without it gets `manifest_when_present` (without the
+  // OnSpokePresent fields); a missing one gets `manifest` (with them).
+  std::string config_spec_hash;
+  nlohmann::json manifest_when_present;
   std::vector<cloudevents::FeedbackRule> feedback_rules;
   bool orphan_on_delete = false;  // the delete option keeps it on the spoke
 };
@@ -48,6 +60,10 @@ struct ManifestPlan {
 struct ApplyPlan {
   std::vector<ManifestPlan> manifests;  // in bundle order; deletes use Foreground propagation
 };
+
+// `object` without the member `path` names: ".a.b" or ".a.b[\"c.d/e\"]" (the JSONPath forms
+// ignoreFields use). Nothing when the path does not exist or cannot be parsed.
+void RemoveJsonPath(nlohmann::json& object, std::string_view path);
 
 // kubectl's guess of a kind's plural resource: "Deployment" -> "deployments", "Ingress" ->
 // "ingresses", "NetworkPolicy" -> "networkpolicies".

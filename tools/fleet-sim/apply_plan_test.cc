@@ -70,6 +70,51 @@ TEST(PlanBundleTest, TakesEachManifestsStrategyFromItsConfig) {
   }
 }
 
+TEST(PlanBundleTest, HashesWhatItAppliesWhenFieldsAreIgnored) {
+  ManifestBundle bundle;
+  nlohmann::json app = Object("argoproj.io/v1alpha1", "Application", "app", "argocd");
+  app["operation"] = {{"sync", {{"revision", "HEAD"}}}};
+  app["spec"] = {{"project", "default"}, {"replicas", 3}};
+  bundle.manifests = {app};
+  cloudevents::ManifestConfigOption ssa;
+  ssa.resource_identifier = {"argoproj.io", "applications", "app", "argocd"};
+  cloudevents::IgnoreField on_change{"OnSpokeChange", {".operation"}, {}, {}};
+  cloudevents::IgnoreField on_present{"OnSpokePresent", {".spec.replicas"}, {}, {}};
+  ssa.update_strategy = cloudevents::UpdateStrategy{
+      "ServerSideApply",
+      cloudevents::ServerSideApplyConfig{false, std::nullopt, {on_change, on_present}}};
+  bundle.manifest_configs = {ssa};
+
+  auto plan = PlanBundle(bundle);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const ManifestPlan& m = plan->manifests[0];
+  ASSERT_FALSE(m.config_spec_hash.empty());
+  for (const nlohmann::json* manifest : {&m.manifest, &m.manifest_when_present}) {
+    EXPECT_EQ((*manifest)["metadata"]["annotations"][std::string(kConfigSpecHashAnnotation)],
+              m.config_spec_hash);
+    EXPECT_TRUE(manifest->contains("operation"));  // OnSpokeChange fields are applied and hashed
+  }
+  EXPECT_EQ(m.manifest["spec"]["replicas"], 3);                        // created with it
+  EXPECT_FALSE(m.manifest_when_present["spec"].contains("replicas"));  // then left to the spoke
+
+  // Another operation is another hash (applied again); the same bundle is the same hash.
+  bundle.manifests[0]["operation"]["sync"]["revision"] = "v2";
+  EXPECT_NE(PlanBundle(bundle)->manifests[0].config_spec_hash, m.config_spec_hash);
+  bundle.manifests[0] = app;
+  EXPECT_EQ(PlanBundle(bundle)->manifests[0].config_spec_hash, m.config_spec_hash);
+}
+
+TEST(RemoveJsonPathTest, RemovesDottedAndQuotedMembers) {
+  nlohmann::json o = {
+      {"metadata", {{"annotations", {{"argocd.argoproj.io/refresh", "hard"}, {"keep", "1"}}}}},
+      {"operation", {{"sync", nlohmann::json::object()}}}};
+  RemoveJsonPath(o, ".metadata.annotations[\"argocd.argoproj.io/refresh\"]");
+  RemoveJsonPath(o, ".operation");
+  RemoveJsonPath(o, ".missing.member");
+  RemoveJsonPath(o, "not a path");
+  EXPECT_EQ(o, (nlohmann::json{{"metadata", {{"annotations", {{"keep", "1"}}}}}}));
+}
+
 TEST(PlanBundleTest, FollowsTheDeleteOption) {
   const struct {
     const char* policy;

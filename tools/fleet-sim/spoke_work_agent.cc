@@ -160,8 +160,22 @@ absl::StatusOr<std::vector<Event>> SpokeWorkAgent::Apply(const Event& event) {
 
 absl::StatusOr<json> SpokeWorkAgent::Write(const ManifestPlan& m) {
   switch (m.mode) {
-    case WriteMode::kServerSideApply:
-      return client_.Patch(m.ref, m.name, kube::PatchType::kApply, m.manifest, ApplyOptions(m), "");
+    case WriteMode::kServerSideApply: {
+      if (m.config_spec_hash.empty()) {
+        return client_.Patch(m.ref, m.name, kube::PatchType::kApply, m.manifest, ApplyOptions(m),
+                             "");
+      }
+      // As OCM's agent: what it applied last (by hash) is not applied again.
+      ASSIGN_OR_RETURN(std::optional<json> live, Read(m));
+      static const json::json_pointer kHashAt(
+          "/metadata/annotations/open-cluster-management.io~1config-spec-hash");
+      if (live.has_value() && live->value(kHashAt, std::string()) == m.config_spec_hash) {
+        return *std::move(live);
+      }
+      return client_.Patch(m.ref, m.name, kube::PatchType::kApply,
+                           live.has_value() ? m.manifest_when_present : m.manifest, ApplyOptions(m),
+                           "");
+    }
     case WriteMode::kReadOnly: {
       ASSIGN_OR_RETURN(std::optional<json> live, Read(m));
       if (!live.has_value()) {

@@ -62,7 +62,8 @@ cloudevents::ManifestBundle Bundle() {
       {"spec",
        {{"project", "default"},
         {"destination", {{"namespace", "guestbook"}, {"server", "https://kubernetes.default.svc"}}},
-        {"source", {{"repoURL", "git://127.0.0.1/app.git"}, {"path", "."}}}}}});
+        {"source", {{"repoURL", "git://127.0.0.1/app.git"}, {"path", "."}}}}},
+      {"operation", {{"sync", {{"revision", "HEAD"}}}}}});
   bundle.manifests.push_back(json{{"apiVersion", "v1"},
                                   {"kind", "ConfigMap"},
                                   {"metadata", {{"name", "settings"}, {"namespace", "argocd"}}},
@@ -73,7 +74,10 @@ cloudevents::ManifestBundle Bundle() {
       {std::string(cloudevents::kFeedbackJsonPaths), {{"status", std::nullopt, ".status"}}}};
   app.update_strategy = cloudevents::UpdateStrategy{
       std::string(cloudevents::kUpdateStrategyServerSideApply),
-      cloudevents::ServerSideApplyConfig{true, std::string(kFieldManager), {}}};
+      cloudevents::ServerSideApplyConfig{
+          true,
+          std::string(kFieldManager),
+          {cloudevents::IgnoreField{"OnSpokeChange", {".operation"}, {}, {}}}}};
   cloudevents::ManifestConfigOption cm;
   cm.resource_identifier = {"", "configmaps", "settings", "argocd"};
   cm.feedback_rules = {
@@ -106,6 +110,15 @@ Event Create(const std::string& cluster, const std::string& id) {
   Event event = SpecEvent(cloudevents::kSpecCreateRequestType, cluster, id);
   event.data_content_type = std::string(cloudevents::kJsonContentType);
   event.data = *cloudevents::EncodeManifestBundle(Bundle());
+  return event;
+}
+
+Event Update(const std::string& cluster, const std::string& id, int version,
+             const cloudevents::ManifestBundle& bundle) {
+  Event event = SpecEvent(cloudevents::kSpecUpdateRequestType, cluster, id);
+  event.SetInteger(cloudevents::kExtResourceVersion, version);
+  event.data_content_type = std::string(cloudevents::kJsonContentType);
+  event.data = *cloudevents::EncodeManifestBundle(bundle);
   return event;
 }
 
@@ -270,6 +283,31 @@ TEST(FleetSimApplyTest, AppliesReportsAndDeletesOnARealSpoke) {
   ASSERT_TRUE(kube.Get(kConfigMaps, "settings").ok());
   EXPECT_TRUE(testing::WaitFor([&] { return !inbox.Statuses("res-sim").empty(); }, seconds(30)))
       << "the simulated cluster did not answer";
+
+  // ignoreFields OnSpokeChange on `operation`, as the dispatcher sends it. The spoke's Argo CD
+  // removes `operation` when its sync ends; the same payload sent again is not applied (OCM's
+  // config-spec-hash annotation), so it stays removed; another operation is applied.
+  EXPECT_EQ((*app)["operation"]["sync"]["revision"], "HEAD");
+  EXPECT_TRUE(
+      (*app)["metadata"]["annotations"].contains("open-cluster-management.io/config-spec-hash"));
+  ASSERT_TRUE(
+      kube.Patch(kApps, "guestbook", kube::PatchType::kMerge, json{{"operation", nullptr}}, {}, "")
+          .ok());
+  auto answered = [&](std::size_t before) {
+    return testing::WaitFor([&] { return inbox.Statuses("res-real").size() > before; },
+                            seconds(30));
+  };
+  std::size_t before = inbox.Statuses("res-real").size();
+  publish(Update(kSpoke, "res-real", 2, Bundle()));
+  ASSERT_TRUE(answered(before));
+  EXPECT_FALSE(kube.Get(kApps, "guestbook")->contains("operation"))
+      << "the same payload applied again brought back the operation the spoke had removed";
+  cloudevents::ManifestBundle next = Bundle();
+  next.manifests[0]["operation"]["sync"]["revision"] = "v2";
+  before = inbox.Statuses("res-real").size();
+  publish(Update(kSpoke, "res-real", 3, next));
+  ASSERT_TRUE(answered(before));
+  EXPECT_EQ((*kube.Get(kApps, "guestbook"))["operation"]["sync"]["revision"], "v2");
 
   // The live object changes (as the spoke's Argo CD writes the Application's status): the
   // watch reports it as the `status` feedback value.
