@@ -23,7 +23,8 @@ Checks, in order:
      the hub;
   4. an `operation` written on the hub runs on the spoke and is removed from the hub;
   5. a commit reaches the spokes on their own reconciliation and shows as the new sync.revision on
-     the hub (seconds printed);
+     the hub (seconds printed); the ApplicationSet controller rolls it out to the RollingSync
+     Applications again (the same `operation` a second time: it must reach the spoke again);
   6. `argocd.argoproj.io/refresh` on the hub reaches the spoke's controller (its log says
      "normal refresh requested" for that Application) and brings the next commit at once;
   7. bad YAML in git shows as a ComparisonError condition on the hub, and goes away when fixed;
@@ -250,6 +251,15 @@ def check_commit(stack: Stack, files: dict[str, str], real: list[str], resync: i
     msg = lambda: (stack.spoke(NODE).request("GET", f"/api/v1/namespaces/{APPSET}/configmaps/guestbook-lite")  # noqa: E731
                    .get("data") or {}).get("message")
     wait_for("the new ConfigMap on the node spoke", lambda: msg() == "Hello again from guestbook-lite", 120)
+    # RollingSync Applications do not sync by themselves: the ApplicationSet controller rolls the
+    # new revision out again, step by step, with the same `operation` as the first time.
+    for c in real:
+        name = f"{c}-{ROLLING}"
+        wait_for(f"{name}: the second rollout synced {sha[:8]}", lambda: revision(hub_app(stack, name)) == sha and
+                 app_view(hub_app(stack, name) or {})[0] == "Synced" and
+                 ((((hub_app(stack, name) or {}).get("status") or {}).get("operationState") or {}).get(
+                     "syncResult") or {}).get("revision") == sha, 300)
+        print(f"second rollout: {name} synced {sha[:8]} {time.monotonic() - t:.1f}s after the commit", flush=True)
     check(all(revision(hub_app(stack, f"{c}-{APPSET}")) == sha for c in real) and
           msg() == "Hello again from guestbook-lite",
           f"commit {sha[:8]} reached both spokes and shows as sync.revision on the hub")
