@@ -55,7 +55,9 @@ GrpcPublisher::GrpcPublisher(GrpcSettings settings, std::shared_ptr<grpc::Channe
       channel_(std::move(channel)),
       kind_(kind),
       clock_(clock),
-      metrics_(registry, "grpc", ClientRole::kPublisher) {}
+      metrics_(registry, "grpc", ClientRole::kPublisher),
+      token_(settings_, clock_),
+      refusals_(Log(), metrics_, "publisher") {}
 
 GrpcPublisher::~GrpcPublisher() { Stop(); }
 
@@ -65,6 +67,9 @@ absl::Status GrpcPublisher::Start() {
     return absl::FailedPreconditionError("GrpcPublisher::Start called twice or after Stop");
   }
   if (absl::Status s = ValidateGrpcSettings(settings_); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = token_.Load(); !s.ok()) {
     return s;
   }
   stub_ = io::cloudevents::v1::CloudEventService::NewStub(channel_);
@@ -118,9 +123,7 @@ void GrpcPublisher::Publish(cloudevents::Event event, PublishCallback done) {
   }
   call->context.set_deadline(std::chrono::system_clock::now() + settings_.publish_timeout);
   call->context.set_wait_for_ready(false);
-  if (!settings_.bearer_token.empty()) {
-    call->context.AddMetadata("authorization", absl::StrCat("Bearer ", settings_.bearer_token));
-  }
+  token_.Apply(call->context);
   {
     absl::MutexLock lock(&mu_);
     if (stopped_) {
@@ -136,6 +139,14 @@ void GrpcPublisher::Publish(cloudevents::Event event, PublishCallback done) {
                             // in flight, so a Stop() waiting for calls_ to empty returns only after
                             // every callback has run.
                             std::unique_ptr<Call> owned(raw);
+                            if (const internal::Refusal refusal =
+                                    internal::ClassifyRefusal(status, settings_.tls.enabled);
+                                refusal != internal::Refusal::kNone) {
+                              refusals_.Refused(refusal, status);
+                              token_.Invalidate();
+                            } else if (status.ok()) {
+                              refusals_.Accepted();
+                            }
                             Finish(*owned, internal::FromPublishStatus(status, owned->cluster));
                             absl::MutexLock lock(&mu_);
                             calls_.erase(raw);
