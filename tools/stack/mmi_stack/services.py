@@ -22,7 +22,7 @@ class ServicesMixin:
         sets = ["store.existingSecret=mmi-postgresql",
                 f"dispatcher.logLevel={self.cfg.log_level}", f"statusSink.logLevel={self.cfg.log_level}",
                 "transport.tls.enabled=false", "transport.tls.existingSecret=", "transport.tls.certKey=",
-                "transport.credentials.existingSecret="]
+                "transport.credentials.existingSecret=", "transport.credentials.serviceAccountToken=false"]
         if t == "mqtt":
             sets += [f"transport.mqtt.brokerHost={self.broker_address()}", "transport.mqtt.username="]
         elif t == "grpc":
