@@ -74,8 +74,12 @@ class GrpcPublisher final : public Publisher {
   // Records the outcome and hands `call`'s callback to callbacks_ (the caller frees the call).
   void Finish(Call& call, absl::Status status);
   // The "grpc-pub-conn" thread: until Stop(), wakes an IDLE channel and mirrors READY into
-  // ready_, the connected gauge and the reconnect counter.
+  // ready_, the connected gauge and the reconnect counter. On each entry into
+  // TRANSIENT_FAILURE it probes the channel (ProbeFailure), so a refused TLS handshake is
+  // counted and logged even while nothing is published.
   void WatchConnectivity();
+  // One Publish of an event Maestro cannot store, on a failing channel; records a refusal.
+  void ProbeFailure();
 
   const GrpcSettings settings_;
   std::shared_ptr<grpc::Channel> channel_;
