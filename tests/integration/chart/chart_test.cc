@@ -210,6 +210,13 @@ TEST_F(ChartTest, RefusesToRenderWithoutTheDsnSecretOrWithUnknownValues) {
                "--set store.existingSecret=pg --set transport.type=mqtt");
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_TRUE(absl::StrContains(r.output, "transport.mqtt.brokerHost is required")) << r.output;
+
+  r = Template(
+      work_dir_ + "/grpc-token-plaintext.yaml",
+      "--set store.existingSecret=pg --set transport.credentials.serviceAccountToken=true");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(absl::StrContains(r.output, "serviceAccountToken needs transport.tls.enabled"))
+      << r.output;
 }
 
 // The chart's ConfigMap is what the binaries read with --config: load it with their loaders.
