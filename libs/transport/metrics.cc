@@ -78,6 +78,12 @@ TransportMetrics::TransportMetrics(prometheus::Registry& registry, std::string_v
                       .Help("Successful re-connections after a connection loss")
                       .Register(registry)
                       .Add({{"transport", transport_}, {"client", std::string(RoleName(role))}})),
+      auth_failures_(
+          prometheus::BuildCounter()
+              .Name("mmi_transport_auth_failures_total")
+              .Help("Connections or calls the broker or server refused for our credentials")
+              .Register(registry)
+              .Add({{"transport", transport_}, {"client", std::string(RoleName(role))}})),
       publish_held_(prometheus::BuildGauge()
                         .Name("mmi_transport_publish_held")
                         .Help("Events a publisher holds back until the broker's in-flight window "
@@ -125,6 +131,8 @@ void TransportMetrics::RecordRejected(RejectReason reason) {
 }
 
 void TransportMetrics::RecordReconnect() { reconnects_.Increment(); }
+
+void TransportMetrics::RecordAuthFailure() { auth_failures_.Increment(); }
 
 void TransportMetrics::SetPublishHeld(size_t held) { publish_held_.Set(static_cast<double>(held)); }
 

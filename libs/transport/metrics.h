@@ -12,6 +12,9 @@
 //                                                       status_resync, other
 //   mmi_transport_messages_rejected_total{transport,reason}  reason: malformed, oversize
 //   mmi_transport_reconnects_total{transport,client}    successful re-connections
+//   mmi_transport_auth_failures_total{transport,client} connections or calls the broker/server
+//                                                       refused for our credentials (TLS
+//                                                       handshake, certificate, token, RBAC)
 //   mmi_transport_publish_held{transport}               events a publisher holds back until
 //                                                       the broker's in-flight window has room
 //                                                       (MQTT Receive Maximum); 0 elsewhere
@@ -52,6 +55,7 @@ class TransportMetrics {
   void RecordReceived(cloudevents::ReceivedKind kind);
   void RecordRejected(RejectReason reason);
   void RecordReconnect();
+  void RecordAuthFailure();
   void SetPublishHeld(size_t held);
 
  private:
@@ -62,6 +66,7 @@ class TransportMetrics {
   std::array<prometheus::Counter*, 4> received_{};
   std::array<prometheus::Counter*, 2> rejected_{};
   prometheus::Counter& reconnects_;
+  prometheus::Counter& auth_failures_;
   prometheus::Gauge& publish_held_;
 };
 

@@ -257,6 +257,12 @@ absl::Status ValidateGrpcSettings(const GrpcSettings& settings, std::string_view
   if (!settings.bearer_token.empty() && !settings.tls.enabled) {
     problems.Add("token", "needs tls.enabled: a bearer token is never sent in plaintext");
   }
+  if (!settings.token_file.empty() && !settings.tls.enabled) {
+    problems.Add("tokenFile", "needs tls.enabled: a bearer token is never sent in plaintext");
+  }
+  if (!settings.token_file.empty() && !settings.bearer_token.empty()) {
+    problems.Add("tokenFile", "set either token or tokenFile, not both");
+  }
   if (settings.publish_timeout.count() <= 0) {
     problems.Add("publishTimeout", "must be > 0");
   }
@@ -370,8 +376,8 @@ std::string RedactedSummary(const TransportSettings& settings) {
     }
     std::string operator()(const GrpcSettings& s) const {
       return absl::StrCat("grpc{url=", s.url, ", sourceId=", s.source_id,
-                          ", dataType=", s.data_type, ", token=", r(s.bearer_token), ", ", t(s.tls),
-                          "}");
+                          ", dataType=", s.data_type, ", token=", r(s.bearer_token),
+                          ", tokenFile=", s.token_file, ", ", t(s.tls), "}");
     }
     std::string operator()(const KafkaSettings& s) const {
       std::string advanced;

@@ -86,6 +86,11 @@ struct GrpcSettings {
   TlsSettings tls;  // (tls) Maestro accepts TLS 1.3 only (§4.7)
   // (token) bearer token sent as `authorization: Bearer <token>` on every call; needs TLS.
   std::string bearer_token;
+  // (tokenFile) file holding the bearer token instead (e.g. a projected service-account token,
+  // which the kubelet rotates): read at start, again every minute and after Maestro refused the
+  // token, so a rotated or corrected token is picked up without a restart. Needs TLS; not with
+  // `token`.
+  std::string token_file;
   std::chrono::milliseconds publish_timeout{30'000};  // (publishTimeout) per Publish call
   // (keepAliveTime) HTTP/2 ping interval while a stream is open; 0 = off, else >= 5s (§4.8).
   std::chrono::milliseconds keep_alive_time{30'000};

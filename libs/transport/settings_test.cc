@@ -151,6 +151,16 @@ TEST(GrpcSettingsTest, RefusesABearerTokenWithoutTls) {
   EXPECT_TRUE(ValidateGrpcSettings(s).ok());
 }
 
+TEST(GrpcSettingsTest, RefusesATokenFileWithoutTlsOrNextToAToken) {
+  GrpcSettings s = ValidGrpc();
+  s.token_file = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+  EXPECT_THAT(Message(ValidateGrpcSettings(s)), HasSubstr("transport.grpc.tokenFile"));
+  s.tls.enabled = true;
+  EXPECT_TRUE(ValidateGrpcSettings(s).ok());
+  s.bearer_token = "t0ken";
+  EXPECT_THAT(Message(ValidateGrpcSettings(s)), HasSubstr("either token or tokenFile"));
+}
+
 TEST(GrpcSettingsTest, RefusesAReceiveLimitBelowFourMebibytes) {
   GrpcSettings s = ValidGrpc();
   s.max_receive_bytes = 1024;

@@ -54,6 +54,7 @@ void ReadGrpc(config::YamlSection c, GrpcSettings& g) {
   c.Scalar("dataType", g.data_type);
   ReadTls(c, g.tls);
   c.Scalar("token", g.bearer_token);
+  c.Scalar("tokenFile", g.token_file);
   c.Duration("publishTimeout", g.publish_timeout);
   c.Duration("keepAliveTime", g.keep_alive_time);
   c.Duration("keepAliveTimeout", g.keep_alive_timeout);

@@ -104,6 +104,12 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- if and (eq $t.type "kafka") $t.kafka.sasl.mechanism (or (not $t.kafka.sasl.username) (not $t.credentials.existingSecret)) -}}
 {{- fail "transport.kafka.sasl.mechanism needs transport.kafka.sasl.username and transport.credentials.existingSecret (the password)" -}}
 {{- end -}}
+{{- if and (eq $t.type "grpc") $t.credentials.serviceAccountToken (not $t.tls.enabled) -}}
+{{- fail "transport.credentials.serviceAccountToken needs transport.tls.enabled: the token is never sent in plaintext" -}}
+{{- end -}}
+{{- if and (eq $t.type "grpc") $t.credentials.serviceAccountToken $t.credentials.existingSecret -}}
+{{- fail "transport.credentials: set either serviceAccountToken or existingSecret (a token from a Secret), not both" -}}
+{{- end -}}
 {{- if and $t.tls.enabled $t.tls.certKey (not $t.tls.existingSecret) -}}
 {{- fail "transport.tls.certKey needs transport.tls.existingSecret" -}}
 {{- end -}}
@@ -161,6 +167,9 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- $_ := set $section "keepAliveTimeout" $g.keepAliveTimeout -}}
 {{- $_ := set $section "serverHealthinessTimeout" $g.serverHealthinessTimeout -}}
 {{- $_ := set $section "maxReceiveBytes" (int64 $g.maxReceiveBytes) -}}
+{{- if $t.credentials.serviceAccountToken -}}
+{{- $_ := set $section "tokenFile" "/var/run/secrets/kubernetes.io/serviceaccount/token" -}}
+{{- end -}}
 {{- else if eq $t.type "mqtt" -}}
 {{- $m := $t.mqtt -}}
 {{- $_ := set $section "brokerHost" $m.brokerHost -}}

@@ -1,5 +1,6 @@
 #include "libs/transport/grpc/grpc_channel.h"
 
+#include <grpc/support/log.h>
 #include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/empty.pb.h"
 #include "libs/common/config.h"
+#include "libs/common/log.h"
 #include "proto/cloudevent.grpc.pb.h"
 
 namespace mmi::transport {
@@ -27,7 +29,26 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, std::string_view fi
   return pem;
 }
 
+void ForwardGrpcCoreLog(gpr_log_func_args* args) {
+  static const log::Logger logger("grpc.core");
+  if (!logger.Enabled(log::Level::kDebug)) {
+    return;
+  }
+  logger.Debug(args->message != nullptr ? args->message : "",
+               {{"file", args->file != nullptr ? args->file : ""},
+                {"line", args->line},
+                {"severity", gpr_log_severity_string(args->severity)}});
+}
+
 }  // namespace
+
+void RouteGrpcCoreLogs() {
+  static const bool routed = [] {
+    gpr_set_log_function(&ForwardGrpcCoreLog);
+    return true;
+  }();
+  (void)routed;
+}
 
 // gRPC 1.51 (Debian 12) completes callback-API calls (our publisher, the test brokers) on one
 // process-wide "alternative" completion queue, created with the first channel or server that uses
@@ -113,6 +134,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeGrpcChannel(const GrpcSetting
     credentials = grpc::InsecureChannelCredentials();
   }
   PinGrpcCallbackCompletionQueue();
+  RouteGrpcCoreLogs();
   return grpc::CreateCustomChannel(settings.url, credentials, GrpcChannelArguments(settings));
 }
 

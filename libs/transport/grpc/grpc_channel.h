@@ -22,6 +22,14 @@ grpc::ChannelArguments GrpcChannelArguments(const GrpcSettings& settings);
 // kFailedPrecondition naming the field when one cannot be read.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeGrpcChannel(const GrpcSettings& settings);
 
+// Sends gRPC core's own log (plain text on stderr, ERROR and up by default) through the log
+// facade at debug level, component "grpc.core", instead. Without it a refused TLS 1.3 client
+// certificate writes three or four lines ("tlsv1 alert unknown ca", "Decryption error:
+// TSI_DATA_CORRUPTED", ...) on every retry; our clients log such an outage once themselves
+// (internal/credentials.h) and the debug level still shows gRPC's detail. Process-wide and
+// idempotent; MakeGrpcChannel calls it.
+void RouteGrpcCoreLogs();
+
 // Keeps gRPC's process-wide callback completion queue alive until the process exits (works around
 // a shutdown race of gRPC 1.51; see grpc_channel.cc). Idempotent; MakeGrpcChannel calls it. Call it
 // before creating a callback-API server or a channel by other means.

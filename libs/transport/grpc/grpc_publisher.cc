@@ -20,6 +20,8 @@ const log::Logger& Log() {
 
 // How long the watcher waits for a state change before looking again (bounds Stop()).
 constexpr auto kWatchSlice = std::chrono::milliseconds(250);
+// Deadline of the probe that asks a failing channel why it fails.
+constexpr auto kProbeTimeout = std::chrono::seconds(1);
 
 std::string_view StateName(grpc_connectivity_state state) {
   switch (state) {
@@ -55,7 +57,9 @@ GrpcPublisher::GrpcPublisher(GrpcSettings settings, std::shared_ptr<grpc::Channe
       channel_(std::move(channel)),
       kind_(kind),
       clock_(clock),
-      metrics_(registry, "grpc", ClientRole::kPublisher) {}
+      metrics_(registry, "grpc", ClientRole::kPublisher),
+      token_(settings_, clock_),
+      refusals_(Log(), metrics_, "publisher") {}
 
 GrpcPublisher::~GrpcPublisher() { Stop(); }
 
@@ -65,6 +69,9 @@ absl::Status GrpcPublisher::Start() {
     return absl::FailedPreconditionError("GrpcPublisher::Start called twice or after Stop");
   }
   if (absl::Status s = ValidateGrpcSettings(settings_); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = token_.Load(); !s.ok()) {
     return s;
   }
   stub_ = io::cloudevents::v1::CloudEventService::NewStub(channel_);
@@ -118,9 +125,7 @@ void GrpcPublisher::Publish(cloudevents::Event event, PublishCallback done) {
   }
   call->context.set_deadline(std::chrono::system_clock::now() + settings_.publish_timeout);
   call->context.set_wait_for_ready(false);
-  if (!settings_.bearer_token.empty()) {
-    call->context.AddMetadata("authorization", absl::StrCat("Bearer ", settings_.bearer_token));
-  }
+  token_.Apply(call->context);
   {
     absl::MutexLock lock(&mu_);
     if (stopped_) {
@@ -136,6 +141,14 @@ void GrpcPublisher::Publish(cloudevents::Event event, PublishCallback done) {
                             // in flight, so a Stop() waiting for calls_ to empty returns only after
                             // every callback has run.
                             std::unique_ptr<Call> owned(raw);
+                            if (const internal::Refusal refusal =
+                                    internal::ClassifyRefusal(status, settings_.tls.enabled);
+                                refusal != internal::Refusal::kNone) {
+                              refusals_.Refused(refusal, status);
+                              token_.Invalidate();
+                            } else if (status.ok()) {
+                              refusals_.Accepted();
+                            }
                             Finish(*owned, internal::FromPublishStatus(status, owned->cluster));
                             absl::MutexLock lock(&mu_);
                             calls_.erase(raw);
@@ -178,10 +191,45 @@ bool GrpcPublisher::connected() const {
   return kind_ == ChannelKind::kInProcess || ready_.load();
 }
 
+void GrpcPublisher::ProbeFailure() {
+  // A channel in TRANSIENT_FAILURE fails a call at once, without sending it, with the reason of
+  // its last failed connection. The event is one Maestro could never store (its type does not
+  // parse), so should the channel be READY by then it is refused after authentication and
+  // authorization, which is what we want to know anyway.
+  io::cloudevents::v1::PublishRequest request;
+  io::cloudevents::v1::CloudEvent& probe = *request.mutable_event();
+  probe.set_id("mmi-connectivity-probe");
+  probe.set_source(settings_.source_id);
+  probe.set_spec_version("1.0");
+  probe.set_type("io.mmi.connectivity-probe");
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + kProbeTimeout);
+  context.set_wait_for_ready(false);
+  token_.Apply(context);
+  google::protobuf::Empty response;
+  const grpc::Status status = stub_->Publish(&context, request, &response);
+  if (const internal::Refusal refusal = internal::ClassifyRefusal(status, settings_.tls.enabled);
+      refusal != internal::Refusal::kNone) {
+    refusals_.Refused(refusal, status);
+    token_.Invalidate();
+  }
+}
+
 void GrpcPublisher::WatchConnectivity() {
   bool ever_ready = false;
   grpc_connectivity_state state = channel_->GetState(/*try_to_connect=*/false);
+  grpc_connectivity_state previous = GRPC_CHANNEL_IDLE;
   while (running_.load()) {
+    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE && previous != GRPC_CHANNEL_TRANSIENT_FAILURE) {
+      // The outbox publishes only while connected(), so without this a refused TLS handshake
+      // would never reach a call and never be counted or logged.
+      ProbeFailure();
+    } else if (state == GRPC_CHANNEL_READY && previous != GRPC_CHANNEL_READY &&
+               settings_.token_file.empty() && settings_.bearer_token.empty()) {
+      // The handshake went through and the channel holds no token that Maestro could refuse.
+      refusals_.Accepted();
+    }
+    previous = state;
     if (state == GRPC_CHANNEL_IDLE) {
       // Idle after a lost connection or the client idle timeout: nothing else would wake it.
       state = channel_->GetState(/*try_to_connect=*/true);

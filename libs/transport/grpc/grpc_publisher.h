@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "libs/common/clock.h"
 #include "libs/common/log.h"
+#include "libs/transport/grpc/internal/credentials.h"
 #include "libs/transport/internal/serial_executor.h"
 #include "libs/transport/metrics.h"
 #include "libs/transport/publisher.h"
@@ -39,6 +40,12 @@ namespace mmi::transport {
 // for ever. A watcher thread therefore asks an IDLE channel to connect, so the channel is always
 // READY or on its way back, connected() is true exactly while it is READY, and each return to
 // READY after a loss counts as a reconnect (mmi_transport_reconnects_total{client="publisher"}).
+//
+// Credentials: the token comes from `token` or `tokenFile` (re-read every minute and after a
+// refusal). A call Maestro refuses for our credentials (internal::ClassifyRefusal) fails with
+// kUnauthenticated / kPermissionDenied (kUnavailable for a failed TLS handshake), is counted in
+// mmi_transport_auth_failures_total{client="publisher"} and logged at error level once until a
+// call succeeds again (internal::RefusalLog).
 //
 // Threads: gRPC's own (completions), "grpc-pub-cb" (callbacks), "grpc-pub-conn" (the watcher,
 // network channels only). Thread-safe.
@@ -67,14 +74,20 @@ class GrpcPublisher final : public Publisher {
   // Records the outcome and hands `call`'s callback to callbacks_ (the caller frees the call).
   void Finish(Call& call, absl::Status status);
   // The "grpc-pub-conn" thread: until Stop(), wakes an IDLE channel and mirrors READY into
-  // ready_, the connected gauge and the reconnect counter.
+  // ready_, the connected gauge and the reconnect counter. On each entry into
+  // TRANSIENT_FAILURE it probes the channel (ProbeFailure), so a refused TLS handshake is
+  // counted and logged even while nothing is published.
   void WatchConnectivity();
+  // One Publish of an event Maestro cannot store, on a failing channel; records a refusal.
+  void ProbeFailure();
 
   const GrpcSettings settings_;
   std::shared_ptr<grpc::Channel> channel_;
   const ChannelKind kind_;
   Clock& clock_;
   TransportMetrics metrics_;
+  internal::BearerToken token_;
+  internal::RefusalLog refusals_;
   internal::SerialExecutor callbacks_{"grpc-pub-cb"};
   std::unique_ptr<io::cloudevents::v1::CloudEventService::Stub> stub_;
 

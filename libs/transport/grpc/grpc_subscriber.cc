@@ -26,7 +26,9 @@ GrpcSubscriber::GrpcSubscriber(GrpcSettings settings, std::shared_ptr<grpc::Chan
       channel_(std::move(channel)),
       clock_(clock),
       intake_log_(Log(), clock_),
-      metrics_(registry, "grpc", ClientRole::kSubscriber) {}
+      metrics_(registry, "grpc", ClientRole::kSubscriber),
+      token_(settings_, clock_),
+      refusals_(Log(), metrics_, "subscriber") {}
 
 GrpcSubscriber::~GrpcSubscriber() { Stop(); }
 
@@ -35,6 +37,9 @@ absl::Status GrpcSubscriber::Start(EventHandler handler, SubscribedHook on_subsc
     return absl::InvalidArgumentError("GrpcSubscriber::Start: handler must be set");
   }
   if (absl::Status s = ValidateGrpcSettings(settings_); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = token_.Load(); !s.ok()) {
     return s;
   }
   absl::MutexLock lock(&mu_);
@@ -100,10 +105,17 @@ void GrpcSubscriber::ReadLoop() {
       metrics_.RecordRejected(RejectReason::kOversize);
     }
     const std::chrono::milliseconds delay = backoff.Next();
-    Log().Warn("gRPC Subscribe stream ended; re-subscribing",
-               {{"code", static_cast<int>(status.error_code())},
-                {"error", status.error_message()},
-                {"retry_in_ms", static_cast<int64_t>(delay.count())}});
+    const internal::Refusal refusal = internal::ClassifyRefusal(status, settings_.tls.enabled);
+    if (refusal != internal::Refusal::kNone) {
+      // Logged once per outage by refusals_, not once per try.
+      refusals_.Refused(refusal, status);
+      token_.Invalidate();
+    }
+    Log().Log(refusal == internal::Refusal::kNone ? log::Level::kWarn : log::Level::kDebug,
+              "gRPC Subscribe stream ended; re-subscribing",
+              {{"code", static_cast<int>(status.error_code())},
+               {"error", status.error_message()},
+               {"retry_in_ms", static_cast<int64_t>(delay.count())}});
     absl::MutexLock lock(&mu_);
     auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
     if (mu_.AwaitWithTimeout(absl::Condition(&stopping), absl::FromChrono(delay))) {
@@ -114,9 +126,7 @@ void GrpcSubscriber::ReadLoop() {
 
 grpc::Status GrpcSubscriber::RunStream(bool& established) {
   grpc::ClientContext context;
-  if (!settings_.bearer_token.empty()) {
-    context.AddMetadata("authorization", absl::StrCat("Bearer ", settings_.bearer_token));
-  }
+  token_.Apply(context);
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) {
@@ -165,6 +175,7 @@ void GrpcSubscriber::MarkEstablished() {
     last_activity_ = clock_.MonotonicNow();
   }
   metrics_.SetConnected(true);
+  refusals_.Accepted();
   const bool resubscribed = ever_established_;
   ever_established_ = true;
   if (resubscribed) {

@@ -15,6 +15,7 @@
 #include "libs/common/backoff.h"
 #include "libs/common/clock.h"
 #include "libs/common/log.h"
+#include "libs/transport/grpc/internal/credentials.h"
 #include "libs/transport/internal/intake.h"
 #include "libs/transport/metrics.h"
 #include "libs/transport/settings.h"
@@ -35,6 +36,11 @@ namespace mmi::transport {
 // `subscription-id` header (§4.5) or the first message arrives. A message over maxReceiveBytes
 // breaks the stream (gRPC RESOURCE_EXHAUSTED): it is counted as rejected (oversize) and the
 // stream is re-opened. The ack is a no-op: gRPC cannot redeliver.
+//
+// A stream Maestro refuses for our credentials (internal::ClassifyRefusal: TLS handshake, token,
+// certificate, RBAC) is retried the same way, counted in
+// mmi_transport_auth_failures_total{client="subscriber"} and logged at error level once until a
+// stream is established again; the token file is re-read before the next try.
 //
 // Threads: "grpc-sub" (blocking reads, handler calls) and "grpc-sub-watch" (liveness).
 // Thread-safe.
@@ -62,6 +68,8 @@ class GrpcSubscriber final : public Subscriber {
   Clock& clock_;
   internal::IntakeLog intake_log_;
   TransportMetrics metrics_;
+  internal::BearerToken token_;
+  internal::RefusalLog refusals_;
   std::unique_ptr<io::cloudevents::v1::CloudEventService::Stub> stub_;
   EventHandler handler_;           // read thread only after Start()
   SubscribedHook on_subscribed_;   // read thread only after Start()

@@ -210,6 +210,13 @@ TEST_F(ChartTest, RefusesToRenderWithoutTheDsnSecretOrWithUnknownValues) {
                "--set store.existingSecret=pg --set transport.type=mqtt");
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_TRUE(absl::StrContains(r.output, "transport.mqtt.brokerHost is required")) << r.output;
+
+  r = Template(
+      work_dir_ + "/grpc-token-plaintext.yaml",
+      "--set store.existingSecret=pg --set transport.credentials.serviceAccountToken=true");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(absl::StrContains(r.output, "serviceAccountToken needs transport.tls.enabled"))
+      << r.output;
 }
 
 // The chart's ConfigMap is what the binaries read with --config: load it with their loaders.
@@ -277,6 +284,25 @@ TEST_F(ChartTest, RenderedConfigFilesLoadWithTheServicesSettingsLoaders) {
 
     if (const auto* g = std::get_if<transport::GrpcSettings>(&dispatcher->transport)) {
       EXPECT_EQ(g->url, "maestro-grpc.maestro.svc.cluster.local:8090");
+    }
+    if (const auto* g = std::get_if<transport::GrpcSettings>(&dispatcher->transport);
+        g != nullptr && name == "values-grpc.yaml") {
+      // As Maestro ships TLS: TLS 1.3 verified with its CA, each pod's own service-account token
+      // (Maestro's --grpc-authn-type=token), and the grant Maestro's SubjectAccessReview checks.
+      EXPECT_TRUE(g->tls.enabled);
+      EXPECT_EQ(g->tls.ca_file, "/etc/mmi/transport-tls/ca.crt");
+      EXPECT_EQ(g->token_file, "/var/run/secrets/kubernetes.io/serviceaccount/token");
+      bool granted = false;
+      for (const YAML::Node& d : docs) {
+        if (d["kind"].as<std::string>("") != "ClusterRole") {
+          continue;
+        }
+        const YAML::Node urls = d["rules"][0]["nonResourceURLs"];
+        if (urls && urls[0].as<std::string>("") == "/sources/app-work-client") {
+          granted = d["rules"][0]["verbs"].size() == 2;
+        }
+      }
+      EXPECT_TRUE(granted) << "no ClusterRole granting pub/sub on /sources/app-work-client";
     }
     if (const auto* m = std::get_if<transport::MqttSettings>(&dispatcher->transport)) {
       const auto* sm = std::get_if<transport::MqttSettings>(&sink->transport);

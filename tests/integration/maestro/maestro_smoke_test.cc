@@ -9,34 +9,21 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <functional>
 #include <iostream>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "libs/cloudevents/maestro_events.h"
 #include "libs/cloudevents/manifest_bundle.h"
-#include "libs/cloudevents/object_meta.h"
 #include "libs/cloudevents/resource_id.h"
-#include "libs/cloudevents/sequence_id.h"
 #include "libs/common/clock.h"
 #include "libs/transport/errors.h"
-#include "libs/transport/grpc/grpc_channel.h"
-#include "libs/transport/grpc/grpc_publisher.h"
-#include "libs/transport/grpc/grpc_subscriber.h"
-#include "libs/transport/grpc/maestro_consumer_registry.h"
 #include "libs/transport/testing/metric_value.h"
-#include "prometheus/registry.h"
-#include "tests/support/http.h"
+#include "tests/integration/maestro/maestro_test_support.h"
 #include "tests/support/peer.h"
 #include "tests/support/wait.h"
-#include "tools/fleet-sim/agent_state.h"
-#include "tools/fleet-sim/mqtt_agent_transport.h"
 
 namespace mmi {
 namespace {
@@ -45,215 +32,32 @@ using cloudevents::Event;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr char kSource[] = "mmi-smoke";  // our source id on Maestro's gRPC source API
-constexpr char kCluster[] = "cluster1";
-
-// Events received on some transport thread, waited for on the test thread.
-class Inbox {
- public:
-  void Add(Event event) {
-    absl::MutexLock lock(&mu_);
-    events_.push_back(std::move(event));
-  }
-  // The first event received so far for which `match` holds, waiting up to `timeout`.
-  std::optional<Event> Await(const std::function<bool(const Event&)>& match, milliseconds timeout) {
-    std::optional<Event> found;
-    testing::WaitFor(
-        [&] {
-          absl::MutexLock lock(&mu_);
-          for (const Event& event : events_) {
-            if (match(event)) {
-              found = event;
-              return true;
-            }
-          }
-          return false;
-        },
-        timeout);
-    return found;
-  }
-
- private:
-  absl::Mutex mu_;
-  std::vector<Event> events_ ABSL_GUARDED_BY(mu_);
-};
-
-std::function<bool(const Event&)> Is(std::string_view type, const std::string& resource_id) {
-  return [type = std::string(type), resource_id](const Event& event) {
-    auto id = event.GetString(cloudevents::kExtResourceId);
-    return event.type == type && id.ok() && *id == resource_id;
-  };
-}
-
-bool HasConditionTrue(const Event& status, std::string_view type) {
-  auto bundle_status = cloudevents::ManifestBundleStatusOf(status);
-  if (!bundle_status.ok()) {
-    return false;
-  }
-  const cloudevents::Condition* condition =
-      cloudevents::FindCondition(bundle_status->conditions, type);
-  return condition != nullptr && condition->status == "True";
-}
-
-std::string WorkMeta(const std::string& cluster, const std::string& name,
-                     const std::string& resource_id, int version,
-                     std::optional<cloudevents::Timestamp> deletion) {
-  cloudevents::ObjectMeta meta;
-  meta.name = name;
-  meta.namespace_ = cluster;
-  meta.uid = resource_id;
-  meta.resource_version = std::to_string(version);
-  meta.generation = version;
-  meta.deletion_timestamp = deletion;
-  return cloudevents::FormatObjectMeta(meta).value();
-}
-
-// The project's gRPC source clients on one channel, as transport::MakeClients builds them, with
-// fast re-subscribes so a restarted server is found again within seconds.
-struct SourceClients {
-  explicit SourceClients(const std::string& grpc_addr) {
-    settings.url = grpc_addr;
-    settings.source_id = kSource;
-    settings.publish_timeout = milliseconds(10'000);
-    settings.reconnect_backoff = {milliseconds(200), milliseconds(1'000), 2.0, 0.2};
-    auto channel = transport::MakeGrpcChannel(settings);
-    EXPECT_TRUE(channel.ok()) << channel.status();
-    publisher = std::make_unique<transport::GrpcPublisher>(settings, *channel, clock, registry);
-    subscriber = std::make_unique<transport::GrpcSubscriber>(settings, *channel, clock, registry);
-  }
-  ~SourceClients() {
-    subscriber->Stop();
-    publisher->Stop();
-  }
-  absl::Status Start() {
-    if (absl::Status s = publisher->Start(); !s.ok()) {
-      return s;
-    }
-    return subscriber->Start(
-        [this](Event event, transport::AckFn ack) {
-          statuses.Add(std::move(event));
-          std::move(ack)();
-        },
-        [this](bool resubscribed) {
-          absl::MutexLock lock(&mu);
-          (resubscribed ? resubscriptions : subscriptions)++;
-        });
-  }
-  absl::Status PublishAndWait(Event event) {
-    absl::Notification done;
-    absl::Status result;
-    publisher->Publish(std::move(event), [&](absl::Status status) {
-      result = std::move(status);
-      done.Notify();
-    });
-    done.WaitForNotification();
-    return result;
-  }
-  int Resubscriptions() {
-    absl::MutexLock lock(&mu);
-    return resubscriptions;
-  }
-
-  transport::GrpcSettings settings;
-  RealClock& clock = RealClock::Instance();
-  prometheus::Registry registry;
-  std::unique_ptr<transport::GrpcPublisher> publisher;
-  std::unique_ptr<transport::GrpcSubscriber> subscriber;
-  Inbox statuses;
-  absl::Mutex mu;
-  int subscriptions ABSL_GUARDED_BY(mu) = 0;
-  int resubscriptions ABSL_GUARDED_BY(mu) = 0;
-};
-
-Event CreateRequest(const std::string& cluster, const std::string& name) {
-  const std::string resource_id = cloudevents::WorkResourceId(kSource, cluster, name);
-  const nlohmann::json bundle = {{"manifests",
-                                  {{{"apiVersion", "v1"},
-                                    {"kind", "ConfigMap"},
-                                    {"metadata", {{"name", name}, {"namespace", "default"}}},
-                                    {"data", {{"greeting", "hello"}}}}}},
-                                 {"deleteOption", {{"propagationPolicy", "Foreground"}}},
-                                 {"manifestConfigs", nlohmann::json::array()}};
-  return cloudevents::MakeSpecRequest(
-      {.id = cloudevents::NewUuidV4(),
-       .source = kSource,
-       .time = RealClock::Instance().Now(),
-       .cluster = cluster,
-       .resource_id = resource_id,
-       .version = 1},
-      /*create=*/true, WorkMeta(cluster, name, resource_id, 1, std::nullopt), bundle.dump());
-}
-
-testing::HttpResponse RestGet(const std::string& url) {
-  auto response = testing::HttpGet(url);
-  EXPECT_TRUE(response.ok()) << response.status();
-  return response.ok() ? *response : testing::HttpResponse{};
-}
-
-transport::MaestroConsumerRegistry Registry(const std::string& rest) {
-  transport::MaestroRestSettings settings;
-  settings.base_url = rest;
-  return transport::MaestroConsumerRegistry(std::move(settings));
-}
-
-std::vector<std::string> PeerArgs(const testing::PeerProcess& pg) {
-  return {"PG_HOST=" + pg.Get("PG_HOST"), "PG_PORT=" + pg.Get("PG_PORT"),
-          "PG_USER=" + pg.Get("PG_USER"), "PG_PASSWORD=" + pg.Get("PG_PASSWORD"), "PG_DB=maestro"};
-}
+using maestro_test::Inbox;
+using maestro_test::Is;
+using maestro_test::kCluster;
+using maestro_test::kSource;
+using maestro_test::SourceClients;
+using maestro_test::SourceSettings;
 
 TEST(MaestroServerTest, ResourceRoundTripsFromGrpcSourceToMqttAgentAndBack) {
   MMI_START_PEER(pg, "postgres");
   MMI_START_PEER(broker, "mosquitto");
-  std::vector<std::string> args = PeerArgs(*pg);
+  std::vector<std::string> args = maestro_test::PeerArgs(*pg);
   args.push_back("BROKER=mqtt");
   args.push_back("MQTT_HOST=" + broker->Get("MQTT_HOST"));
   MMI_START_PEER(maestro, "maestro", args);
   const std::string rest = maestro->Get("MAESTRO_REST_URL");
 
   // The consumer, through the project's own REST client (idempotent: a second call is a 409).
-  transport::MaestroConsumerRegistry consumers = Registry(rest);
+  transport::MaestroConsumerRegistry consumers = maestro_test::Registry(rest);
   ASSERT_TRUE(consumers.EnsureConsumer(kCluster).ok());
   ASSERT_TRUE(consumers.EnsureConsumer(kCluster).ok());
   ASSERT_EQ(consumers.ConsumerExists(kCluster).value_or(false), true);
 
-  // cluster1's work agent on Maestro's MQTT topics (source id = Maestro's).
-  RealClock& clock = RealClock::Instance();
-  cloudevents::SequenceIdGenerator sequence_ids(clock);
-  fleet_sim::AgentSettings agent_settings;
-  agent_settings.refresh_max = seconds(0);  // no churn: only answers
-  fleet_sim::ClusterAgent agent(kCluster, agent_settings, clock, sequence_ids, /*seed=*/1);
-  fleet_sim::MqttAgentSettings mqtt_settings;
-  mqtt_settings.broker_host = broker->Get("MQTT_HOST");
-  mqtt_settings.source_id = maestro->Get("MAESTRO_SOURCE_ID");
-  fleet_sim::MqttAgentTransport agent_mqtt(mqtt_settings);
-  Inbox agent_inbox;
-  ASSERT_TRUE(agent_mqtt
-                  .Start(
-                      [&](fleet_sim::ReceivedEvent received) {
-                        if (received.event.ok() && received.topic_cluster == kCluster) {
-                          agent_inbox.Add(*std::move(received.event));
-                        }
-                      },
-                      [](fleet_sim::Subscription) {})
-                  .ok());
-  ASSERT_TRUE(testing::WaitFor([&] { return agent_mqtt.connected(); }, seconds(20)));
-  const auto answer = [&](const Event& spec) {
-    auto handled = agent.Handle(spec);
-    ASSERT_TRUE(handled.ok()) << handled.status();
-    ASSERT_FALSE(handled->replies.empty());
-    for (Event& reply : handled->replies) {
-      absl::Notification done;
-      absl::Status published;
-      agent_mqtt.Publish(std::move(reply), [&](absl::Status s) {
-        published = std::move(s);
-        done.Notify();
-      });
-      done.WaitForNotification();
-      ASSERT_TRUE(published.ok()) << published;
-    }
-  };
+  maestro_test::MqttClusterAgent agent(broker->Get("MQTT_HOST"), maestro->Get("MAESTRO_SOURCE_ID"));
+  ASSERT_TRUE(agent.Start().ok());
 
-  SourceClients source(maestro->Get("MAESTRO_GRPC_ADDR"));
+  SourceClients source(SourceSettings(maestro->Get("MAESTRO_GRPC_ADDR")));
   ASSERT_TRUE(source.Start().ok());
   ASSERT_TRUE(testing::WaitFor(
       [&] { return source.publisher->connected() && source.subscriber->connected(); }, seconds(20)))
@@ -263,39 +67,41 @@ TEST(MaestroServerTest, ResourceRoundTripsFromGrpcSourceToMqttAgentAndBack) {
   const std::string name = "smoke-work";
   const std::string resource_id = cloudevents::WorkResourceId(kSource, kCluster, name);
   // A cluster Maestro does not know: its error text maps to IsUnknownConsumer().
-  const absl::Status unknown = source.PublishAndWait(CreateRequest("cluster-unknown", name));
+  const absl::Status unknown =
+      source.PublishAndWait(maestro_test::CreateRequest("cluster-unknown", name));
   EXPECT_TRUE(transport::IsUnknownConsumer(unknown)) << unknown;
-  ASSERT_TRUE(source.PublishAndWait(CreateRequest(kCluster, name)).ok());
+  ASSERT_TRUE(source.PublishAndWait(maestro_test::CreateRequest(kCluster, name)).ok());
   std::optional<Event> spec =
-      agent_inbox.Await(Is(cloudevents::kSpecCreateRequestType, resource_id), seconds(30));
+      agent.specs().Await(Is(cloudevents::kSpecCreateRequestType, resource_id), seconds(30));
   ASSERT_TRUE(spec.has_value()) << "the create never reached cluster1's sourceevents topic";
   EXPECT_EQ(spec->GetString(cloudevents::kExtClusterName).value_or(""), kCluster);
   EXPECT_EQ(spec->GetInteger(cloudevents::kExtResourceVersion).value_or(-1), 1);
   auto bundle = cloudevents::ManifestBundleOf(*spec);
   ASSERT_TRUE(bundle.ok()) << bundle.status();
   EXPECT_EQ(bundle->manifests.size(), 1U);
-  answer(*spec);
+  ASSERT_TRUE(agent.Answer(*spec).ok());
 
   // The agent's status comes back through the source subscription.
   std::optional<Event> status = source.statuses.Await(
       [&](const Event& e) {
         return Is(cloudevents::kStatusUpdateRequestType, resource_id)(e) &&
-               HasConditionTrue(e, "Applied");
+               maestro_test::HasConditionTrue(e, "Applied");
       },
       seconds(30));
   ASSERT_TRUE(status.has_value()) << "no Applied status for " << resource_id << " on Subscribe";
   EXPECT_EQ(status->GetString(cloudevents::kExtClusterName).value_or(""), kCluster);
 
   // Maestro's REST API knows the resource by the id we computed, with that status.
-  testing::HttpResponse got = RestGet(rest + "/api/maestro/v1/resource-bundles/" + resource_id);
+  testing::HttpResponse got =
+      maestro_test::RestGet(rest + "/api/maestro/v1/resource-bundles/" + resource_id);
   ASSERT_EQ(got.status, 200) << got.body;
   nlohmann::json row = nlohmann::json::parse(got.body);
   EXPECT_EQ(row["id"], resource_id);
   EXPECT_EQ(row["consumer_name"], kCluster);
   EXPECT_EQ(row["version"], 1);
   EXPECT_TRUE(row.contains("status")) << got.body;
-  testing::HttpResponse listed =
-      RestGet(rest + "/api/maestro/v1/resource-bundles?search=source%3D%27" + kSource + "%27");
+  testing::HttpResponse listed = maestro_test::RestGet(
+      rest + "/api/maestro/v1/resource-bundles?search=source%3D%27" + kSource + "%27");
   ASSERT_EQ(listed.status, 200) << listed.body;
   nlohmann::json items = nlohmann::json::parse(listed.body)["items"];
   ASSERT_EQ(items.size(), 1U) << listed.body;
@@ -303,7 +109,7 @@ TEST(MaestroServerTest, ResourceRoundTripsFromGrpcSourceToMqttAgentAndBack) {
 
   // Delete: Maestro marks the row deleting, sends the delete to the agent, and removes the row
   // once the agent reports Deleted=True, which it relays to us.
-  const cloudevents::Timestamp deletion = clock.Now();
+  const cloudevents::Timestamp deletion = RealClock::Instance().Now();
   ASSERT_TRUE(source
                   .PublishAndWait(cloudevents::MakeSpecDeleteRequest(
                       {.id = cloudevents::NewUuidV4(),
@@ -312,43 +118,43 @@ TEST(MaestroServerTest, ResourceRoundTripsFromGrpcSourceToMqttAgentAndBack) {
                        .cluster = kCluster,
                        .resource_id = resource_id,
                        .version = 1},
-                      deletion, WorkMeta(kCluster, name, resource_id, 1, deletion)))
+                      deletion, maestro_test::WorkMeta(kCluster, name, resource_id, 1, deletion)))
                   .ok());
   std::optional<Event> delete_spec =
-      agent_inbox.Await(Is(cloudevents::kSpecDeleteRequestType, resource_id), seconds(30));
+      agent.specs().Await(Is(cloudevents::kSpecDeleteRequestType, resource_id), seconds(30));
   ASSERT_TRUE(delete_spec.has_value()) << "the delete never reached the agent";
-  answer(*delete_spec);
+  ASSERT_TRUE(agent.Answer(*delete_spec).ok());
   std::optional<Event> deleted = source.statuses.Await(
       [&](const Event& e) {
         return Is(cloudevents::kStatusUpdateRequestType, resource_id)(e) &&
-               HasConditionTrue(e, "Deleted");
+               maestro_test::HasConditionTrue(e, "Deleted");
       },
       seconds(30));
   ASSERT_TRUE(deleted.has_value()) << "no Deleted=True status for " << resource_id;
   EXPECT_TRUE(testing::WaitFor(
       [&] {
-        return RestGet(rest + "/api/maestro/v1/resource-bundles/" + resource_id).status == 404;
+        return maestro_test::RestGet(rest + "/api/maestro/v1/resource-bundles/" + resource_id)
+                   .status == 404;
       },
       seconds(10)))
       << "the resource bundle is still listed after its deletion was confirmed";
-  agent_mqtt.Stop();
 }
 
 TEST(MaestroServerTest, GrpcClientsComeBackAfterTheServerIsKilledAndStartedAgain) {
   MMI_START_PEER(pg, "postgres");
-  std::vector<std::string> args = PeerArgs(*pg);
+  std::vector<std::string> args = maestro_test::PeerArgs(*pg);
   args.push_back("BROKER=grpc");
   MMI_START_PEER(maestro, "maestro", args);
   const std::string rest = maestro->Get("MAESTRO_REST_URL");
-  transport::MaestroConsumerRegistry consumers = Registry(rest);
+  transport::MaestroConsumerRegistry consumers = maestro_test::Registry(rest);
   ASSERT_TRUE(consumers.EnsureConsumer(kCluster).ok());
 
-  SourceClients source(maestro->Get("MAESTRO_GRPC_ADDR"));
+  SourceClients source(SourceSettings(maestro->Get("MAESTRO_GRPC_ADDR")));
   ASSERT_TRUE(source.Start().ok());
   ASSERT_TRUE(testing::WaitFor(
       [&] { return source.publisher->connected() && source.subscriber->connected(); },
       seconds(20)));
-  ASSERT_TRUE(source.PublishAndWait(CreateRequest(kCluster, "before")).ok());
+  ASSERT_TRUE(source.PublishAndWait(maestro_test::CreateRequest(kCluster, "before")).ok());
 
   const auto t0 = std::chrono::steady_clock::now();
   testing::CommandResult restarted = testing::RunCommand(
@@ -372,8 +178,8 @@ TEST(MaestroServerTest, GrpcClientsComeBackAfterTheServerIsKilledAndStartedAgain
             1.0);
 
   const std::string after = cloudevents::WorkResourceId(kSource, kCluster, "after");
-  ASSERT_TRUE(source.PublishAndWait(CreateRequest(kCluster, "after")).ok());
-  EXPECT_EQ(RestGet(rest + "/api/maestro/v1/resource-bundles/" + after).status, 200);
+  ASSERT_TRUE(source.PublishAndWait(maestro_test::CreateRequest(kCluster, "after")).ok());
+  EXPECT_EQ(maestro_test::RestGet(rest + "/api/maestro/v1/resource-bundles/" + after).status, 200);
 }
 
 }  // namespace

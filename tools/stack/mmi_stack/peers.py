@@ -89,7 +89,7 @@ class PeersMixin:
         self.pg_env = self.start_peer("start-postgres", "postgres", *(["TLS=1"] if self.cfg.secure else []))
         if self.cfg.transport in ("mqtt", "grpc"):
             acl = []
-            if self.cfg.secure:
+            if self.cfg.secure and self.cfg.transport == "mqtt":
                 acl = [f"ACL_FILE={os.path.join(EXAMPLES_DIR, 'mosquitto-acl.conf')},"
                        f"{os.path.join(REPO_ROOT, 'tests', 'peers', 'mosquitto', 'fleet-sim.acl.conf')}",
                        "CLIENTS=" + ",".join(SECURE_MQTT_USERS.values())]
@@ -99,13 +99,37 @@ class PeersMixin:
                 self.maestro_env = self.start_peer(
                     "start-maestro", "maestro", "BROKER=mqtt", f"MQTT_HOST={self.broker_env['MQTT_HOST']}",
                     f"PG_HOST={pg['PG_HOST']}", f"PG_PORT={pg['PG_PORT']}", f"PG_USER={pg['PG_USER']}",
-                    f"PG_PASSWORD={pg['PG_PASSWORD']}", "PG_DB=maestro", f"PG_BIN_DIR={pg['PG_BIN_DIR']}")
+                    f"PG_PASSWORD={pg['PG_PASSWORD']}", "PG_DB=maestro", f"PG_BIN_DIR={pg['PG_BIN_DIR']}",
+                    *([f"PG_SSLMODE={pg['PG_SSLMODE']}", f"PG_CA_FILE={pg['PG_CA_FILE']}"]
+                      if pg.get("PG_TLS") == "1" else []),
+                    *(["TLS=1", "AUTHN=mtls", f"KUBECONFIG={self.hub_env['KUBECONFIG']}"]
+                      if self.cfg.secure else []))
+                if self.cfg.secure:
+                    self._grant_maestro_source()
         else:
             self.broker_env = self.start_peer("start-kafka", "broker")
             self.ensure_kafka_topics()
         if self.cfg.service_users:
             self.ensure_service_users()
         self._save_state()
+
+    def _grant_maestro_source(self) -> None:
+        """secure grpc: the services' client certificate (start-maestro's, O=mmi-sources) may
+        publish and subscribe on our source: the SubjectAccessReview Maestro's mtls authentication
+        sends to the hub (what the chart renders for service accounts,
+        templates/rbac-maestro-source.yaml)."""
+        name = "mmi-demo-maestro-source"
+        self.kubectl("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "v1", "kind": "List", "items": [
+                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                 "metadata": {"name": name},
+                 "rules": [{"nonResourceURLs": [f"/sources/{self.source_id()}"],
+                            "verbs": ["pub", "sub"]}]},
+                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                 "metadata": {"name": name},
+                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                 "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                               "name": "mmi-sources"}]}]}))
 
     def ensure_service_users(self) -> None:
         """cfg.service_users: a client certificate per service (CN=mmi-<service>, O=mmi-services)
@@ -193,7 +217,9 @@ class PeersMixin:
     def agent_broker_address(self) -> str:
         """Where fleet-sim's agents connect (for grpc: mosquitto, behind Maestro)."""
         if self.cfg.transport in ("mqtt", "grpc"):
-            return self.broker_env["MQTT_MTLS_HOST" if self.cfg.secure else "MQTT_HOST"]
+            # secure grpc secures the source API; the agents' broker behind Maestro stays plain.
+            secure_mqtt = self.cfg.secure and self.cfg.transport == "mqtt"
+            return self.broker_env["MQTT_MTLS_HOST" if secure_mqtt else "MQTT_HOST"]
         return self.broker_env["KAFKA_BOOTSTRAP"]
 
     def maestro_request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:

@@ -22,7 +22,7 @@ class ServicesMixin:
         sets = ["store.existingSecret=mmi-postgresql",
                 f"dispatcher.logLevel={self.cfg.log_level}", f"statusSink.logLevel={self.cfg.log_level}",
                 "transport.tls.enabled=false", "transport.tls.existingSecret=", "transport.tls.certKey=",
-                "transport.credentials.existingSecret="]
+                "transport.credentials.existingSecret=", "transport.credentials.serviceAccountToken=false"]
         if t == "mqtt":
             sets += [f"transport.mqtt.brokerHost={self.broker_address()}", "transport.mqtt.username="]
         elif t == "grpc":
@@ -39,6 +39,15 @@ class ServicesMixin:
                 sets += [f"{key}.transportOverrides.tls.caFile={self.broker_env['MQTT_CA_FILE']}",
                          f"{key}.transportOverrides.tls.clientCertFile={clients}/{cn}.crt",
                          f"{key}.transportOverrides.tls.clientKeyFile={clients}/{cn}.key"]
+        if self.cfg.secure and t == "grpc":
+            # TLS 1.3 to Maestro with its mtls authentication: start-maestro's CA and client
+            # certificate (CN=mmi-source-client, O=mmi-sources), the group granted on the hub.
+            m = self.maestro_env
+            sets += ["transport.tls.enabled=true"]
+            for key in ("dispatcher", "statusSink"):
+                sets += [f"{key}.transportOverrides.tls.caFile={m['MAESTRO_GRPC_CA_FILE']}",
+                         f"{key}.transportOverrides.tls.clientCertFile={m['MAESTRO_GRPC_CLIENT_CERT_FILE']}",
+                         f"{key}.transportOverrides.tls.clientKeyFile={m['MAESTRO_GRPC_CLIENT_KEY_FILE']}"]
         sets += list(self.cfg.helm_set)
         args = ["template", RELEASE_NAME, CHART_DIR, "--namespace", RELEASE_NAMESPACE,
                 "-f", os.path.join(EXAMPLES_DIR, f"values-{t}.yaml")]
@@ -150,6 +159,8 @@ class ServicesMixin:
         keys = []
         if self.cfg.secure and self.cfg.transport == "mqtt":
             keys = [f"{self.broker_env['MQTT_CLIENTS_DIR']}/{cn}.key" for cn in SECURE_MQTT_USERS.values()]
+        elif self.cfg.secure and self.cfg.transport == "grpc":
+            keys = [self.maestro_env["MAESTRO_GRPC_CLIENT_KEY_FILE"]]
         for path in keys:
             with open(path, encoding="utf-8") as f:
                 body = [line.strip() for line in f if line.strip() and not line.startswith("-----")]

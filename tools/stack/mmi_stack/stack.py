@@ -28,8 +28,8 @@ class Stack(PeersMixin, PeerFaultsMixin, HubObjectsMixin, ServicesMixin, SpokesM
     def __init__(self, cfg: StackConfig):
         if cfg.transport not in ("mqtt", "kafka", "grpc"):
             raise StackError(f"transport must be mqtt, kafka or grpc, got {cfg.transport!r}")
-        if cfg.secure and cfg.transport == "grpc":
-            raise StackError("secure is for MQTT (the ACL is mosquitto's), not grpc")
+        if cfg.secure and cfg.transport == "kafka":
+            raise StackError("secure is for MQTT (the ACL is mosquitto's) or grpc (Maestro's mTLS)")
         if cfg.clusters < 1:
             raise StackError("clusters must be at least 1")
         if not 0 <= cfg.real_spokes <= cfg.clusters:

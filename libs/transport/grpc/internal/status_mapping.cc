@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "libs/transport/errors.h"
+#include "libs/transport/grpc/internal/credentials.h"
 
 namespace mmi::transport::internal {
 namespace {
@@ -20,6 +21,14 @@ absl::Status Map(const grpc::Status& status, const std::string& message, bool pu
     case grpc::StatusCode::OK:
       return absl::OkStatus();
     case grpc::StatusCode::UNKNOWN:
+      switch (ClassifyRefusal(status, /*tls=*/false)) {
+        case Refusal::kAuthentication:
+          return absl::UnauthenticatedError(message);
+        case Refusal::kAuthorization:
+          return absl::PermissionDeniedError(message);
+        default:
+          break;
+      }
       if (publish && (Contains(server, "fk_resources_consumers") || Contains(server, "23503"))) {
         return UnknownConsumerError(cluster, server);
       }

@@ -15,7 +15,9 @@ namespace mmi::transport::internal {
 //     UnknownConsumerError (kFailedPrecondition, errors.h);
 //   `maestro-7` (not found) -> kNotFound; `maestro-6` (conflict, e.g. a stale resourceversion)
 //   -> kAlreadyExists; `maestro-8`/`-17`/`-21` (validation, malformed, bad request) ->
-//   kInvalidArgument; any other UNKNOWN -> kUnavailable (retryable, as the Go client treats it).
+//   kInvalidArgument; its authentication and authorization refusals (credentials.h) ->
+//   kUnauthenticated / kPermissionDenied; any other UNKNOWN -> kUnavailable (retryable, as the Go
+//   client treats it).
 // Other gRPC codes keep their meaning (UNIMPLEMENTED -> kFailedPrecondition: wrong port).
 absl::Status FromPublishStatus(const grpc::Status& status, std::string_view cluster);
 

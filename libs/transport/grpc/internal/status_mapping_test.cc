@@ -51,6 +51,20 @@ TEST(StatusMappingTest, StandardCodesKeepTheirMeaning) {
   EXPECT_EQ(map(grpc::StatusCode::UNIMPLEMENTED), absl::StatusCode::kFailedPrecondition);
 }
 
+// The pinned server's authentication and authorization refusals are plain Go errors (UNKNOWN):
+// they are credentials problems, not the retryable UNKNOWN of a failed handler.
+TEST(StatusMappingTest, MaestrosCredentialRefusalsAreNotRetryableUnknowns) {
+  EXPECT_EQ(FromPublishStatus(grpc::Status(grpc::StatusCode::UNKNOWN, "token not authenticated"),
+                              "cluster1")
+                .code(),
+            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(FromPublishStatus(grpc::Status(grpc::StatusCode::UNKNOWN,
+                                           "unauthorized to publish the event from source s"),
+                              "cluster1")
+                .code(),
+            absl::StatusCode::kPermissionDenied);
+}
+
 TEST(StatusMappingTest, ForeignKeyTextOutsidePublishIsNotAnUnknownConsumer) {
   const absl::Status status =
       FromGrpcStatus(grpc::Status(grpc::StatusCode::UNKNOWN, kUnknownConsumer), "subscribe");
