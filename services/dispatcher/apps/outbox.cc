@@ -17,6 +17,8 @@ const log::Logger& Log() {
   return logger;
 }
 
+constexpr std::chrono::seconds kFailureLogInterval{30};
+
 }  // namespace
 
 Outbox::Outbox(Loop& loop, WorkerPool& workers, store::DispatchStore& store,
@@ -127,6 +129,11 @@ void Outbox::OnResult(int64_t seq, const absl::Status& status,
   const std::string action(store::OutboxActionName(item.entry.action));
   if (status.ok()) {
     metrics_.Dispatch(action, "ok");
+    if (failure_logged_at_.has_value()) {
+      Log().Info("publishing again", {{"failures_not_logged", failures_not_logged_}});
+      failure_logged_at_.reset();
+      failures_not_logged_ = 0;
+    }
     metrics_.PublishLatency(clock_.MonotonicNow() - item.added_at);
     if (Log().Enabled(log::Level::kDebug)) {  // the fields cost an encode each
       Log().Debug("published", {{"resource", item.entry.resource_id},
@@ -171,11 +178,19 @@ void Outbox::OnResult(int64_t seq, const absl::Status& status,
   metrics_.Dispatch(action, "retry");
   ++item.attempts;
   const auto delay = RetryDelay(item.attempts);
-  Log().Warn("publish failed; will retry", {{"resource", item.entry.resource_id},
-                                            {"cluster", item.entry.cluster},
-                                            {"attempt", item.attempts},
-                                            {"delay_ms", static_cast<int64_t>(delay.count())},
-                                            {"error", std::string(status.message())}});
+  if (const auto now = clock_.MonotonicNow();
+      !failure_logged_at_.has_value() || now - *failure_logged_at_ >= kFailureLogInterval) {
+    Log().Warn("publish failed; will retry", {{"resource", item.entry.resource_id},
+                                              {"cluster", item.entry.cluster},
+                                              {"attempt", item.attempts},
+                                              {"delay_ms", static_cast<int64_t>(delay.count())},
+                                              {"failures_not_logged", failures_not_logged_},
+                                              {"error", std::string(status.message())}});
+    failure_logged_at_ = now;
+    failures_not_logged_ = 0;
+  } else {
+    ++failures_not_logged_;
+  }
   workers_.Post([this, seq, error = std::string(status.message())] {
     if (absl::Status s = store_.RecordPublishFailure(seq, error); !s.ok()) {
       Log().Warn("could not count a publish failure", {{"error", std::string(s.message())}});

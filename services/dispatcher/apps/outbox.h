@@ -155,6 +155,10 @@ class Outbox {
   PublishedHook hook_;
 
   // Loop-owned.
+  // Publish failures are logged at most once per kFailureLogInterval (a broker that refuses our
+  // credentials fails every event on every retry); the rest are counted into the next line.
+  std::optional<std::chrono::steady_clock::time_point> failure_logged_at_;
+  int64_t failures_not_logged_ = 0;
   std::map<int64_t, Item> items_;
   absl::flat_hash_map<std::string, std::deque<int64_t>> by_resource_;
   std::deque<int64_t> ready_;

@@ -4,6 +4,7 @@
 
 #include "libs/cloudevents/json_format.h"
 #include "libs/common/testing/fake_clock.h"
+#include "libs/common/testing/log_capture.h"
 #include "libs/store/testing/fake_dispatch_store.h"
 #include "libs/transport/testing/fake_publisher.h"
 #include "libs/transport/testing/metric_value.h"
@@ -107,6 +108,43 @@ TEST_F(OutboxTest, AFailedPublishStaysInTheOutboxAndIsRetried) {
   EXPECT_EQ(outbox.pending(), 0U);
   EXPECT_TRUE(store_.PendingOutbox(0, 10)->empty());
   EXPECT_EQ(hooked, std::vector<std::string>{"r1"});
+}
+
+TEST_F(OutboxTest, PublishFailuresAreLoggedAtMostOncePerIntervalNotPerEvent) {
+  mmi::testing::LogCapture logs;
+  FakePublisher publisher;
+  ASSERT_TRUE(publisher.Start().ok());
+  Outbox outbox(loop_, workers_, store_, publisher, clock_, metrics_, {});
+  for (int i = 0; i < 20; ++i) {
+    publisher.FailNext(absl::UnauthenticatedError("token not authenticated"));
+  }
+  std::vector<store::DispatchChange> changes;
+  for (int i = 0; i < 10; ++i) {
+    changes.push_back(Change("r" + std::to_string(i), 1));
+  }
+  loop_.Post([&, entries = Record(changes)]() mutable { outbox.Add(entries); });
+  RunAll();
+  clock_.Advance(std::chrono::seconds(2));  // each retried once more, within the interval
+  RunAll();
+  EXPECT_EQ(MetricValue(registry_, "mmi_dispatcher_dispatches_total",
+                        {{"action", "update"}, {"result", "retry"}}),
+            20);
+  auto count = [&](std::string_view what) {
+    const std::string text = logs.text();
+    int n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count("publish failed; will retry"), 1) << logs.text();
+
+  // Once the broker takes events again, one line says so with the count not logged.
+  clock_.Advance(std::chrono::seconds(40));
+  RunAll();
+  EXPECT_EQ(publisher.accepted().size(), 10U);
+  EXPECT_EQ(count("publishing again"), 1) << logs.text();
+  EXPECT_NE(logs.text().find("\"failures_not_logged\":19"), std::string::npos) << logs.text();
 }
 
 TEST_F(OutboxTest, AcceptedEventsLeaveTheStoreTogetherAfterTheLinger) {
