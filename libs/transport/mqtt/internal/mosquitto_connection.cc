@@ -18,13 +18,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "libs/transport/mqtt/internal/dial.h"
-#include "libs/transport/mqtt/internal/tls_files.h"
 
 namespace mmi::transport::internal {
 namespace {
 
-constexpr auto kTick = std::chrono::milliseconds(100);
 // libmosquitto refuses a keep-alive below 5 s; 0 (off) becomes the largest.
 constexpr int kMinKeepAliveS = 5;
 constexpr int kMaxKeepAliveS = 65'535;
@@ -143,10 +140,7 @@ absl::Status MosquittoConnection::ConfigureTls() {
 
 absl::Status MosquittoConnection::Start(Hooks hooks, const char* thread_name) {
   InitLibrary();
-  if (absl::Status s = ParseBrokerAddress(settings_, host_, port_); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = CheckTlsFiles(settings_.tls); !s.ok()) {
+  if (absl::Status s = loop_.CheckSettings(); !s.ok()) {
     return s;
   }
   // The first handle here, so that an option libmosquitto refuses fails Start().
@@ -155,7 +149,7 @@ absl::Status MosquittoConnection::Start(Hooks hooks, const char* thread_name) {
   }
   hooks_ = std::move(hooks);
   return loop_.Start(
-      thread_name, kTick, [this] { return Attempt(); }, &hooks_.on_lost, [this] { Tick(); });
+      thread_name, [this] { return Attempt(); }, &hooks_.on_lost, std::move(hooks_.on_tick));
 }
 
 void MosquittoConnection::Drop(std::string reason) {
@@ -191,13 +185,12 @@ std::string MosquittoConnection::RunConnection() {
     return loop_.stopping() ? "" : unreachable;
   }
   server_disconnect_.clear();
-  const int rc =
-      mosquitto_connect_bind_v5(mosq_, host_.c_str(), port_, keep_alive, nullptr, nullptr);
+  const int rc = mosquitto_connect_bind_v5(mosq_, loop_.host().c_str(), loop_.port(), keep_alive,
+                                           nullptr, nullptr);
   if (rc != MOSQ_ERR_SUCCESS) {
     return ErrorText(rc);
   }
   const auto connected_at = std::chrono::steady_clock::now();
-  next_tick_ = connected_at + kTick;
   while (!loop_.stopping()) {
     const int turn = Turn();
     if (!drop_reason_.empty()) {
@@ -220,13 +213,12 @@ std::string MosquittoConnection::RunConnection() {
 }
 
 std::string MosquittoConnection::Probe() {
-  const DialResult dialed = Dial(
-      host_, port_, std::chrono::steady_clock::now() + settings_.dial_timeout, loop_.wake_fd(),
-      kTick, [this] { return loop_.stopping(); }, [this] { Tick(); });
-  if (dialed.fd >= 0) {
-    close(dialed.fd);
+  std::string error;
+  const int fd = loop_.Dial(std::chrono::steady_clock::now() + settings_.dial_timeout, error);
+  if (fd >= 0) {
+    close(fd);
   }
-  return dialed.error;
+  return fd >= 0 ? "" : error;
 }
 
 bool MosquittoConnection::TlsHoldsData() {
@@ -239,25 +231,15 @@ int MosquittoConnection::Turn() {
   if (sock < 0) {
     return MOSQ_ERR_NO_CONN;
   }
-  pollfd fds[2] = {
-      {sock, static_cast<short>(POLLIN | (mosquitto_want_write(mosq_) ? POLLOUT : 0)), 0},
-      {loop_.wake_fd(), POLLIN, 0}};
-  const auto now = std::chrono::steady_clock::now();
+  const auto events = static_cast<short>(POLLIN | (mosquitto_want_write(mosq_) ? POLLOUT : 0));
   // Records TLS has decrypted already are not seen by poll(): read them without waiting.
   const bool tls_pending = TlsHoldsData();
-  const int timeout_ms =
-      tls_pending
-          ? 0
-          : static_cast<int>(std::clamp<int64_t>(
-                std::chrono::duration_cast<std::chrono::milliseconds>(next_tick_ - now).count(), 0,
-                kTick.count()));
-  if (poll(fds, 2, timeout_ms) < 0 && errno != EINTR) {
+  short revents = 0;
+  if (loop_.Poll(sock, events, tls_pending ? 0 : PollTimeoutMs(loop_.next_tick()), revents) < 0 &&
+      errno != EINTR) {
     return MOSQ_ERR_ERRNO;
   }
-  if ((fds[1].revents & POLLIN) != 0) {
-    loop_.Drain();
-  }
-  if (tls_pending || (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+  if (tls_pending || (revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
     if (const int rc = ReadWaiting(); rc != MOSQ_ERR_SUCCESS) {
       return rc;
     }
@@ -274,9 +256,7 @@ int MosquittoConnection::Turn() {
   if (const int rc = mosquitto_loop_misc(mosq_); rc != MOSQ_ERR_SUCCESS) {
     return rc;
   }
-  if (std::chrono::steady_clock::now() >= next_tick_) {
-    Tick();
-  }
+  loop_.TickIfDue();
   return MOSQ_ERR_SUCCESS;
 }
 
@@ -299,13 +279,6 @@ int MosquittoConnection::ReadWaiting() {
   }
   // A socket libmosquitto closed and called it a success: the broker sent DISCONNECT.
   return mosquitto_socket(mosq_) < 0 ? MOSQ_ERR_CONN_LOST : MOSQ_ERR_SUCCESS;
-}
-
-void MosquittoConnection::Tick() {
-  next_tick_ = std::chrono::steady_clock::now() + kTick;
-  if (hooks_.on_tick) {
-    hooks_.on_tick();
-  }
 }
 
 void MosquittoConnection::OnConnect(mosquitto* /*mosq*/, void* self_ptr, int reason, int flags,

@@ -99,12 +99,9 @@ class MosquittoConnection {
   int Turn();
   // Reads every packet already waiting (up to kMaxReadsPerTurn).
   int ReadWaiting();
-  void Tick();
 
   const MqttSettings settings_;
   const log::Logger& logger_;
-  std::string host_;
-  int port_ = 0;
   Hooks hooks_;
   ConnectionLoop loop_;
 
@@ -112,7 +109,6 @@ class MosquittoConnection {
   mosquitto* mosq_ = nullptr;
   std::string drop_reason_;
   std::string server_disconnect_;  // the broker's DISCONNECT reason, when it sent one
-  std::chrono::steady_clock::time_point next_tick_;
 };
 
 }  // namespace mmi::transport::internal

@@ -119,12 +119,9 @@ class NativeMqttConnection {
   // The cause of the end when the broker ended it, else `cause`.
   std::string EndCause(std::string cause) const;
   void Accept(const mqtt5::ConnAck& connack);
-  void Tick();
 
   const MqttSettings settings_;
   const std::chrono::seconds session_expiry_;
-  std::string host_;
-  int port_ = 0;
   std::unique_ptr<ssl_ctx_st, TlsContextFree> tls_context_;  // when TLS is on
   Hooks hooks_;
   ConnectionLoop loop_;
@@ -147,7 +144,6 @@ class NativeMqttConnection {
   uint8_t drop_code_ = 0;           // the DISCONNECT reason code when we end it
   uint16_t last_packet_id_ = 0;
   std::string drop_reason_;
-  Clock::time_point next_tick_;
 };
 
 }  // namespace mmi::transport::internal
