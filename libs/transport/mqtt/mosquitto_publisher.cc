@@ -138,7 +138,7 @@ void MosquittoPublisher::Publish(cloudevents::Event event, PublishCallback done)
 
 void MosquittoPublisher::SendHeld() {
   mosquitto* mosq = connection_->handle();
-  while (auto next = window_.TakeNext(/*wait=*/false)) {
+  while (auto next = window_.TakeNext()) {
     const uint64_t id = next->first;
     const internal::EncodedPublish& publish = next->second;
     absl::StatusOr<MosquittoProperties> props = ToMosquittoProperties(publish.message);

@@ -104,16 +104,10 @@ class PublishWindow {
     return false;
   }
 
-  // The oldest held event, counted as handed to the library, while the window has room. With
-  // `wait`, blocks until there is one or StopSending() was called (then nullopt).
-  std::optional<std::pair<uint64_t, EncodedPublish>> TakeNext(bool wait) {
+  // The oldest held event, counted as handed to the library, while the window has room and
+  // StopSending() was not called.
+  std::optional<std::pair<uint64_t, EncodedPublish>> TakeNext() {
     absl::MutexLock lock(&mu_);
-    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return stop_sending_ || (handed_ < window_ && held() > 0);
-    };
-    if (wait) {
-      mu_.Await(absl::Condition(&ready));
-    }
     if (stop_sending_ || handed_ >= window_ || held() == 0) {
       return std::nullopt;
     }
@@ -125,7 +119,7 @@ class PublishWindow {
     return std::make_pair(it->first, std::move(it->second.payload));
   }
 
-  // Wakes a TakeNext(wait) and makes every later one return nullopt.
+  // Makes every later TakeNext() return nullopt.
   void StopSending() {
     absl::MutexLock lock(&mu_);
     stop_sending_ = true;
@@ -149,7 +143,7 @@ class PublishWindow {
       entry = std::move(it->second);
       entries_.erase(it);
       if (id < next_send_) {
-        --handed_;  // frees a slot of the window (wakes a waiting sender)
+        --handed_;  // frees a slot of the window
       } else {
         metrics_.SetPublishHeld(held());
       }
