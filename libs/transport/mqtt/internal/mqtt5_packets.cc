@@ -194,12 +194,14 @@ void ReadProperties(Reader& packet, std::string_view packet_name, OnProperty on_
   }
 }
 
-absl::Status NoFlags(const Frame& frame, std::string_view packet_name) {
+// A Reader of the body of a packet whose fixed-header flags are reserved (0): failed already
+// when they are not.
+Reader Body(const Frame& frame, std::string_view packet_name) {
+  Reader reader(frame.body);
   if (frame.flags() != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(packet_name), ": reserved fixed-header flags set"));
+    reader.Fail(absl::StrCat(std::string(packet_name), ": reserved fixed-header flags set"));
   }
-  return absl::OkStatus();
+  return reader;
 }
 
 absl::Status Result(const Reader& reader) {
@@ -340,10 +342,7 @@ FrameResult NextFrame(std::string_view buffer, std::size_t max_packet_bytes, Fra
 
 absl::Status ParseConnAck(const Frame& frame, ConnAck& out) {
   out = ConnAck{};
-  if (absl::Status s = NoFlags(frame, "CONNACK"); !s.ok()) {
-    return s;
-  }
-  Reader r(frame.body);
+  Reader r = Body(frame, "CONNACK");
   const uint8_t flags = r.Byte("CONNACK");
   if (r.ok() && (flags & 0xFE) != 0) {
     r.Fail("CONNACK: reserved acknowledge flags set");
@@ -382,10 +381,7 @@ absl::Status ParseConnAck(const Frame& frame, ConnAck& out) {
 
 absl::Status ParseSubAck(const Frame& frame, SubAck& out) {
   out.reason_codes.clear();
-  if (absl::Status s = NoFlags(frame, "SUBACK"); !s.ok()) {
-    return s;
-  }
-  Reader r(frame.body);
+  Reader r = Body(frame, "SUBACK");
   out.packet_id = r.TwoBytes("SUBACK");
   ReadProperties(r, "SUBACK", [](uint8_t, Reader&) { return false; });
   while (r.ok() && r.left() > 0) {
@@ -454,11 +450,8 @@ absl::Status ParsePublish(const Frame& frame, Publish& out) {
 
 absl::Status ParseDisconnect(const Frame& frame, Disconnect& out) {
   out = Disconnect{};
-  if (absl::Status s = NoFlags(frame, "DISCONNECT"); !s.ok()) {
-    return s;
-  }
-  Reader r(frame.body);
-  if (r.left() == 0) {
+  Reader r = Body(frame, "DISCONNECT");
+  if (r.ok() && r.left() == 0) {
     return absl::OkStatus();  // normal disconnection, no properties (§3.14.2.1)
   }
   out.reason_code = r.Byte("DISCONNECT");
@@ -479,11 +472,11 @@ absl::Status ParseDisconnect(const Frame& frame, Disconnect& out) {
 }
 
 absl::Status ParsePingResp(const Frame& frame) {
-  if (absl::Status s = NoFlags(frame, "PINGRESP"); !s.ok()) {
-    return s;
+  Reader r = Body(frame, "PINGRESP");
+  if (r.ok() && r.left() != 0) {
+    r.Fail("PINGRESP: a body, which it has none of");
   }
-  return frame.body.empty() ? absl::OkStatus()
-                            : absl::InvalidArgumentError("PINGRESP: a body, which it has none of");
+  return Result(r);
 }
 
 std::string PacketTypeName(uint8_t first_byte) {
