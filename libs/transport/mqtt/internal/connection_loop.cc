@@ -92,6 +92,11 @@ absl::Status ConnectionLoop::CheckSettings() {
   return status;
 }
 
+uint16_t ConnectionLoop::keep_alive_s() const {
+  const int64_t seconds = settings_.keep_alive.count();
+  return static_cast<uint16_t>(seconds == 0 ? 65'535 : std::clamp<int64_t>(seconds, 5, 65'535));
+}
+
 absl::Status ConnectionLoop::Start(const char* thread_name, Attempt attempt,
                                    absl::AnyInvocable<void()>* on_lost,
                                    absl::AnyInvocable<void()> on_tick) {

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <thread>
 
@@ -21,6 +22,10 @@
 #include "libs/transport/settings.h"
 
 namespace mmi::transport::internal {
+
+// The Receive Maximum both connections announce in CONNECT: no limit of our own; the broker's
+// max_inflight_messages bounds what it has in flight to us.
+inline constexpr uint16_t kReceiveMaximum = 65'535;
 
 // Milliseconds until `until` for poll(), rounded up (a timeout rounded down to 0 would spin
 // through the last millisecond), at most a tick (100 ms).
@@ -49,6 +54,10 @@ class ConnectionLoop {
   absl::Status CheckSettings();
   const std::string& host() const { return host_; }
   int port() const { return port_; }
+  // The keep-alive both connections send in CONNECT: `keepAlive` within what libmosquitto allows,
+  // so that it means the same for the publisher and the subscriber: at least 5 s; 0 (off) becomes
+  // the largest.
+  uint16_t keep_alive_s() const;
 
   // Starts the thread `thread_name` (SIGPIPE blocked on it: a write to a socket the broker closed
   // fails with EPIPE), which runs `attempt` until Stop(), waiting the backoff between attempts.

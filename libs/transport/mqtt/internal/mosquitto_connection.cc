@@ -22,12 +22,6 @@
 namespace mmi::transport::internal {
 namespace {
 
-// libmosquitto refuses a keep-alive below 5 s; 0 (off) becomes the largest.
-constexpr int kMinKeepAliveS = 5;
-constexpr int kMaxKeepAliveS = 65'535;
-// The Receive Maximum our CONNECT announces: no limit of our own; the broker's
-// max_inflight_messages bounds what it has in flight to us.
-constexpr int kReceiveMaximum = 65'535;
 // Packets read in one turn while the socket has more bytes waiting (then the loop turns, so that
 // a flood cannot starve the hooks).
 constexpr int kMaxReadsPerTurn = 256;
@@ -177,16 +171,12 @@ std::string MosquittoConnection::Attempt() {
 }
 
 std::string MosquittoConnection::RunConnection() {
-  const int keep_alive = settings_.keep_alive.count() == 0
-                             ? kMaxKeepAliveS
-                             : std::clamp<int>(static_cast<int>(settings_.keep_alive.count()),
-                                               kMinKeepAliveS, kMaxKeepAliveS);
   if (std::string unreachable = Probe(); !unreachable.empty()) {
     return loop_.stopping() ? "" : unreachable;
   }
   server_disconnect_.clear();
-  const int rc = mosquitto_connect_bind_v5(mosq_, loop_.host().c_str(), loop_.port(), keep_alive,
-                                           nullptr, nullptr);
+  const int rc = mosquitto_connect_bind_v5(mosq_, loop_.host().c_str(), loop_.port(),
+                                           loop_.keep_alive_s(), nullptr, nullptr);
   if (rc != MOSQ_ERR_SUCCESS) {
     return ErrorText(rc);
   }

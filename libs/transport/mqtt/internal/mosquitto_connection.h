@@ -88,10 +88,8 @@ class MosquittoConnection {
   std::string Attempt();
   // From CONNECT to the end of the connection; returns why it ended ("" when stopping).
   std::string RunConnection();
-  // Resolves the broker and opens (and closes) a TCP connection to it within `dialTimeout`,
-  // waking for a Stop(): libmosquitto's own connect blocks until the kernel gives up on an
-  // unreachable address. "" when the broker answered, else why not. The resolver call itself
-  // blocks, as every resolver call does.
+  // The probe (see above): ConnectionLoop::Dial(), the socket closed at once. "" when the broker
+  // answered, else why not.
   std::string Probe();
   // TLS records decrypted and not read yet (poll() cannot see them).
   bool TlsHoldsData();

@@ -31,13 +31,6 @@ constexpr std::size_t kMaxReadPerTurn = 4 * 1024 * 1024;
 // is read whole, rejected as oversize by the subscriber's intake and acknowledged, so that it
 // cannot block a persistent session (refusing it would make the broker send it again forever).
 constexpr std::size_t kMaxPacketBytes = mqtt5::kMaxRemainingLength + 5;
-// The keep-alive libmosquitto allows, kept so that `keepAlive` means the same for the publisher
-// and the subscriber: at least 5 s; 0 (off) becomes the largest.
-constexpr int64_t kMinKeepAliveS = 5;
-constexpr int64_t kMaxKeepAliveS = 65'535;
-// The Receive Maximum our CONNECT announces, as MosquittoConnection's: the broker's
-// max_inflight_messages bounds what it has in flight to us.
-constexpr uint16_t kReceiveMaximum = 65'535;
 constexpr auto kGoodbyeTimeout = std::chrono::milliseconds(1'000);
 
 // The reasons OpenSSL queued, oldest first; clears its queue.
@@ -281,7 +274,9 @@ std::string NativeMqttConnection::Attempt() {
   std::string ended = Open(deadline);
   if (channel_ != nullptr && ended.empty() && !loop_.stopping()) {
     SendConnect();
-    ended = Converse(deadline);
+    while (ended.empty() && drop_reason_.empty() && !loop_.stopping()) {
+      ended = Turn(deadline);
+    }
     if (ended.empty()) {
       Goodbye();
       ended = drop_reason_;
@@ -357,10 +352,7 @@ void NativeMqttConnection::SendConnect() {
   mqtt5::ConnectOptions connect;
   connect.client_id = loop_.client_id();
   connect.clean_start = session_expiry_.count() == 0;
-  connect.keep_alive_s = static_cast<uint16_t>(
-      settings_.keep_alive.count() == 0
-          ? kMaxKeepAliveS
-          : std::clamp<int64_t>(settings_.keep_alive.count(), kMinKeepAliveS, kMaxKeepAliveS));
+  connect.keep_alive_s = loop_.keep_alive_s();
   connect.session_expiry_s =
       static_cast<uint32_t>(std::clamp<int64_t>(session_expiry_.count(), 0, INT32_MAX));
   connect.receive_maximum = kReceiveMaximum;
@@ -373,19 +365,6 @@ void NativeMqttConnection::SendConnect() {
   mqtt5::AppendConnect(connect, out_);
   keep_alive_ = std::chrono::seconds(connect.keep_alive_s);
   last_write_ = Clock::now();
-}
-
-std::string NativeMqttConnection::Converse(Clock::time_point deadline) {
-  while (!loop_.stopping()) {
-    std::string ended = Turn(deadline);
-    if (!ended.empty()) {
-      return ended;
-    }
-    if (!drop_reason_.empty()) {
-      break;
-    }
-  }
-  return "";
 }
 
 void NativeMqttConnection::Goodbye() {
@@ -597,7 +576,12 @@ void NativeMqttConnection::HandlePacket(const mqtt5::Frame& frame) {
                           DescribeReason(connack.reason_code, connack.reason_string)));
         return;
       }
-      Accept(connack);
+      if (connack.server_keep_alive.has_value()) {
+        keep_alive_ = std::chrono::seconds(*connack.server_keep_alive);
+      }
+      if (const bool reconnect = loop_.Accepted(connack.session_present); hooks_.on_connected) {
+        hooks_.on_connected(reconnect);
+      }
       return;
     }
     case mqtt5::PacketType::kSubAck:
@@ -629,16 +613,6 @@ void NativeMqttConnection::HandlePacket(const mqtt5::Frame& frame) {
                         " from the broker"),
            mqtt5::kProtocolError);
       return;
-  }
-}
-
-void NativeMqttConnection::Accept(const mqtt5::ConnAck& connack) {
-  if (connack.server_keep_alive.has_value()) {
-    keep_alive_ = std::chrono::seconds(*connack.server_keep_alive);
-  }
-  const bool reconnect = loop_.Accepted(connack.session_present);
-  if (hooks_.on_connected) {
-    hooks_.on_connected(reconnect);
   }
 }
 

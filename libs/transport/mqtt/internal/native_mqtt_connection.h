@@ -89,8 +89,9 @@ class NativeMqttConnection {
   class Channel;  // the socket, plain or TLS
 
   absl::Status NewTlsContext();
-  // One connection attempt (ConnectionLoop::Attempt): Open(), SendConnect(), Converse() until
-  // the connection ends, Goodbye() when we end it. Returns why it ended ("" when stopping).
+  // One connection attempt (ConnectionLoop::Attempt): Open(), SendConnect(), Turn() until the
+  // connection ends, Goodbye() when we end it (Stop(), Drop()). Returns why it ended ("" when
+  // stopping).
   std::string Attempt();
   // The TCP connect within `deadline`, then the TLS handshake when TLS is on: "" or why not.
   std::string Open(Clock::time_point deadline);
@@ -98,8 +99,6 @@ class NativeMqttConnection {
   std::string Handshake(ssl_st* ssl, int fd, Clock::time_point deadline);
   // Empties the buffers and queues the CONNECT.
   void SendConnect();
-  // The turns of an open connection: "" when we end it (Stop(), Drop()), else why it ended.
-  std::string Converse(Clock::time_point connect_deadline);
   // What ends a connection from our side: its DISCONNECT (when accepted) and whatever is queued,
   // within a second, then the TLS close_notify.
   void Goodbye();
@@ -118,7 +117,6 @@ class NativeMqttConnection {
   void HandlePacket(const mqtt5::Frame& frame);
   // The cause of the end when the broker ended it, else `cause`.
   std::string EndCause(std::string cause) const;
-  void Accept(const mqtt5::ConnAck& connack);
 
   const MqttSettings settings_;
   const std::chrono::seconds session_expiry_;
