@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_join.h"
 #include "libs/transport/mqtt/internal/client_id.h"
 
@@ -18,14 +19,12 @@ const log::Logger& Log() {
 // A SUBACK's verdict on our SUBSCRIBE: false, with an error log, when the broker refused one of
 // its filters (a reason code >= 0x80).
 bool SubAckGranted(const std::vector<int>& reason_codes) {
-  for (const int code : reason_codes) {
-    if (code >= 0x80) {
-      Log().Error("the broker refused a subscription; check the topic filters and the ACL",
-                  {{"reason_code", code}});
-      return false;
-    }
+  const auto refused = absl::c_find_if(reason_codes, [](int code) { return code >= 0x80; });
+  if (refused != reason_codes.end()) {
+    Log().Error("the broker refused a subscription; check the topic filters and the ACL",
+                {{"reason_code", *refused}});
   }
-  return true;
+  return refused == reason_codes.end();
 }
 
 }  // namespace
