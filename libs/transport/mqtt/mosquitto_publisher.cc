@@ -53,6 +53,30 @@ absl::Status PublishCallFailure(int rc) {
   }
 }
 
+// The checks and the encoding Publish() makes before queueing: the event's source is
+// ours (kInvalidArgument), it has a topic (MqttTopics::PublishTopic's error), it encodes within
+// the limits (kInvalidArgument).
+absl::StatusOr<internal::EncodedPublish> EncodeForPublish(const MqttSettings& settings,
+                                                          const MqttTopics& topics,
+                                                          const cloudevents::Event& event) {
+  if (event.source != settings.source_id) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("event ", event.id, " has source \"", event.source,
+                     "\" but this transport publishes as source id \"", settings.source_id, "\""));
+  }
+  absl::StatusOr<std::string> topic = topics.PublishTopic(event);
+  if (!topic.ok()) {
+    return topic.status();
+  }
+  absl::StatusOr<cloudevents::MqttMessage> encoded =
+      cloudevents::EncodeMqtt(event, cloudevents::MqttContentMode::kBinary, settings.limits);
+  if (!encoded.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot encode event ", event.id, " for MQTT: ", std::string(encoded.status().message())));
+  }
+  return internal::EncodedPublish{*std::move(topic), *std::move(encoded)};
+}
+
 }  // namespace
 
 MosquittoPublisher::MosquittoPublisher(MqttSettings settings, Clock& clock,
@@ -114,8 +138,7 @@ void MosquittoPublisher::Publish(cloudevents::Event event, PublishCallback done)
                    started);
     return;
   }
-  absl::StatusOr<internal::EncodedPublish> encoded =
-      internal::EncodeForPublish(settings_, topics_, event);
+  absl::StatusOr<internal::EncodedPublish> encoded = EncodeForPublish(settings_, topics_, event);
   if (!encoded.ok()) {
     window_.Reject(std::move(done), encoded.status(), started);
     return;

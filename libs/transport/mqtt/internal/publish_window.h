@@ -16,7 +16,6 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -25,7 +24,6 @@
 #include "libs/common/log.h"
 #include "libs/transport/internal/serial_executor.h"
 #include "libs/transport/metrics.h"
-#include "libs/transport/mqtt/mqtt_topics.h"
 #include "libs/transport/publisher.h"
 #include "libs/transport/settings.h"
 
@@ -40,30 +38,6 @@ struct EncodedPublish {
   std::string topic;
   cloudevents::MqttMessage message;
 };
-
-// The checks and the encoding every MQTT Publish() makes before queueing: the event's source is
-// ours (kInvalidArgument), it has a topic (MqttTopics::PublishTopic's error), it encodes within
-// the limits (kInvalidArgument).
-inline absl::StatusOr<EncodedPublish> EncodeForPublish(const MqttSettings& settings,
-                                                       const MqttTopics& topics,
-                                                       const cloudevents::Event& event) {
-  if (event.source != settings.source_id) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("event ", event.id, " has source \"", event.source,
-                     "\" but this transport publishes as source id \"", settings.source_id, "\""));
-  }
-  absl::StatusOr<std::string> topic = topics.PublishTopic(event);
-  if (!topic.ok()) {
-    return topic.status();
-  }
-  absl::StatusOr<cloudevents::MqttMessage> encoded =
-      cloudevents::EncodeMqtt(event, cloudevents::MqttContentMode::kBinary, settings.limits);
-  if (!encoded.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot encode event ", event.id, " for MQTT: ", std::string(encoded.status().message())));
-  }
-  return EncodedPublish{*std::move(topic), *std::move(encoded)};
-}
 
 // An event leaves the window's payload store when it is handed to libmosquitto. Thread-safe.
 class PublishWindow {
@@ -157,17 +131,6 @@ class PublishWindow {
   // Fails every pending event (held or handed over) with `status`, also the slots kept for
   // expired ones: the connection, and what the library held, is gone.
   void FailAll(const absl::Status& status) {
-    {
-      absl::MutexLock lock(&mu_);
-      for (auto it = entries_.begin(); it != entries_.end();) {
-        if (!it->second.expired) {
-          ++it;
-          continue;
-        }
-        --handed_;  // expired entries are always handed ones
-        it = entries_.erase(it);
-      }
-    }
     FailWhere([](const Entry&) { return true; }, [&status] { return status; },
               /*library_still_holds=*/false);
   }
@@ -236,7 +199,7 @@ class PublishWindow {
 
   // Completes every pending entry `selected` picks with `status()`. `library_still_holds`:
   // entries handed over keep their slot (marked expired) until their PUBACK or the connection's
-  // loss.
+  // loss; without it, the slots of expired entries are freed too.
   void FailWhere(absl::FunctionRef<bool(const Entry&)> selected,
                  absl::FunctionRef<absl::Status()> status, bool library_still_holds) {
     std::vector<Entry> failed;
@@ -244,6 +207,11 @@ class PublishWindow {
       // All at once: the sender must not hand over an event that is failing.
       absl::MutexLock lock(&mu_);
       for (auto it = entries_.begin(); it != entries_.end();) {
+        if (it->second.expired && !library_still_holds) {
+          --handed_;  // expired entries are always handed ones
+          it = entries_.erase(it);
+          continue;
+        }
         if (it->second.expired || !selected(it->second)) {
           ++it;
           continue;
