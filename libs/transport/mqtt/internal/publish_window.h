@@ -135,25 +135,22 @@ class PublishWindow {
               /*library_still_holds=*/false);
   }
 
-  // Fails the events whose deadline passed with `status()`. Those handed over keep their slot
-  // until their PUBACK or the connection's loss, so the library never holds more than the window.
-  void ExpireDeadlines(absl::FunctionRef<absl::Status()> status) {
-    const auto now = clock_.MonotonicNow();
-    FailWhere([now](const Entry& entry) { return entry.deadline <= now; }, status,
-              /*library_still_holds=*/true);
-  }
-
   // The publisher's periodic check: while not connected, fails what waits (accepted just as the
-  // connection dropped) at once rather than at its deadline; then the deadlines.
+  // connection dropped) at once rather than at its deadline; then the events whose deadline
+  // passed. Those handed over keep their slot until their PUBACK or the connection's loss, so the
+  // library never holds more than the window.
   void Tick(bool connected, const MqttSettings& settings) {
     if (!connected) {
       FailAll(NotConnected(settings));
     }
-    ExpireDeadlines([&settings] {
-      return absl::DeadlineExceededError(
-          absl::StrCat("no PUBACK from MQTT broker ", settings.broker_host, " within ",
-                       settings.publish_timeout.count(), "ms of the Publish() call; retry"));
-    });
+    const auto now = clock_.MonotonicNow();
+    FailWhere([now](const Entry& entry) { return entry.deadline <= now; },
+              [&settings] {
+                return absl::DeadlineExceededError(absl::StrCat(
+                    "no PUBACK from MQTT broker ", settings.broker_host, " within ",
+                    settings.publish_timeout.count(), "ms of the Publish() call; retry"));
+              },
+              /*library_still_holds=*/true);
   }
 
   static absl::Status NotConnected(const MqttSettings& settings) {
@@ -168,7 +165,8 @@ class PublishWindow {
     return mu_.AwaitWithTimeout(absl::Condition(&drained), timeout);
   }
 
-  // The outcome of an event never accepted: recorded and posted like the others.
+  // Records the outcome of an event and posts its callback: one never accepted, or (Finish()) one
+  // completing. No lock held.
   void Reject(PublishCallback done, absl::Status status,
               std::chrono::steady_clock::time_point started) {
     metrics_.RecordPublish(status, clock_.MonotonicNow() - started);
@@ -243,16 +241,12 @@ class PublishWindow {
     }
   }
 
-  // Records the outcome and posts the callback; no lock held.
   void Finish(Entry entry, absl::Status status) {
-    metrics_.RecordPublish(status, clock_.MonotonicNow() - entry.started);
     if (!status.ok()) {
       logger_.Debug("publish failed",
                     {{"event_id", entry.event_id}, {"error", std::string(status.message())}});
     }
-    callbacks_.Post([done = std::move(entry.done), status = std::move(status)]() mutable {
-      std::move(done)(std::move(status));
-    });
+    Reject(std::move(entry.done), std::move(status), entry.started);
   }
 
   const size_t capacity_;
