@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "libs/common/status_macros.h"
 #include "libs/transport/mqtt/internal/client_id.h"
 #include "libs/transport/mqtt/mosquitto_message.h"
 
@@ -64,17 +65,14 @@ absl::StatusOr<internal::EncodedPublish> EncodeForPublish(const MqttSettings& se
         absl::StrCat("event ", event.id, " has source \"", event.source,
                      "\" but this transport publishes as source id \"", settings.source_id, "\""));
   }
-  absl::StatusOr<std::string> topic = topics.PublishTopic(event);
-  if (!topic.ok()) {
-    return topic.status();
-  }
+  ASSIGN_OR_RETURN(std::string topic, topics.PublishTopic(event));
   absl::StatusOr<cloudevents::MqttMessage> encoded =
       cloudevents::EncodeMqtt(event, cloudevents::MqttContentMode::kBinary, settings.limits);
   if (!encoded.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "cannot encode event ", event.id, " for MQTT: ", std::string(encoded.status().message())));
   }
-  return internal::EncodedPublish{*std::move(topic), *std::move(encoded)};
+  return internal::EncodedPublish{std::move(topic), *std::move(encoded)};
 }
 
 }  // namespace
@@ -94,9 +92,7 @@ absl::Status MosquittoPublisher::Start() {
   if (started_ || stopped_) {
     return absl::FailedPreconditionError("MosquittoPublisher::Start called twice or after Stop");
   }
-  if (absl::Status s = ValidateMqttSettings(settings_); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(ValidateMqttSettings(settings_));
   connection_ = std::make_unique<internal::MosquittoConnection>(
       settings_, internal::MqttClientId(settings_, "pub"), metrics_, Log());
   internal::MosquittoConnection::Hooks hooks;
@@ -119,9 +115,7 @@ absl::Status MosquittoPublisher::Start() {
   hooks.on_turn = [this] { SendHeld(); };
   hooks.on_tick = [this] { window_.Tick(connection_->connected(), settings_); };
   hooks.on_publish = [this](int mid, int reason_code) { OnPublished(mid, reason_code); };
-  if (absl::Status s = connection_->Start(std::move(hooks), "mqtt-pub"); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(connection_->Start(std::move(hooks), "mqtt-pub"));
   started_ = true;
   Log().Info("MQTT publisher started",
              {{"summary", RedactedSummary(TransportSettings(settings_))}});

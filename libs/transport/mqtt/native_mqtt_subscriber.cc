@@ -6,6 +6,7 @@
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_join.h"
+#include "libs/common/status_macros.h"
 #include "libs/transport/mqtt/internal/client_id.h"
 
 namespace mmi::transport {
@@ -41,9 +42,7 @@ absl::Status NativeMqttSubscriber::Start(EventHandler handler, SubscribedHook on
   if (!handler) {
     return absl::InvalidArgumentError("NativeMqttSubscriber::Start: handler must be set");
   }
-  if (absl::Status s = ValidateMqttSettings(settings_); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(ValidateMqttSettings(settings_));
   {
     absl::MutexLock lock(&mu_);
     if (started_ || stopped_) {

@@ -18,6 +18,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "libs/common/status_macros.h"
 
 namespace mmi::transport::internal {
 namespace {
@@ -76,20 +77,14 @@ absl::Status ConnectionLoop::CheckSettings() {
         absl::StrCat("transport.mqtt.brokerHost: must be host:port, got \"", text, "\""));
   }
   const TlsSettings& tls = settings_.tls;
-  if (!tls.enabled) {
-    return absl::OkStatus();
+  if (tls.enabled && !tls.ca_file.empty()) {
+    RETURN_IF_ERROR(CheckReadable(tls.ca_file, "tls.caFile"));
   }
-  absl::Status status;
-  if (!tls.ca_file.empty()) {
-    status = CheckReadable(tls.ca_file, "tls.caFile");
+  if (tls.enabled && !tls.client_cert_file.empty()) {
+    RETURN_IF_ERROR(CheckReadable(tls.client_cert_file, "tls.clientCertFile"));
+    RETURN_IF_ERROR(CheckReadable(tls.client_key_file, "tls.clientKeyFile"));
   }
-  if (status.ok() && !tls.client_cert_file.empty()) {
-    status = CheckReadable(tls.client_cert_file, "tls.clientCertFile");
-    if (status.ok()) {
-      status = CheckReadable(tls.client_key_file, "tls.clientKeyFile");
-    }
-  }
-  return status;
+  return absl::OkStatus();
 }
 
 uint16_t ConnectionLoop::keep_alive_s() const {

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "libs/common/status_macros.h"
 
 namespace mmi::transport::internal {
 namespace {
@@ -75,11 +76,8 @@ absl::Status MosquittoConnection::NewHandle() {
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot create an MQTT client: ", std::strerror(errno)));
   }
-  if (absl::Status s =
-          Check(mosquitto_int_option(mosq_, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5), "MQTT 5");
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(
+      Check(mosquitto_int_option(mosq_, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5), "MQTT 5"));
   // Small packets (PUBACKs, publishes) must not wait for Nagle: the peer sends no more until
   // they arrive.
   (void)mosquitto_int_option(mosq_, MOSQ_OPT_TCP_NODELAY, 1);
@@ -88,18 +86,12 @@ absl::Status MosquittoConnection::NewHandle() {
   // only by a Receive Maximum in the CONNACK; a broker that sends none means 65,535 (MQTT 5).
   (void)mosquitto_int_option(mosq_, MOSQ_OPT_SEND_MAXIMUM, kReceiveMaximum);
   if (!settings_.username.empty()) {
-    if (absl::Status s =
-            Check(mosquitto_username_pw_set(
-                      mosq_, settings_.username.c_str(),
-                      settings_.password.empty() ? nullptr : settings_.password.c_str()),
-                  "username");
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(Check(mosquitto_username_pw_set(
+                              mosq_, settings_.username.c_str(),
+                              settings_.password.empty() ? nullptr : settings_.password.c_str()),
+                          "username"));
   }
-  if (absl::Status s = ConfigureTls(); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(ConfigureTls());
   mosquitto_connect_v5_callback_set(mosq_, &MosquittoConnection::OnConnect);
   mosquitto_publish_v5_callback_set(mosq_, &MosquittoConnection::OnPublish);
   mosquitto_disconnect_v5_callback_set(mosq_, &MosquittoConnection::OnDisconnect);
@@ -117,15 +109,12 @@ absl::Status MosquittoConnection::ConfigureTls() {
     (void)mosquitto_int_option(mosq_, MOSQ_OPT_TLS_USE_OS_CERTS, 1);
   }
   if (own_ca || !tls.client_cert_file.empty()) {
-    if (absl::Status s = Check(
-            mosquitto_tls_set(
-                mosq_, own_ca ? tls.ca_file.c_str() : nullptr, own_ca ? nullptr : kSystemCaDir,
-                tls.client_cert_file.empty() ? nullptr : tls.client_cert_file.c_str(),
-                tls.client_key_file.empty() ? nullptr : tls.client_key_file.c_str(), nullptr),
-            "tls");
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(
+        Check(mosquitto_tls_set(
+                  mosq_, own_ca ? tls.ca_file.c_str() : nullptr, own_ca ? nullptr : kSystemCaDir,
+                  tls.client_cert_file.empty() ? nullptr : tls.client_cert_file.c_str(),
+                  tls.client_key_file.empty() ? nullptr : tls.client_key_file.c_str(), nullptr),
+              "tls"));
   }
   // Verify the server's certificate and its name (libmosquitto checks the host name unless told
   // it is insecure, which we never do).
@@ -134,13 +123,9 @@ absl::Status MosquittoConnection::ConfigureTls() {
 
 absl::Status MosquittoConnection::Start(Hooks hooks, const char* thread_name) {
   InitLibrary();
-  if (absl::Status s = loop_.CheckSettings(); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(loop_.CheckSettings());
   // The first handle here, so that an option libmosquitto refuses fails Start().
-  if (absl::Status s = NewHandle(); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(NewHandle());
   hooks_ = std::move(hooks);
   return loop_.Start(
       thread_name, [this] { return Attempt(); }, &hooks_.on_lost, std::move(hooks_.on_tick));

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "libs/common/status_macros.h"
 
 namespace mmi::transport::internal {
 namespace {
@@ -196,13 +197,9 @@ NativeMqttConnection::NativeMqttConnection(const MqttSettings& settings, std::st
 NativeMqttConnection::~NativeMqttConnection() { loop_.Stop(); }
 
 absl::Status NativeMqttConnection::Start(Hooks hooks, const char* thread_name) {
-  if (absl::Status s = loop_.CheckSettings(); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(loop_.CheckSettings());
   if (settings_.tls.enabled) {
-    if (absl::Status s = NewTlsContext(); !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(NewTlsContext());
   }
   hooks_ = std::move(hooks);
   return loop_.Start(
