@@ -131,12 +131,6 @@ absl::Status MosquittoConnection::Start(Hooks hooks, const char* thread_name) {
       thread_name, [this] { return Attempt(); }, &hooks_.on_lost, std::move(hooks_.on_tick));
 }
 
-void MosquittoConnection::Drop(std::string reason) {
-  if (drop_reason_.empty()) {
-    drop_reason_ = std::move(reason);
-  }
-}
-
 std::string MosquittoConnection::Attempt() {
   if (mosq_ == nullptr) {
     if (absl::Status s = NewHandle(); !s.ok()) {
@@ -260,8 +254,9 @@ void MosquittoConnection::OnConnect(mosquitto* /*mosq*/, void* self_ptr, int rea
                                     const mosquitto_property* props) {
   auto* self = static_cast<MosquittoConnection*>(self_ptr);
   if (reason != 0) {
-    self->Drop(absl::StrCat("the broker refused the connection: ", mosquitto_reason_string(reason),
-                            " (reason code ", reason, ")"));
+    self->drop_reason_ =
+        absl::StrCat("the broker refused the connection: ", mosquitto_reason_string(reason),
+                     " (reason code ", reason, ")");
     return;
   }
   uint16_t receive_maximum = 65'535;  // MQTT 5: absent means 65,535

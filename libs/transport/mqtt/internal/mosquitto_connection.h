@@ -67,9 +67,6 @@ class MosquittoConnection {
   // Any thread: makes the loop turn now (runs on_turn), e.g. when there is something to publish.
   void Wake() { loop_.Wake(); }
 
-  // Connection thread (a hook): ends the current connection; the next one follows the backoff.
-  void Drop(std::string reason);
-
   // Connection thread (a hook) only: the handle of the current connection.
   mosquitto* handle() { return mosq_; }
 
@@ -105,7 +102,7 @@ class MosquittoConnection {
 
   // Connection thread only.
   mosquitto* mosq_ = nullptr;
-  std::string drop_reason_;
+  std::string drop_reason_;        // set when the broker refused the connection: ends it
   std::string server_disconnect_;  // the broker's DISCONNECT reason, when it sent one
 };
 
