@@ -61,7 +61,7 @@ absl::Status NativeMqttSubscriber::Start(EventHandler handler, SubscribedHook on
                  : internal::MqttClientId(settings_, "sub"),
       settings_.session_expiry, metrics_, Log());
   internal::NativeMqttConnection::Hooks hooks;
-  hooks.on_connected = [this](bool /*reconnect*/) { Subscribe(); };
+  hooks.on_connected = [this](bool /*reconnect*/, const internal::mqtt5::ConnAck&) { Subscribe(); };
   hooks.on_lost = [this] { subscribed_.store(false); };
   hooks.on_tick = [this] { intake_log_.Flush(); };
   hooks.on_suback = [this](const internal::mqtt5::SubAck& suback) { OnSubAck(suback); };

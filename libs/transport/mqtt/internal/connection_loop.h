@@ -1,6 +1,5 @@
-// What both MQTT connections share around their connection attempts (MosquittoConnection, the
-// publisher's, on libmosquitto; NativeMqttConnection, the subscriber's, our own): the thread and
-// its wake-up eventfd, Stop(), the broker address and TLS files checked, the TCP connect, the
+// What the MQTT connection (NativeMqttConnection) does around its connection attempts: the thread
+// and its wake-up eventfd, Stop(), the broker address and TLS files checked, the TCP connect, the
 // owner's tick, the reconnect loop with its backoff and retry logs, and the bookkeeping of an
 // accepted CONNACK and of a lost connection (`connected()`, the `mmi_transport_connected` gauge,
 // the reconnect count, the connect log).

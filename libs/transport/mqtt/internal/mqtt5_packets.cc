@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -287,6 +288,42 @@ void AppendSubscribe(uint16_t packet_id, absl::Span<const std::string> filters, 
   AppendPacket((static_cast<uint8_t>(PacketType::kSubscribe) << 4) | 0x02, body, out);
 }
 
+absl::Status AppendPublish(std::string_view topic, int qos, uint16_t packet_id,
+                           const cloudevents::MqttMessage& message, std::string& out) {
+  std::string props;
+  std::size_t longest = topic.size();
+  if (message.content_type.has_value()) {
+    props.push_back(static_cast<char>(kContentType));
+    AppendString(*message.content_type, props);
+    longest = std::max(longest, message.content_type->size());
+  }
+  for (const auto& [name, value] : message.user_properties) {
+    props.push_back(static_cast<char>(kUserProperty));
+    AppendString(name, props);
+    AppendString(value, props);
+    longest = std::max({longest, name.size(), value.size()});
+  }
+  if (longest > kMaxStringBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("PUBLISH: a topic or property of ", longest,
+                                                   " bytes, above MQTT's ", kMaxStringBytes));
+  }
+  std::string header;
+  AppendString(topic, header);
+  if (qos == 1) {
+    AppendBigEndian(packet_id, 2, header);
+  }
+  AppendVarInt(props.size(), header);
+  const std::size_t length = header.size() + props.size() + message.payload.size();
+  if (length > kMaxRemainingLength) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PUBLISH: ", length, " bytes, above MQTT's ", kMaxRemainingLength));
+  }
+  out.push_back(static_cast<char>((static_cast<uint8_t>(PacketType::kPublish) << 4) | (qos << 1)));
+  AppendVarInt(length, out);
+  absl::StrAppend(&out, header, props, message.payload);
+  return absl::OkStatus();
+}
+
 void AppendPubAck(uint16_t packet_id, std::string& out) {
   out.push_back(static_cast<char>(static_cast<uint8_t>(PacketType::kPubAck) << 4));
   out.push_back(2);
@@ -445,6 +482,22 @@ absl::Status ParsePublish(const Frame& frame, Publish& out) {
     }
   });
   out.payload = r.Rest();
+  return Result(r);
+}
+
+absl::Status ParsePubAck(const Frame& frame, PubAck& out) {
+  out = PubAck{};
+  Reader r = Body(frame, "PUBACK");
+  out.packet_id = r.TwoBytes("PUBACK");
+  if (r.ok() && r.left() > 0) {
+    out.reason_code = r.Byte("PUBACK");
+  }
+  if (r.ok() && r.left() > 0) {
+    ReadProperties(r, "PUBACK", [](uint8_t, Reader&) { return false; });
+  }
+  if (r.ok() && r.left() != 0) {
+    r.Fail("PUBACK: bytes after the properties");
+  }
   return Result(r);
 }
 

@@ -448,14 +448,17 @@ std::string NativeMqttConnection::Turn(Clock::time_point connect_deadline) {
       ping_sent_ = now;
     }
   }
-  // Everything queued this turn (the PUBACKs of a whole batch) in as few writes as the socket
-  // takes.
+  if (loop_.accepted() && drop_reason_.empty() && hooks_.on_turn) {
+    hooks_.on_turn();
+  }
+  // Everything queued this turn (the PUBACKs of a whole batch, the publishes) in as few writes as
+  // the socket takes.
   bool blocked = false;
   if (std::string ended = WriteQueued(blocked); !ended.empty()) {
     return ended;
   }
-  if (out_sent_ == out_.size()) {
-    out_.clear();
+  if (out_sent_ == out_.size() || out_sent_ >= kInputBytes) {
+    out_.erase(0, out_sent_);
     out_sent_ = 0;
   }
   loop_.TickIfDue();
@@ -577,7 +580,7 @@ void NativeMqttConnection::HandlePacket(const mqtt5::Frame& frame) {
         keep_alive_ = std::chrono::seconds(*connack.server_keep_alive);
       }
       if (const bool reconnect = loop_.Accepted(connack.session_present); hooks_.on_connected) {
-        hooks_.on_connected(reconnect);
+        hooks_.on_connected(reconnect, connack);
       }
       return;
     }
@@ -589,6 +592,13 @@ void NativeMqttConnection::HandlePacket(const mqtt5::Frame& frame) {
         hooks_.on_suback(suback_);
       }
       return;
+    case mqtt5::PacketType::kPubAck: {
+      mqtt5::PubAck puback;
+      if (parsed(mqtt5::ParsePubAck(frame, puback)) && hooks_.on_puback) {
+        hooks_.on_puback(puback);
+      }
+      return;
+    }
     case mqtt5::PacketType::kPingResp:
       if (!parsed(mqtt5::ParsePingResp(frame))) {
         return;

@@ -178,7 +178,7 @@ class NativeMqttConnectionTest : public ::testing::Test {
     connection_ =
         std::make_unique<NativeMqttConnection>(settings, "src-sub", seconds(0), metrics_, logger_);
     NativeMqttConnection::Hooks hooks;
-    hooks.on_connected = [this](bool reconnect) {
+    hooks.on_connected = [this](bool reconnect, const mqtt5::ConnAck&) {
       absl::MutexLock lock(&mu_);
       connects_.push_back(reconnect);
     };

@@ -1,5 +1,5 @@
-// The MQTT publisher's in-flight bookkeeping (MosquittoPublisher): every accepted event in call
-// order, which of them are held and which were handed to libmosquitto, the window (the broker's
+// The MQTT publisher's in-flight bookkeeping (NativeMqttPublisher): every accepted event in call
+// order, which of them are held and which were written to the connection, the window (the broker's
 // Receive Maximum), deadlines, and the outcome of each, posted to the publisher's callback thread.
 #pragma once
 
@@ -39,7 +39,7 @@ struct EncodedPublish {
   cloudevents::MqttMessage message;
 };
 
-// An event leaves the window's payload store when it is handed to libmosquitto. Thread-safe.
+// An event leaves the window's payload store when it is written to the connection. Thread-safe.
 class PublishWindow {
  public:
   // At most this many events accepted and not completed (held or awaiting their PUBACK).

@@ -1,6 +1,5 @@
-#include "libs/transport/mqtt/mosquitto_publisher.h"
+#include "libs/transport/mqtt/native_mqtt_publisher.h"
 
-#include <mosquitto.h>
 #include <mqtt_protocol.h>
 
 #include <algorithm>
@@ -9,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "libs/common/status_macros.h"
 #include "libs/transport/mqtt/internal/client_id.h"
-#include "libs/transport/mqtt/mosquitto_message.h"
 
 namespace mmi::transport {
 namespace {
@@ -31,24 +29,6 @@ absl::Status PubackFailure(int reason) {
     case MQTT_RC_PACKET_TOO_LARGE:
     case MQTT_RC_PAYLOAD_FORMAT_INVALID:
       return absl::InvalidArgumentError(detail + " (rejected by the broker)");
-    default:
-      return absl::UnavailableError(detail);
-  }
-}
-
-// A libmosquitto publish call that failed -> STYLE.md code.
-absl::Status PublishCallFailure(int rc) {
-  const std::string detail = absl::StrCat("MQTT publish failed: ", mosquitto_strerror(rc));
-  switch (rc) {
-    case MOSQ_ERR_OVERSIZE_PACKET:
-    case MOSQ_ERR_PAYLOAD_SIZE:
-    case MOSQ_ERR_MALFORMED_UTF8:
-    case MOSQ_ERR_INVAL:
-    case MOSQ_ERR_DUPLICATE_PROPERTY:
-    case MOSQ_ERR_QOS_NOT_SUPPORTED:
-      return absl::InvalidArgumentError(detail);
-    case MOSQ_ERR_NOMEM:
-      return absl::ResourceExhaustedError(detail);
     default:
       return absl::UnavailableError(detail);
   }
@@ -77,44 +57,44 @@ absl::StatusOr<internal::EncodedPublish> EncodeForPublish(const MqttSettings& se
 
 }  // namespace
 
-MosquittoPublisher::MosquittoPublisher(MqttSettings settings, Clock& clock,
-                                       prometheus::Registry& registry)
+NativeMqttPublisher::NativeMqttPublisher(MqttSettings settings, Clock& clock,
+                                         prometheus::Registry& registry)
     : settings_(std::move(settings)),
       clock_(clock),
       metrics_(registry, "mqtt", ClientRole::kPublisher),
       topics_(settings_),
       window_(internal::kMaxPendingPublishes, clock_, metrics_, Log(), callbacks_) {}
 
-MosquittoPublisher::~MosquittoPublisher() { Stop(); }
+NativeMqttPublisher::~NativeMqttPublisher() { Stop(); }
 
-absl::Status MosquittoPublisher::Start() {
+absl::Status NativeMqttPublisher::Start() {
   absl::WriterMutexLock lock(&lifecycle_mu_);
   if (started_ || stopped_) {
-    return absl::FailedPreconditionError("MosquittoPublisher::Start called twice or after Stop");
+    return absl::FailedPreconditionError("NativeMqttPublisher::Start called twice or after Stop");
   }
   RETURN_IF_ERROR(ValidateMqttSettings(settings_));
-  connection_ = std::make_unique<internal::MosquittoConnection>(
-      settings_, internal::MqttClientId(settings_, "pub"), metrics_, Log());
-  internal::MosquittoConnection::Hooks hooks;
+  connection_ = std::make_unique<internal::NativeMqttConnection>(
+      settings_, internal::MqttClientId(settings_, "pub"), std::chrono::seconds(0), metrics_,
+      Log());
+  internal::NativeMqttConnection::Hooks hooks;
   // A restarted broker may announce another Receive Maximum: read on every connect.
-  hooks.on_connected = [this](bool /*reconnect*/, std::size_t receive_maximum) {
-    receive_maximum_.store(receive_maximum);
+  hooks.on_connected = [this](bool /*reconnect*/, const internal::mqtt5::ConnAck& connack) {
+    receive_maximum_.store(connack.receive_maximum);
+    max_packet_bytes_ = connack.maximum_packet_size;
     // QoS 0 has no PUBACK and takes no slot of the broker's.
     window_.SetWindow(settings_.pub_qos == 0 ? static_cast<size_t>(internal::kMaxPendingPublishes)
-                                             : receive_maximum);
-    SendHeld();
+                                             : connack.receive_maximum);
   };
   hooks.on_lost = [this] {
     window_.SetWindow(0);
-    by_mid_.clear();  // the handle that knew these ids is gone
-    written_early_.clear();
+    by_packet_id_.clear();
     window_.FailAll(absl::UnavailableError(
         "MQTT connection lost before the broker acknowledged the event; it may or may not have "
         "been delivered: retry"));
   };
   hooks.on_turn = [this] { SendHeld(); };
   hooks.on_tick = [this] { window_.Tick(connection_->connected(), settings_); };
-  hooks.on_publish = [this](int mid, int reason_code) { OnPublished(mid, reason_code); };
+  hooks.on_puback = [this](const internal::mqtt5::PubAck& puback) { OnPubAck(puback); };
   RETURN_IF_ERROR(connection_->Start(std::move(hooks), "mqtt-pub"));
   started_ = true;
   Log().Info("MQTT publisher started",
@@ -122,13 +102,13 @@ absl::Status MosquittoPublisher::Start() {
   return absl::OkStatus();
 }
 
-void MosquittoPublisher::Publish(cloudevents::Event event, PublishCallback done) {
+void NativeMqttPublisher::Publish(cloudevents::Event event, PublishCallback done) {
   const auto started = clock_.MonotonicNow();
   absl::ReaderMutexLock lock(&lifecycle_mu_);
   if (!started_ || stopped_) {
     window_.Reject(std::move(done),
                    absl::FailedPreconditionError(
-                       "MosquittoPublisher: Publish() before Start() or after Stop()"),
+                       "NativeMqttPublisher: Publish() before Start() or after Stop()"),
                    started);
     return;
   }
@@ -153,44 +133,43 @@ void MosquittoPublisher::Publish(cloudevents::Event event, PublishCallback done)
   }
 }
 
-void MosquittoPublisher::SendHeld() {
-  mosquitto* mosq = connection_->handle();
+void NativeMqttPublisher::SendHeld() {
+  std::string& out = connection_->output();
   while (auto next = window_.TakeNext()) {
-    const uint64_t id = next->first;
-    const internal::EncodedPublish& publish = next->second;
-    absl::StatusOr<MosquittoProperties> props = ToMosquittoProperties(publish.message);
-    int mid = 0;
-    const int rc = !props.ok()
-                       ? MOSQ_ERR_INVAL
-                       : mosquitto_publish_v5(mosq, &mid, publish.topic.c_str(),
-                                              static_cast<int>(publish.message.payload.size()),
-                                              publish.message.payload.data(), settings_.pub_qos,
-                                              false, props->get());
-    if (rc != MOSQ_ERR_SUCCESS) {
-      window_.Complete(id, PublishCallFailure(rc));
-    } else if (written_early_.erase(mid) > 0) {
-      // QoS 0, written inside the call: libmosquitto reported it before its id was known here.
-      window_.Complete(id, absl::OkStatus());
+    const auto& [id, publish] = *next;
+    uint16_t packet_id = 0;
+    while (settings_.pub_qos == 1 && (packet_id == 0 || by_packet_id_.contains(packet_id))) {
+      packet_id = connection_->NextPacketId();  // at most Receive Maximum (< 65,535) are taken
+    }
+    const std::size_t before = out.size();
+    absl::Status status = internal::mqtt5::AppendPublish(publish.topic, settings_.pub_qos,
+                                                         packet_id, publish.message, out);
+    if (status.ok() && max_packet_bytes_ > 0 && out.size() - before > max_packet_bytes_) {
+      status = absl::InvalidArgumentError(
+          absl::StrCat("MQTT publish failed: ", out.size() - before,
+                       " bytes, above the broker's Maximum Packet Size of ", max_packet_bytes_));
+      out.resize(before);
+    }
+    if (!status.ok() || settings_.pub_qos == 0) {
+      window_.Complete(id, std::move(status));
     } else {
-      by_mid_.emplace(mid, id);
+      by_packet_id_.emplace(packet_id, id);
     }
   }
 }
 
-void MosquittoPublisher::OnPublished(int mid, int reason_code) {
-  auto it = by_mid_.find(mid);
-  if (it == by_mid_.end()) {
-    if (settings_.pub_qos == 0) {
-      written_early_.insert(mid);
-    }
-    return;
+void NativeMqttPublisher::OnPubAck(const internal::mqtt5::PubAck& puback) {
+  const auto it = by_packet_id_.find(puback.packet_id);
+  if (it == by_packet_id_.end()) {
+    return;  // not one of this connection's
   }
   const uint64_t id = it->second;
-  by_mid_.erase(it);
-  window_.Complete(id, reason_code < 0x80 ? absl::OkStatus() : PubackFailure(reason_code));
+  by_packet_id_.erase(it);
+  window_.Complete(
+      id, puback.reason_code < 0x80 ? absl::OkStatus() : PubackFailure(puback.reason_code));
 }
 
-void MosquittoPublisher::Stop() {
+void NativeMqttPublisher::Stop() {
   {
     absl::WriterMutexLock lock(&lifecycle_mu_);
     if (!internal::BeginPublisherStop(started_, stopped_, callbacks_)) {
@@ -208,12 +187,12 @@ void MosquittoPublisher::Stop() {
   Log().Info("MQTT publisher stopped");
 }
 
-bool MosquittoPublisher::connected() const {
+bool NativeMqttPublisher::connected() const {
   return connection_ != nullptr && connection_->connected();
 }
 
-size_t MosquittoPublisher::max_in_flight() const { return receive_maximum_.load(); }
+size_t NativeMqttPublisher::max_in_flight() const { return receive_maximum_.load(); }
 
-size_t MosquittoPublisher::PeakInFlightForTest() const { return window_.peak_handed(); }
+size_t NativeMqttPublisher::PeakInFlightForTest() const { return window_.peak_handed(); }
 
 }  // namespace mmi::transport
