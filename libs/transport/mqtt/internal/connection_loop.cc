@@ -12,13 +12,11 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "libs/common/status_macros.h"
 
 namespace mmi::transport::internal {
 namespace {
@@ -26,16 +24,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kTick = std::chrono::milliseconds(100);
-
-absl::Status CheckReadable(const std::string& path, std::string_view field) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("transport.mqtt.", std::string(field), ": file \"", path,
-                     "\" does not exist or is not a regular file; check the mounted secret"));
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -61,7 +49,7 @@ ConnectionLoop::~ConnectionLoop() {
   }
 }
 
-absl::Status ConnectionLoop::CheckSettings() {
+absl::Status ConnectionLoop::ParseBrokerHost() {
   const std::string& text = settings_.broker_host;
   const auto colon = text.rfind(':');
   if (colon == std::string::npos || !absl::SimpleAtoi(text.substr(colon + 1), &port_)) {
@@ -75,14 +63,6 @@ absl::Status ConnectionLoop::CheckSettings() {
   if (host_.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("transport.mqtt.brokerHost: must be host:port, got \"", text, "\""));
-  }
-  const TlsSettings& tls = settings_.tls;
-  if (tls.enabled && !tls.ca_file.empty()) {
-    RETURN_IF_ERROR(CheckReadable(tls.ca_file, "tls.caFile"));
-  }
-  if (tls.enabled && !tls.client_cert_file.empty()) {
-    RETURN_IF_ERROR(CheckReadable(tls.client_cert_file, "tls.clientCertFile"));
-    RETURN_IF_ERROR(CheckReadable(tls.client_key_file, "tls.clientKeyFile"));
   }
   return absl::OkStatus();
 }

@@ -1,5 +1,5 @@
 // What the MQTT connection (NativeMqttConnection) does around its connection attempts: the thread
-// and its wake-up eventfd, Stop(), the broker address and TLS files checked, the TCP connect, the
+// and its wake-up eventfd, Stop(), the broker address parsed, the TCP connect, the
 // owner's tick, the reconnect loop with its backoff and retry logs, and the bookkeeping of an
 // accepted CONNACK and of a lost connection (`connected()`, the `mmi_transport_connected` gauge,
 // the reconnect count, the connect log).
@@ -47,10 +47,8 @@ class ConnectionLoop {
   ConnectionLoop& operator=(const ConnectionLoop&) = delete;
 
   // Before Start(): `brokerHost` ("host:port" or "[v6]:port") into host() and port()
-  // (kInvalidArgument naming the field otherwise); with TLS on, the CA file (when set) and the
-  // client certificate and key (when a certificate is set) must be regular files
-  // (kFailedPrecondition naming the field and the file otherwise).
-  absl::Status CheckSettings();
+  // (kInvalidArgument naming the field otherwise).
+  absl::Status ParseBrokerHost();
   const std::string& host() const { return host_; }
   int port() const { return port_; }
   // The keep-alive both connections send in CONNECT: `keepAlive` within what libmosquitto allows,

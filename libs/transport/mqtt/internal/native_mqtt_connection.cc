@@ -197,7 +197,7 @@ NativeMqttConnection::NativeMqttConnection(const MqttSettings& settings, std::st
 NativeMqttConnection::~NativeMqttConnection() { loop_.Stop(); }
 
 absl::Status NativeMqttConnection::Start(Hooks hooks, const char* thread_name) {
-  RETURN_IF_ERROR(loop_.CheckSettings());
+  RETURN_IF_ERROR(loop_.ParseBrokerHost());
   if (settings_.tls.enabled) {
     RETURN_IF_ERROR(NewTlsContext());
   }
