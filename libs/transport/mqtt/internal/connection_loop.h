@@ -22,7 +22,7 @@
 
 namespace mmi::transport::internal {
 
-// The Receive Maximum both connections announce in CONNECT: no limit of our own; the broker's
+// The Receive Maximum the connection announces in CONNECT: no limit of our own; the broker's
 // max_inflight_messages bounds what it has in flight to us.
 inline constexpr uint16_t kReceiveMaximum = 65'535;
 
@@ -51,9 +51,8 @@ class ConnectionLoop {
   absl::Status ParseBrokerHost();
   const std::string& host() const { return host_; }
   int port() const { return port_; }
-  // The keep-alive both connections send in CONNECT: `keepAlive` within what libmosquitto allows,
-  // so that it means the same for the publisher and the subscriber: at least 5 s; 0 (off) becomes
-  // the largest.
+  // The keep-alive sent in CONNECT: `keepAlive`, at least 5 s; 0 becomes the largest (the rule
+  // the libmosquitto publisher had, kept so that the setting means what it did).
   uint16_t keep_alive_s() const;
 
   // Starts the thread `thread_name` (SIGPIPE blocked on it: a write to a socket the broker closed

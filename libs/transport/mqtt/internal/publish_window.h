@@ -78,7 +78,7 @@ class PublishWindow {
     return false;
   }
 
-  // The oldest held event, counted as handed to the library, while the window has room and
+  // The oldest held event, counted as handed over (written), while the window has room and
   // StopSending() was not called.
   std::optional<std::pair<uint64_t, EncodedPublish>> TakeNext() {
     absl::MutexLock lock(&mu_);
@@ -129,16 +129,16 @@ class PublishWindow {
   }
 
   // Fails every pending event (held or handed over) with `status`, also the slots kept for
-  // expired ones: the connection, and what the library held, is gone.
+  // expired ones: the connection, and what the broker held of ours, is gone.
   void FailAll(const absl::Status& status) {
     FailWhere([](const Entry&) { return true; }, [&status] { return status; },
-              /*library_still_holds=*/false);
+              /*broker_still_holds=*/false);
   }
 
   // The publisher's periodic check: while not connected, fails what waits (accepted just as the
   // connection dropped) at once rather than at its deadline; then the events whose deadline
   // passed. Those handed over keep their slot until their PUBACK or the connection's loss, so the
-  // library never holds more than the window.
+  // broker never holds more than the window.
   void Tick(bool connected, const MqttSettings& settings) {
     if (!connected) {
       FailAll(NotConnected(settings));
@@ -150,7 +150,7 @@ class PublishWindow {
                     "no PUBACK from MQTT broker ", settings.broker_host, " within ",
                     settings.publish_timeout.count(), "ms of the Publish() call; retry"));
               },
-              /*library_still_holds=*/true);
+              /*broker_still_holds=*/true);
   }
 
   static absl::Status NotConnected(const MqttSettings& settings) {
@@ -175,7 +175,7 @@ class PublishWindow {
     });
   }
 
-  // The most events ever handed to the library at once.
+  // The most events ever handed over (awaiting their PUBACK) at once.
   size_t peak_handed() const {
     absl::MutexLock lock(&mu_);
     return peak_handed_;
@@ -187,25 +187,25 @@ class PublishWindow {
     std::chrono::steady_clock::time_point started;
     std::chrono::steady_clock::time_point deadline;
     std::string event_id;
-    EncodedPublish payload;  // until handed to the library
-    // Its deadline passed while the library held it: the caller was told, the slot stays taken
+    EncodedPublish payload;  // until handed over
+    // Its deadline passed while the broker held it: the caller was told, the slot stays taken
     // until the PUBACK or the connection's loss.
     bool expired = false;
   };
 
   size_t held() const ABSL_SHARED_LOCKS_REQUIRED(mu_) { return entries_.size() - handed_; }
 
-  // Completes every pending entry `selected` picks with `status()`. `library_still_holds`:
+  // Completes every pending entry `selected` picks with `status()`. `broker_still_holds`:
   // entries handed over keep their slot (marked expired) until their PUBACK or the connection's
   // loss; without it, the slots of expired entries are freed too.
   void FailWhere(absl::FunctionRef<bool(const Entry&)> selected,
-                 absl::FunctionRef<absl::Status()> status, bool library_still_holds) {
+                 absl::FunctionRef<absl::Status()> status, bool broker_still_holds) {
     std::vector<Entry> failed;
     {
       // All at once: the sender must not hand over an event that is failing.
       absl::MutexLock lock(&mu_);
       for (auto it = entries_.begin(); it != entries_.end();) {
-        if (it->second.expired && !library_still_holds) {
+        if (it->second.expired && !broker_still_holds) {
           --handed_;  // expired entries are always handed ones
           it = entries_.erase(it);
           continue;
@@ -214,7 +214,7 @@ class PublishWindow {
           ++it;
           continue;
         }
-        if (it->first < next_send_ && library_still_holds) {
+        if (it->first < next_send_ && broker_still_holds) {
           Entry caller;
           caller.done = std::move(it->second.done);
           caller.started = it->second.started;
