@@ -15,7 +15,7 @@
 #include "libs/store/postgres/connection_pool.h"
 #include "libs/store/postgres/dispatch_store.h"
 #include "libs/store/postgres/migrator.h"
-#include "libs/transport/mqtt/mosquitto_publisher.h"
+#include "libs/transport/mqtt/native_mqtt_publisher.h"
 #include "migrations/embedded_migrations.h"
 #include "prometheus/registry.h"
 #include "services/dispatcher/apps/metrics.h"
@@ -101,7 +101,7 @@ struct Pipeline {
     m.broker_host = s.mqtt_host;
     m.source_id = "app-work-client";
     m.client_id = absl::StrCat("dispatch-bench-", getpid());
-    return std::make_unique<transport::MosquittoPublisher>(m, RealClock::Instance(), registry);
+    return std::make_unique<transport::NativeMqttPublisher>(m, RealClock::Instance(), registry);
   }
   static dispatcher::OutboxSettings OutboxSettingsFor(const RunSettings& s) {
     dispatcher::OutboxSettings o;

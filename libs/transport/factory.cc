@@ -7,7 +7,7 @@
 #include "libs/common/status_macros.h"
 
 #if MMI_TRANSPORT_WITH_MQTT
-#include "libs/transport/mqtt/mosquitto_publisher.h"
+#include "libs/transport/mqtt/native_mqtt_publisher.h"
 #include "libs/transport/mqtt/native_mqtt_subscriber.h"
 #endif
 #if MMI_TRANSPORT_WITH_KAFKA
@@ -40,7 +40,8 @@ struct ClientsBuilder {
     // One client per direction: publishing on libmosquitto, receiving on our own MQTT 5 path
     // (docs/adr/0003, 0004).
     if (want_publisher) {
-      clients.publisher = std::make_unique<MosquittoPublisher>(settings, deps.clock, deps.registry);
+      clients.publisher =
+          std::make_unique<NativeMqttPublisher>(settings, deps.clock, deps.registry);
     }
     if (want_subscriber) {
       clients.subscriber = std::make_unique<NativeMqttSubscriber>(settings, deps.registry);

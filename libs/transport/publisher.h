@@ -64,7 +64,7 @@ class Publisher {
   virtual bool connected() const = 0;
 
   // The most events that should await their acknowledgement at once: what the broker said it
-  // takes (MQTT 5 Receive Maximum). MosquittoPublisher keeps the excess itself (held in call
+  // takes (MQTT 5 Receive Maximum). NativeMqttPublisher keeps the excess itself (held in call
   // order), so callers need not cap their window with it. Unbounded where the transport has no
   // such limit.
   virtual size_t max_in_flight() const { return std::numeric_limits<size_t>::max(); }

@@ -1,6 +1,6 @@
 // Conversion between the codec's plain MqttMessage and libmosquitto's PUBLISH payload and MQTT 5
-// properties: used by MosquittoPublisher, and by the agent-side clients of fleet-sim, the benches
-// and the tests, so that all of them put an event on the wire alike.
+// properties, for the agent-side libmosquitto clients of fleet-sim, the benches and the tests (the
+// services' own client writes the same properties: mqtt5::AppendPublish).
 #pragma once
 
 #include <memory>

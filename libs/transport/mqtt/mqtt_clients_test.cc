@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "libs/common/testing/fake_clock.h"
 #include "libs/transport/factory.h"
-#include "libs/transport/mqtt/mosquitto_publisher.h"
+#include "libs/transport/mqtt/native_mqtt_publisher.h"
 #include "libs/transport/mqtt/native_mqtt_subscriber.h"
 
 namespace mmi::transport {
@@ -86,7 +86,7 @@ TEST_F(MqttClientsTest, StartFailsWhenATlsFileIsMissing) {
 TEST_F(MqttClientsTest, StartFailsOnInvalidSettings) {
   MqttSettings s = Settings();
   s.source_id = "Not_Valid";  // the factory refuses it too; Start() checks on its own
-  auto publisher = std::make_unique<MosquittoPublisher>(s, clock_, registry_);
+  auto publisher = std::make_unique<NativeMqttPublisher>(s, clock_, registry_);
   auto subscriber = std::make_unique<NativeMqttSubscriber>(s, registry_);
   EXPECT_EQ(publisher->Start().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(subscriber->Start([](cloudevents::Event, AckFn) {}, nullptr).code(),

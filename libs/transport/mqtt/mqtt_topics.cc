@@ -1,21 +1,15 @@
 #include "libs/transport/mqtt/mqtt_topics.h"
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 
 namespace mmi::transport {
 namespace {
 
 bool IsSegment(const std::string& text) {
-  if (text.empty()) {
-    return false;
-  }
-  for (char c : text) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-    if (!ok) {
-      return false;
-    }
-  }
-  return true;
+  return !text.empty() && absl::c_all_of(text, [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
 }
 
 std::string ReplaceFirstPlus(const std::string& pattern, const std::string& value) {

@@ -26,8 +26,6 @@ class MqttTopics {
   // agentEvents, plus agentBroadcast when configured (with their `$share/` prefix, if any).
   std::vector<std::string> SubscriptionFilters() const;
 
-  const MqttTopicSettings& topics() const { return topics_; }
-
  private:
   MqttTopicSettings topics_;
   std::string source_id_;

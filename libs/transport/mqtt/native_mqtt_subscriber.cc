@@ -4,7 +4,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_join.h"
+#include "libs/common/status_macros.h"
 #include "libs/transport/mqtt/internal/client_id.h"
 
 namespace mmi::transport {
@@ -18,14 +20,12 @@ const log::Logger& Log() {
 // A SUBACK's verdict on our SUBSCRIBE: false, with an error log, when the broker refused one of
 // its filters (a reason code >= 0x80).
 bool SubAckGranted(const std::vector<int>& reason_codes) {
-  for (const int code : reason_codes) {
-    if (code >= 0x80) {
-      Log().Error("the broker refused a subscription; check the topic filters and the ACL",
-                  {{"reason_code", code}});
-      return false;
-    }
+  const auto refused = absl::c_find_if(reason_codes, [](int code) { return code >= 0x80; });
+  if (refused != reason_codes.end()) {
+    Log().Error("the broker refused a subscription; check the topic filters and the ACL",
+                {{"reason_code", *refused}});
   }
-  return true;
+  return refused == reason_codes.end();
 }
 
 }  // namespace
@@ -42,9 +42,7 @@ absl::Status NativeMqttSubscriber::Start(EventHandler handler, SubscribedHook on
   if (!handler) {
     return absl::InvalidArgumentError("NativeMqttSubscriber::Start: handler must be set");
   }
-  if (absl::Status s = ValidateMqttSettings(settings_); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(ValidateMqttSettings(settings_));
   {
     absl::MutexLock lock(&mu_);
     if (started_ || stopped_) {
@@ -63,7 +61,7 @@ absl::Status NativeMqttSubscriber::Start(EventHandler handler, SubscribedHook on
                  : internal::MqttClientId(settings_, "sub"),
       settings_.session_expiry, metrics_, Log());
   internal::NativeMqttConnection::Hooks hooks;
-  hooks.on_connected = [this](bool /*reconnect*/) { Subscribe(); };
+  hooks.on_connected = [this](bool /*reconnect*/, const internal::mqtt5::ConnAck&) { Subscribe(); };
   hooks.on_lost = [this] { subscribed_.store(false); };
   hooks.on_tick = [this] { intake_log_.Flush(); };
   hooks.on_suback = [this](const internal::mqtt5::SubAck& suback) { OnSubAck(suback); };

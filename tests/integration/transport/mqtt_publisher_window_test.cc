@@ -1,5 +1,5 @@
 // The MQTT publisher's in-flight window against a real mosquitto 2
-// (tests/peers/bin/start-mosquitto): MosquittoPublisher hands libmosquitto at most the broker's
+// (tests/peers/bin/start-mosquitto): NativeMqttPublisher writes at most the broker's
 // Receive Maximum (mosquitto's max_inflight_messages) at a time, holds the rest in call order,
 // re-reads the limit when a restarted broker announces another one, and never leaves a held event
 // without its callback. The broker is paused with SIGSTOP where a test needs PUBACKs to stop
@@ -23,7 +23,7 @@
 #include "libs/cloudevents/mqtt_codec.h"
 #include "libs/common/clock.h"
 #include "libs/transport/mqtt/mosquitto_message.h"
-#include "libs/transport/mqtt/mosquitto_publisher.h"
+#include "libs/transport/mqtt/native_mqtt_publisher.h"
 #include "libs/transport/testing/metric_value.h"
 #include "libs/transport/testing/test_events.h"
 #include "tests/support/peer.h"
@@ -119,7 +119,7 @@ class MqttPublisherWindowTest : public ::testing::Test {
 
   void StartPublisher() {
     auto publisher =
-        std::make_unique<MosquittoPublisher>(settings_, RealClock::Instance(), registry_);
+        std::make_unique<NativeMqttPublisher>(settings_, RealClock::Instance(), registry_);
     peak_ = [p = publisher.get()] { return p->PeakInFlightForTest(); };
     publisher_ = std::move(publisher);
     ASSERT_TRUE(publisher_->Start().ok());

@@ -75,6 +75,13 @@ void ReadAll(std::string_view buffer) {
         }
         break;
       }
+      case PacketType::kPubAck: {
+        PubAck puback;
+        if (ParsePubAck(frame, puback).ok()) {
+          Require(frame.body.size() >= 2);
+        }
+        break;
+      }
       case PacketType::kPingResp:
         (void)ParsePingResp(frame);
         break;

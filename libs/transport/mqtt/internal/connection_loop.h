@@ -1,12 +1,13 @@
-// What both MQTT connections share around their connection attempts (MosquittoConnection, the
-// publisher's, on libmosquitto; NativeMqttConnection, the subscriber's, our own): the thread and
-// its wake-up eventfd, Stop(), the reconnect loop with its backoff and retry logs, and the
-// bookkeeping of an accepted CONNACK and of a lost connection (`connected()`, the
-// `mmi_transport_connected` gauge, the reconnect count, the connect log).
+// What the MQTT connection (NativeMqttConnection) does around its connection attempts: the thread
+// and its wake-up eventfd, Stop(), the broker address parsed, the TCP connect, the
+// owner's tick, the reconnect loop with its backoff and retry logs, and the bookkeeping of an
+// accepted CONNACK and of a lost connection (`connected()`, the `mmi_transport_connected` gauge,
+// the reconnect count, the connect log).
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <thread>
 
@@ -20,6 +21,14 @@
 #include "libs/transport/settings.h"
 
 namespace mmi::transport::internal {
+
+// The Receive Maximum the connection announces in CONNECT: no limit of our own; the broker's
+// max_inflight_messages bounds what it has in flight to us.
+inline constexpr uint16_t kReceiveMaximum = 65'535;
+
+// Milliseconds until `until` for poll(), rounded up (a timeout rounded down to 0 would spin
+// through the last millisecond), at most a tick (100 ms).
+int PollTimeoutMs(std::chrono::steady_clock::time_point until);
 
 // Thread-safe. Lifecycle: Start() once, Stop() (idempotent) before destruction.
 class ConnectionLoop {
@@ -37,21 +46,43 @@ class ConnectionLoop {
   ConnectionLoop(const ConnectionLoop&) = delete;
   ConnectionLoop& operator=(const ConnectionLoop&) = delete;
 
+  // Before Start(): `brokerHost` ("host:port" or "[v6]:port") into host() and port()
+  // (kInvalidArgument naming the field otherwise).
+  absl::Status ParseBrokerHost();
+  const std::string& host() const { return host_; }
+  int port() const { return port_; }
+  // The keep-alive sent in CONNECT: `keepAlive`, at least 5 s; 0 becomes the largest (the rule
+  // the libmosquitto publisher had, kept so that the setting means what it did).
+  uint16_t keep_alive_s() const;
+
   // Starts the thread `thread_name` (SIGPIPE blocked on it: a write to a socket the broker closed
-  // fails with EPIPE), which runs `attempt` until Stop(), waiting the backoff between attempts
-  // and calling `on_tick` about every `tick` meanwhile. After an attempt that Accepted() a
-  // connection, `*on_lost` runs unless empty (the owner's hook; it must outlive this object).
-  absl::Status Start(const char* thread_name, std::chrono::milliseconds tick, Attempt attempt,
-                     absl::AnyInvocable<void()>* on_lost, absl::AnyInvocable<void()> on_tick);
+  // fails with EPIPE), which runs `attempt` until Stop(), waiting the backoff between attempts.
+  // `on_tick` runs about every 100 ms meanwhile, and from TickIfDue() during an attempt. After an
+  // attempt that Accepted() a connection, `*on_lost` runs unless empty (the owner's hook; it must
+  // outlive this object).
+  absl::Status Start(const char* thread_name, Attempt attempt, absl::AnyInvocable<void()>* on_lost,
+                     absl::AnyInvocable<void()> on_tick);
 
   // Stops reconnecting, wakes the thread and joins it.
   void Stop();
   bool stopping() const;
   // Any thread: wakes whoever polls wake_fd().
   void Wake();
-  // An eventfd to poll beside the socket: readable after Wake() or Stop(); drain it with Drain().
-  int wake_fd() const { return wake_fd_; }
-  void Drain() const;
+
+  // Loop thread: poll() on `fd` for `events` and on the wake-up eventfd (readable after Wake() or
+  // Stop(), drained here) for `timeout_ms`. Returns poll()'s result; `revents` is the socket's.
+  int Poll(int fd, short events, int timeout_ms, short& revents) const;
+  // Loop thread: waits up to a tick for `events` on `fd` or a wake-up; false once `deadline` has
+  // passed.
+  bool WaitFor(int fd, short events, std::chrono::steady_clock::time_point deadline) const;
+  // Loop thread: resolves host() and connects to each address in turn until one answers,
+  // `deadline` passes or Stop() is called ("stopping"), ticking meanwhile. A connected,
+  // non-blocking, close-on-exec socket, or -1 and why not in `error`. The resolver call itself
+  // blocks, as every resolver call does.
+  int Dial(std::chrono::steady_clock::time_point deadline, std::string& error);
+  // Loop thread: runs `on_tick` when a tick is due.
+  void TickIfDue();
+  std::chrono::steady_clock::time_point next_tick() const { return next_tick_; }
 
   // True from an accepted CONNACK until that connection ends.
   bool connected() const { return connected_.load(); }
@@ -66,14 +97,16 @@ class ConnectionLoop {
  private:
   void Run();
   void WaitToRetry(const std::string& reason, bool was_connected);
+  void Tick();
 
   const MqttSettings& settings_;
   const std::string client_id_;
   const std::chrono::seconds session_expiry_;
   TransportMetrics& metrics_;
   const log::Logger& logger_;
+  std::string host_;
+  int port_ = 0;
   int wake_fd_ = -1;
-  std::chrono::milliseconds tick_{100};
   Attempt attempt_;
   absl::AnyInvocable<void()>* on_lost_ = nullptr;
   absl::AnyInvocable<void()> on_tick_;
@@ -82,6 +115,7 @@ class ConnectionLoop {
   Backoff backoff_;
   bool accepted_ = false;
   bool ever_connected_ = false;
+  std::chrono::steady_clock::time_point next_tick_;
 
   std::atomic<bool> connected_{false};
   mutable absl::Mutex mu_;

@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -20,51 +21,6 @@ constexpr uint8_t kTopicAlias = 0x23;
 constexpr uint8_t kUserProperty = 0x26;
 constexpr uint8_t kMaximumPacketSize = 0x27;
 
-// How a property's value is encoded (§2.2.2.2); kUnknown ends the parse (the packet cannot be
-// walked past a property whose length is not known).
-enum class PropertyKind { kUnknown, kByte, kTwoByte, kFourByte, kVarInt, kString, kBinary, kPair };
-
-PropertyKind KindOf(uint8_t id) {
-  switch (id) {
-    case 0x01:  // Payload Format Indicator
-    case 0x17:  // Request Problem Information
-    case 0x19:  // Request Response Information
-    case 0x24:  // Maximum QoS
-    case 0x25:  // Retain Available
-    case 0x28:  // Wildcard Subscription Available
-    case 0x29:  // Subscription Identifier Available
-    case 0x2A:  // Shared Subscription Available
-      return PropertyKind::kByte;
-    case 0x13:  // Server Keep Alive
-    case 0x21:  // Receive Maximum
-    case 0x22:  // Topic Alias Maximum
-    case 0x23:  // Topic Alias
-      return PropertyKind::kTwoByte;
-    case 0x02:  // Message Expiry Interval
-    case 0x11:  // Session Expiry Interval
-    case 0x18:  // Will Delay Interval
-    case 0x27:  // Maximum Packet Size
-      return PropertyKind::kFourByte;
-    case 0x0B:  // Subscription Identifier
-      return PropertyKind::kVarInt;
-    case 0x03:  // Content Type
-    case 0x08:  // Response Topic
-    case 0x12:  // Assigned Client Identifier
-    case 0x15:  // Authentication Method
-    case 0x1A:  // Response Information
-    case 0x1C:  // Server Reference
-    case 0x1F:  // Reason String
-      return PropertyKind::kString;
-    case 0x09:  // Correlation Data
-    case 0x16:  // Authentication Data
-      return PropertyKind::kBinary;
-    case 0x26:  // User Property
-      return PropertyKind::kPair;
-    default:
-      return PropertyKind::kUnknown;
-  }
-}
-
 bool IsMqttUtf8(std::string_view text) {
   return simdjson::validate_utf8(text.data(), text.size()) &&
          std::memchr(text.data(), '\0', text.size()) == nullptr;
@@ -79,34 +35,9 @@ class Reader {
   const std::string& error() const { return error_; }
   std::size_t left() const { return bytes_.size() - at_; }
 
-  uint8_t Byte(std::string_view what) {
-    if (!Need(1, what)) {
-      return 0;
-    }
-    return static_cast<uint8_t>(bytes_[at_++]);
-  }
-
-  uint16_t TwoBytes(std::string_view what) {
-    if (!Need(2, what)) {
-      return 0;
-    }
-    const auto value = static_cast<uint16_t>((static_cast<uint8_t>(bytes_[at_]) << 8) |
-                                             static_cast<uint8_t>(bytes_[at_ + 1]));
-    at_ += 2;
-    return value;
-  }
-
-  uint32_t FourBytes(std::string_view what) {
-    if (!Need(4, what)) {
-      return 0;
-    }
-    uint32_t value = 0;
-    for (int i = 0; i < 4; ++i) {
-      value = (value << 8) | static_cast<uint8_t>(bytes_[at_ + i]);
-    }
-    at_ += 4;
-    return value;
-  }
+  uint8_t Byte(std::string_view what) { return static_cast<uint8_t>(BigEndian(1, what)); }
+  uint16_t TwoBytes(std::string_view what) { return static_cast<uint16_t>(BigEndian(2, what)); }
+  uint32_t FourBytes(std::string_view what) { return BigEndian(4, what); }
 
   uint32_t VarInt(std::string_view what) {
     uint32_t value = 0;
@@ -166,6 +97,17 @@ class Reader {
   }
 
  private:
+  // An `n`-byte integer, high byte first (§1.5.2, §1.5.3).
+  uint32_t BigEndian(int n, std::string_view what) {
+    uint32_t value = 0;
+    if (Need(n, what)) {
+      for (int i = 0; i < n; ++i) {
+        value = (value << 8) | static_cast<uint8_t>(bytes_[at_++]);
+      }
+    }
+    return value;
+  }
+
   bool Need(std::size_t n, std::string_view what) {
     if (!ok()) {
       return false;
@@ -182,6 +124,56 @@ class Reader {
   std::string error_;
 };
 
+// Skips the value of property `id` by how it is encoded (§2.2.2.2); an unknown id ends the parse
+// (the packet cannot be walked past a property whose length is not known).
+void SkipProperty(uint8_t id, Reader& props, std::string_view packet_name) {
+  switch (id) {
+    case 0x01:  // Payload Format Indicator
+    case 0x17:  // Request Problem Information
+    case 0x19:  // Request Response Information
+    case 0x24:  // Maximum QoS
+    case 0x25:  // Retain Available
+    case 0x28:  // Wildcard Subscription Available
+    case 0x29:  // Subscription Identifier Available
+    case 0x2A:  // Shared Subscription Available
+      props.Byte(packet_name);
+      return;
+    case 0x13:  // Server Keep Alive
+    case 0x21:  // Receive Maximum
+    case 0x22:  // Topic Alias Maximum
+    case 0x23:  // Topic Alias
+      props.TwoBytes(packet_name);
+      return;
+    case 0x02:  // Message Expiry Interval
+    case 0x11:  // Session Expiry Interval
+    case 0x18:  // Will Delay Interval
+    case 0x27:  // Maximum Packet Size
+      props.FourBytes(packet_name);
+      return;
+    case 0x0B:  // Subscription Identifier
+      props.VarInt(packet_name);
+      return;
+    case 0x26:  // User Property: a string pair
+      props.String(packet_name);
+      [[fallthrough]];
+    case 0x03:  // Content Type
+    case 0x08:  // Response Topic
+    case 0x12:  // Assigned Client Identifier
+    case 0x15:  // Authentication Method
+    case 0x1A:  // Response Information
+    case 0x1C:  // Server Reference
+    case 0x1F:  // Reason String
+      props.String(packet_name);
+      return;
+    case 0x09:  // Correlation Data
+    case 0x16:  // Authentication Data
+      props.Binary(packet_name);
+      return;
+    default:
+      props.Fail(absl::StrCat(std::string(packet_name), ": unknown property 0x", absl::Hex(id)));
+  }
+}
+
 // Walks a property block: `on_property(id, reader)` reads the value of the ids it wants and
 // returns true; for the others it returns false and the value is skipped by its kind.
 template <typename OnProperty>
@@ -196,58 +188,30 @@ void ReadProperties(Reader& packet, std::string_view packet_name, OnProperty on_
     if (on_property(id, props)) {
       continue;
     }
-    switch (KindOf(id)) {
-      case PropertyKind::kByte:
-        props.Byte(packet_name);
-        break;
-      case PropertyKind::kTwoByte:
-        props.TwoBytes(packet_name);
-        break;
-      case PropertyKind::kFourByte:
-        props.FourBytes(packet_name);
-        break;
-      case PropertyKind::kVarInt:
-        props.VarInt(packet_name);
-        break;
-      case PropertyKind::kString:
-        props.String(packet_name);
-        break;
-      case PropertyKind::kBinary:
-        props.Binary(packet_name);
-        break;
-      case PropertyKind::kPair:
-        props.String(packet_name);
-        props.String(packet_name);
-        break;
-      case PropertyKind::kUnknown:
-        props.Fail(absl::StrCat(std::string(packet_name), ": unknown property 0x", absl::Hex(id)));
-        break;
-    }
+    SkipProperty(id, props, packet_name);
   }
   if (!props.ok()) {
     packet.Fail(props.error());
   }
 }
 
-absl::Status NoFlags(const Frame& frame, std::string_view packet_name) {
+// A Reader of the body of a packet whose fixed-header flags are reserved (0): failed already
+// when they are not.
+Reader Body(const Frame& frame, std::string_view packet_name) {
+  Reader reader(frame.body);
   if (frame.flags() != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(packet_name), ": reserved fixed-header flags set"));
+    reader.Fail(absl::StrCat(std::string(packet_name), ": reserved fixed-header flags set"));
   }
-  return absl::OkStatus();
+  return reader;
 }
 
 absl::Status Result(const Reader& reader) {
   return reader.ok() ? absl::OkStatus() : absl::InvalidArgumentError(reader.error());
 }
 
-void AppendTwoBytes(uint16_t value, std::string& out) {
-  out.push_back(static_cast<char>(value >> 8));
-  out.push_back(static_cast<char>(value & 0xFF));
-}
-
-void AppendFourBytes(uint32_t value, std::string& out) {
-  for (int shift = 24; shift >= 0; shift -= 8) {
+// An `n`-byte integer, high byte first.
+void AppendBigEndian(uint32_t value, int n, std::string& out) {
+  for (int shift = 8 * (n - 1); shift >= 0; shift -= 8) {
     out.push_back(static_cast<char>((value >> shift) & 0xFF));
   }
 }
@@ -264,7 +228,7 @@ void AppendVarInt(std::size_t value, std::string& out) {
 }
 
 void AppendString(std::string_view text, std::string& out) {
-  AppendTwoBytes(static_cast<uint16_t>(text.size()), out);
+  AppendBigEndian(static_cast<uint16_t>(text.size()), 2, out);
   out.append(text);
 }
 
@@ -289,15 +253,15 @@ void AppendConnect(const ConnectOptions& options, std::string& out) {
     flags |= 0x40;
   }
   body.push_back(static_cast<char>(flags));
-  AppendTwoBytes(options.keep_alive_s, body);
+  AppendBigEndian(options.keep_alive_s, 2, body);
   std::string props;
   if (options.session_expiry_s > 0) {
     props.push_back(static_cast<char>(kSessionExpiryInterval));
-    AppendFourBytes(options.session_expiry_s, props);
+    AppendBigEndian(options.session_expiry_s, 4, props);
   }
   if (options.receive_maximum != 65'535) {
     props.push_back(static_cast<char>(kReceiveMaximum));
-    AppendTwoBytes(options.receive_maximum, props);
+    AppendBigEndian(options.receive_maximum, 2, props);
   }
   AppendVarInt(props.size(), body);
   body.append(props);
@@ -314,7 +278,7 @@ void AppendConnect(const ConnectOptions& options, std::string& out) {
 void AppendSubscribe(uint16_t packet_id, absl::Span<const std::string> filters, int qos,
                      std::string& out) {
   std::string body;
-  AppendTwoBytes(packet_id, body);
+  AppendBigEndian(packet_id, 2, body);
   body.push_back(0);  // no properties
   for (const std::string& filter : filters) {
     AppendString(filter, body);
@@ -324,10 +288,46 @@ void AppendSubscribe(uint16_t packet_id, absl::Span<const std::string> filters, 
   AppendPacket((static_cast<uint8_t>(PacketType::kSubscribe) << 4) | 0x02, body, out);
 }
 
+absl::Status AppendPublish(std::string_view topic, int qos, uint16_t packet_id,
+                           const cloudevents::MqttMessage& message, std::string& out) {
+  std::string props;
+  std::size_t longest = topic.size();
+  if (message.content_type.has_value()) {
+    props.push_back(static_cast<char>(kContentType));
+    AppendString(*message.content_type, props);
+    longest = std::max(longest, message.content_type->size());
+  }
+  for (const auto& [name, value] : message.user_properties) {
+    props.push_back(static_cast<char>(kUserProperty));
+    AppendString(name, props);
+    AppendString(value, props);
+    longest = std::max({longest, name.size(), value.size()});
+  }
+  if (longest > kMaxStringBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("PUBLISH: a topic or property of ", longest,
+                                                   " bytes, above MQTT's ", kMaxStringBytes));
+  }
+  std::string header;
+  AppendString(topic, header);
+  if (qos == 1) {
+    AppendBigEndian(packet_id, 2, header);
+  }
+  AppendVarInt(props.size(), header);
+  const std::size_t length = header.size() + props.size() + message.payload.size();
+  if (length > kMaxRemainingLength) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PUBLISH: ", length, " bytes, above MQTT's ", kMaxRemainingLength));
+  }
+  out.push_back(static_cast<char>((static_cast<uint8_t>(PacketType::kPublish) << 4) | (qos << 1)));
+  AppendVarInt(length, out);
+  absl::StrAppend(&out, header, props, message.payload);
+  return absl::OkStatus();
+}
+
 void AppendPubAck(uint16_t packet_id, std::string& out) {
   out.push_back(static_cast<char>(static_cast<uint8_t>(PacketType::kPubAck) << 4));
   out.push_back(2);
-  AppendTwoBytes(packet_id, out);
+  AppendBigEndian(packet_id, 2, out);
 }
 
 void AppendPingReq(std::string& out) {
@@ -379,10 +379,7 @@ FrameResult NextFrame(std::string_view buffer, std::size_t max_packet_bytes, Fra
 
 absl::Status ParseConnAck(const Frame& frame, ConnAck& out) {
   out = ConnAck{};
-  if (absl::Status s = NoFlags(frame, "CONNACK"); !s.ok()) {
-    return s;
-  }
-  Reader r(frame.body);
+  Reader r = Body(frame, "CONNACK");
   const uint8_t flags = r.Byte("CONNACK");
   if (r.ok() && (flags & 0xFE) != 0) {
     r.Fail("CONNACK: reserved acknowledge flags set");
@@ -421,10 +418,7 @@ absl::Status ParseConnAck(const Frame& frame, ConnAck& out) {
 
 absl::Status ParseSubAck(const Frame& frame, SubAck& out) {
   out.reason_codes.clear();
-  if (absl::Status s = NoFlags(frame, "SUBACK"); !s.ok()) {
-    return s;
-  }
-  Reader r(frame.body);
+  Reader r = Body(frame, "SUBACK");
   out.packet_id = r.TwoBytes("SUBACK");
   ReadProperties(r, "SUBACK", [](uint8_t, Reader&) { return false; });
   while (r.ok() && r.left() > 0) {
@@ -491,13 +485,26 @@ absl::Status ParsePublish(const Frame& frame, Publish& out) {
   return Result(r);
 }
 
+absl::Status ParsePubAck(const Frame& frame, PubAck& out) {
+  out = PubAck{};
+  Reader r = Body(frame, "PUBACK");
+  out.packet_id = r.TwoBytes("PUBACK");
+  if (r.ok() && r.left() > 0) {
+    out.reason_code = r.Byte("PUBACK");
+  }
+  if (r.ok() && r.left() > 0) {
+    ReadProperties(r, "PUBACK", [](uint8_t, Reader&) { return false; });
+  }
+  if (r.ok() && r.left() != 0) {
+    r.Fail("PUBACK: bytes after the properties");
+  }
+  return Result(r);
+}
+
 absl::Status ParseDisconnect(const Frame& frame, Disconnect& out) {
   out = Disconnect{};
-  if (absl::Status s = NoFlags(frame, "DISCONNECT"); !s.ok()) {
-    return s;
-  }
-  Reader r(frame.body);
-  if (r.left() == 0) {
+  Reader r = Body(frame, "DISCONNECT");
+  if (r.ok() && r.left() == 0) {
     return absl::OkStatus();  // normal disconnection, no properties (§3.14.2.1)
   }
   out.reason_code = r.Byte("DISCONNECT");
@@ -518,11 +525,11 @@ absl::Status ParseDisconnect(const Frame& frame, Disconnect& out) {
 }
 
 absl::Status ParsePingResp(const Frame& frame) {
-  if (absl::Status s = NoFlags(frame, "PINGRESP"); !s.ok()) {
-    return s;
+  Reader r = Body(frame, "PINGRESP");
+  if (r.ok() && r.left() != 0) {
+    r.Fail("PINGRESP: a body, which it has none of");
   }
-  return frame.body.empty() ? absl::OkStatus()
-                            : absl::InvalidArgumentError("PINGRESP: a body, which it has none of");
+  return Result(r);
 }
 
 std::string PacketTypeName(uint8_t first_byte) {

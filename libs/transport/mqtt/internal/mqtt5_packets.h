@@ -1,7 +1,7 @@
-// The MQTT 5 packets a subscriber exchanges with its broker (OASIS MQTT 5.0, §2-§3), for the
-// project's own receive path (NativeMqttConnection): the client's CONNECT, SUBSCRIBE, PUBACK,
-// PINGREQ and DISCONNECT are written; the broker's CONNACK, SUBACK, PUBLISH (QoS 0 and 1),
-// PINGRESP and DISCONNECT are read.
+// The MQTT 5 packets our client exchanges with its broker (OASIS MQTT 5.0, §2-§3), for the
+// project's own connection (NativeMqttConnection): the client's CONNECT, PUBLISH (QoS 0 and 1),
+// SUBSCRIBE, PUBACK, PINGREQ and DISCONNECT are written; the broker's CONNACK, PUBLISH (QoS 0 and
+// 1), PUBACK, SUBACK, PINGRESP and DISCONNECT are read.
 //
 // Reading works on bytes already received: NextFrame() finds one whole packet at the front of a
 // buffer (or says more bytes are needed), the Parse functions decode it without copying, so the
@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "libs/cloudevents/mqtt_codec.h"
 
 namespace mmi::transport::internal::mqtt5 {
 
@@ -69,6 +70,11 @@ void AppendConnect(const ConnectOptions& options, std::string& out);
 // One SUBSCRIBE for all `filters` at `qos` (0 or 1), no-local off, retained messages as sent.
 void AppendSubscribe(uint16_t packet_id, absl::Span<const std::string> filters, int qos,
                      std::string& out);
+// One PUBLISH at `qos` (0 or 1; `packet_id` for QoS 1), not retained, with the message's Content
+// Type and User Properties. kInvalidArgument, `out` unchanged, when a string is longer than MQTT
+// carries.
+absl::Status AppendPublish(std::string_view topic, int qos, uint16_t packet_id,
+                           const cloudevents::MqttMessage& message, std::string& out);
 // Success, no properties: the two-byte form (§3.4.2.1).
 void AppendPubAck(uint16_t packet_id, std::string& out);
 void AppendPingReq(std::string& out);
@@ -117,6 +123,11 @@ struct Publish {
   std::string_view payload;
 };
 
+struct PubAck {
+  uint16_t packet_id = 0;
+  uint8_t reason_code = 0;  // >= 0x80: the broker refused the message
+};
+
 struct Disconnect {
   uint8_t reason_code = 0;
   std::string_view reason_string;
@@ -128,6 +139,7 @@ absl::Status ParseSubAck(const Frame& frame, SubAck& out);
 // QoS 2 is refused (our subscriptions ask for at most 1), and so is a Topic Alias (our CONNECT
 // allows none), a wildcard in the topic and DUP on QoS 0.
 absl::Status ParsePublish(const Frame& frame, Publish& out);
+absl::Status ParsePubAck(const Frame& frame, PubAck& out);
 absl::Status ParseDisconnect(const Frame& frame, Disconnect& out);
 absl::Status ParsePingResp(const Frame& frame);
 

@@ -73,6 +73,50 @@ TEST(Mqtt5PacketsTest, SubscribePubAckPingAndDisconnect) {
   EXPECT_EQ(out, "\x40\x02\x12\x34\xC0\x00\xE0\x02\x82\x00"s);
 }
 
+TEST(Mqtt5PacketsTest, PublishRoundTripsTopicPacketIdPropertiesAndPayload) {
+  cloudevents::MqttMessage message;
+  message.payload = std::string(300, 'p');  // a two-byte Remaining Length
+  message.content_type = "application/json";
+  message.user_properties = {{"ce_id", "e1"}, {"ce_type", "t"}};
+  std::string out = "x";  // appended after what is there
+  ASSERT_TRUE(AppendPublish("sources/s/events", 1, 0x0102, message, out).ok());
+  EXPECT_EQ(out.substr(0, 2), "x\x32"s);  // PUBLISH, QoS 1
+  Publish publish;
+  ASSERT_TRUE(ParsePublish(FrameOf(out.substr(1)), publish).ok());
+  EXPECT_EQ(publish.topic, "sources/s/events");
+  EXPECT_EQ(publish.qos, 1);
+  EXPECT_EQ(publish.packet_id, 0x0102);
+  EXPECT_EQ(publish.content_type, "application/json");
+  ASSERT_EQ(publish.user_properties.size(), 2u);
+  EXPECT_EQ(publish.user_properties[1].first, "ce_type");
+  EXPECT_EQ(publish.payload, message.payload);
+
+  out.clear();
+  ASSERT_TRUE(AppendPublish("t", 0, 0, cloudevents::MqttMessage{}, out).ok());
+  EXPECT_EQ(out, Packet(0x30, Str("t") + "\x00"s));  // QoS 0: no packet id, no properties
+}
+
+TEST(Mqtt5PacketsTest, PublishWithAStringLongerThanMqttCarriesIsRefused) {
+  cloudevents::MqttMessage message;
+  message.user_properties = {{"ce_big", std::string(kMaxStringBytes + 1, 'v')}};
+  std::string out = "kept";
+  const absl::Status status = AppendPublish("t", 1, 1, message, out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(out, "kept");
+}
+
+TEST(Mqtt5PacketsTest, PubAckShortAndWithReasonCodeAndProperties) {
+  PubAck puback;
+  ASSERT_TRUE(ParsePubAck(FrameOf(Packet(0x40, "\x00\x07"s)), puback).ok());
+  EXPECT_EQ(puback.packet_id, 7);
+  EXPECT_EQ(puback.reason_code, 0);
+  ASSERT_TRUE(ParsePubAck(FrameOf(Packet(0x40, "\x00\x08\x87\x05\x1F"s + Str("no"))), puback).ok());
+  EXPECT_EQ(puback.packet_id, 8);
+  EXPECT_EQ(puback.reason_code, 0x87);
+  EXPECT_FALSE(ParsePubAck(FrameOf(Packet(0x40, "\x00"s)), puback).ok());
+  EXPECT_FALSE(ParsePubAck(FrameOf(Packet(0x41, "\x00\x07"s)), puback).ok());  // flags
+}
+
 TEST(Mqtt5PacketsTest, FramesNeedTheirWholeBodyAndAMultiByteLength) {
   std::string big(200, 'x');
   std::string bytes = "\x30\xC8\x01"s + big;  // 200 = 0xC8 0x01

@@ -17,15 +17,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "libs/transport/mqtt/internal/dial.h"
-#include "libs/transport/mqtt/internal/tls_files.h"
+#include "libs/common/status_macros.h"
 
 namespace mmi::transport::internal {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kTick = std::chrono::milliseconds(100);
 // The input buffer: one read takes up to this much of what is waiting.
 constexpr std::size_t kInputBytes = 256 * 1024;
 // Bytes read in one turn before the loop turns again (so that a flood cannot starve the tick).
@@ -34,13 +32,6 @@ constexpr std::size_t kMaxReadPerTurn = 4 * 1024 * 1024;
 // is read whole, rejected as oversize by the subscriber's intake and acknowledged, so that it
 // cannot block a persistent session (refusing it would make the broker send it again forever).
 constexpr std::size_t kMaxPacketBytes = mqtt5::kMaxRemainingLength + 5;
-// The keep-alive libmosquitto allows, kept so that `keepAlive` means the same for the publisher
-// and the subscriber: at least 5 s; 0 (off) becomes the largest.
-constexpr int64_t kMinKeepAliveS = 5;
-constexpr int64_t kMaxKeepAliveS = 65'535;
-// The Receive Maximum our CONNECT announces, as MosquittoConnection's: the broker's
-// max_inflight_messages bounds what it has in flight to us.
-constexpr uint16_t kReceiveMaximum = 65'535;
 constexpr auto kGoodbyeTimeout = std::chrono::milliseconds(1'000);
 
 // The reasons OpenSSL queued, oldest first; clears its queue.
@@ -58,28 +49,6 @@ bool IsIpAddress(const std::string& host) {
   in6_addr address{};
   return inet_pton(AF_INET, host.c_str(), &address) == 1 ||
          inet_pton(AF_INET6, host.c_str(), &address) == 1;
-}
-
-// Milliseconds until `until` for poll(), rounded up (a timeout rounded down to 0 would spin
-// through the last millisecond), at most `cap`.
-int PollTimeoutMs(Clock::time_point until, std::chrono::milliseconds cap) {
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now());
-  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, cap.count()));
-}
-
-// Waits up to one tick for `events` on `fd` or a wake-up on `wake_fd` (drained here); false once
-// `deadline` has passed.
-bool WaitFor(int fd, short events, int wake_fd, Clock::time_point deadline) {
-  if (Clock::now() >= deadline) {
-    return false;
-  }
-  pollfd fds[2] = {{fd, events, 0}, {wake_fd, POLLIN, 0}};
-  (void)poll(fds, 2, PollTimeoutMs(deadline, kTick));
-  if ((fds[1].revents & POLLIN) != 0) {
-    uint64_t count = 0;
-    (void)!read(wake_fd, &count, sizeof(count));
-  }
-  return true;
 }
 
 // "reason code 135 (Not authorized)" and the broker's Reason String when it sent one.
@@ -228,21 +197,13 @@ NativeMqttConnection::NativeMqttConnection(const MqttSettings& settings, std::st
 NativeMqttConnection::~NativeMqttConnection() { loop_.Stop(); }
 
 absl::Status NativeMqttConnection::Start(Hooks hooks, const char* thread_name) {
-  if (absl::Status s = ParseBrokerAddress(settings_, host_, port_); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = CheckTlsFiles(settings_.tls); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(loop_.ParseBrokerHost());
   if (settings_.tls.enabled) {
-    if (absl::Status s = NewTlsContext(); !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(NewTlsContext());
   }
   hooks_ = std::move(hooks);
-  next_tick_ = Clock::now() + kTick;
   return loop_.Start(
-      thread_name, kTick, [this] { return Attempt(); }, &hooks_.on_lost, [this] { Tick(); });
+      thread_name, [this] { return Attempt(); }, &hooks_.on_lost, std::move(hooks_.on_tick));
 }
 
 absl::Status NativeMqttConnection::NewTlsContext() {
@@ -310,7 +271,9 @@ std::string NativeMqttConnection::Attempt() {
   std::string ended = Open(deadline);
   if (channel_ != nullptr && ended.empty() && !loop_.stopping()) {
     SendConnect();
-    ended = Converse(deadline);
+    while (ended.empty() && drop_reason_.empty() && !loop_.stopping()) {
+      ended = Turn(deadline);
+    }
     if (ended.empty()) {
       Goodbye();
       ended = drop_reason_;
@@ -321,35 +284,35 @@ std::string NativeMqttConnection::Attempt() {
 }
 
 std::string NativeMqttConnection::Open(Clock::time_point deadline) {
-  DialResult dialed = Dial(
-      host_, port_, deadline, loop_.wake_fd(), kTick, [this] { return loop_.stopping(); },
-      [this] { Tick(); });
-  if (dialed.fd < 0) {
-    return dialed.error;
+  std::string error;
+  const int fd = loop_.Dial(deadline, error);
+  if (fd < 0) {
+    return error;
   }
   const int one = 1;
-  (void)setsockopt(dialed.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   SSL* ssl = nullptr;
   if (tls_context_ != nullptr) {
     ssl = SSL_new(tls_context_.get());
     if (ssl == nullptr) {
-      close(dialed.fd);
+      close(fd);
       return absl::StrCat("cannot start TLS: ", OpenSslErrors());
     }
   }
-  channel_ = std::make_unique<Channel>(dialed.fd, ssl);
-  return ssl == nullptr ? "" : Handshake(ssl, dialed.fd, deadline);
+  channel_ = std::make_unique<Channel>(fd, ssl);
+  return ssl == nullptr ? "" : Handshake(ssl, fd, deadline);
 }
 
 std::string NativeMqttConnection::Handshake(ssl_st* ssl, int fd, Clock::time_point deadline) {
   SSL_set_fd(ssl, fd);
   // The server's certificate must name the host we dialled (an IP address or a DNS name).
-  if (IsIpAddress(host_)) {
-    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host_.c_str());
+  const char* host = loop_.host().c_str();
+  if (IsIpAddress(loop_.host())) {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host);
   } else {
-    SSL_set_tlsext_host_name(ssl, host_.c_str());
+    SSL_set_tlsext_host_name(ssl, host);
     SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-    SSL_set1_host(ssl, host_.c_str());
+    SSL_set1_host(ssl, host);
   }
   while (true) {
     ERR_clear_error();
@@ -368,12 +331,10 @@ std::string NativeMqttConnection::Handshake(ssl_st* ssl, int fd, Clock::time_poi
     if (loop_.stopping()) {
       return "";
     }
-    if (!WaitFor(fd, error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, loop_.wake_fd(), deadline)) {
+    if (!loop_.WaitFor(fd, error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline)) {
       return "TLS handshake timed out (dialTimeout)";
     }
-    if (Clock::now() >= next_tick_) {
-      Tick();
-    }
+    loop_.TickIfDue();
   }
 }
 
@@ -388,10 +349,7 @@ void NativeMqttConnection::SendConnect() {
   mqtt5::ConnectOptions connect;
   connect.client_id = loop_.client_id();
   connect.clean_start = session_expiry_.count() == 0;
-  connect.keep_alive_s = static_cast<uint16_t>(
-      settings_.keep_alive.count() == 0
-          ? kMaxKeepAliveS
-          : std::clamp<int64_t>(settings_.keep_alive.count(), kMinKeepAliveS, kMaxKeepAliveS));
+  connect.keep_alive_s = loop_.keep_alive_s();
   connect.session_expiry_s =
       static_cast<uint32_t>(std::clamp<int64_t>(session_expiry_.count(), 0, INT32_MAX));
   connect.receive_maximum = kReceiveMaximum;
@@ -404,19 +362,6 @@ void NativeMqttConnection::SendConnect() {
   mqtt5::AppendConnect(connect, out_);
   keep_alive_ = std::chrono::seconds(connect.keep_alive_s);
   last_write_ = Clock::now();
-}
-
-std::string NativeMqttConnection::Converse(Clock::time_point deadline) {
-  while (!loop_.stopping()) {
-    std::string ended = Turn(deadline);
-    if (!ended.empty()) {
-      return ended;
-    }
-    if (!drop_reason_.empty()) {
-      break;
-    }
-  }
-  return "";
 }
 
 void NativeMqttConnection::Goodbye() {
@@ -435,7 +380,7 @@ void NativeMqttConnection::Goodbye() {
   while (Clock::now() < goodbye) {
     bool blocked = false;
     if (!WriteQueued(blocked).empty() || !blocked ||
-        !WaitFor(channel_->fd(), channel_->write_waits_for(), loop_.wake_fd(), goodbye)) {
+        !loop_.WaitFor(channel_->fd(), channel_->write_waits_for(), goodbye)) {
       break;
     }
   }
@@ -464,7 +409,7 @@ std::string NativeMqttConnection::WriteQueued(bool& blocked) {
 }
 
 std::string NativeMqttConnection::Turn(Clock::time_point connect_deadline) {
-  Clock::time_point wake_at = next_tick_;
+  Clock::time_point wake_at = loop_.next_tick();
   if (loop_.accepted() && keep_alive_.count() > 0) {
     wake_at = std::min(wake_at, (ping_outstanding_ ? ping_sent_ : last_write_) + keep_alive_);
   }
@@ -475,15 +420,13 @@ std::string NativeMqttConnection::Turn(Clock::time_point connect_deadline) {
   const bool writing = out_sent_ < out_.size();
   const short events = static_cast<short>(POLLIN | channel_->read_waits_for() |
                                           (writing ? channel_->write_waits_for() : 0));
-  pollfd fds[2] = {{channel_->fd(), events, 0}, {loop_.wake_fd(), POLLIN, 0}};
-  if (poll(fds, 2, ready_now ? 0 : PollTimeoutMs(wake_at, kTick)) < 0 && errno != EINTR) {
+  short revents = 0;
+  if (loop_.Poll(channel_->fd(), events, ready_now ? 0 : PollTimeoutMs(wake_at), revents) < 0 &&
+      errno != EINTR) {
     return absl::StrCat("poll: ", std::strerror(errno));
   }
-  if ((fds[1].revents & POLLIN) != 0) {
-    loop_.Drain();
-  }
-  if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0 || ready_now ||
-      ((fds[0].revents & POLLOUT) != 0 && channel_->read_waits_for() != 0)) {
+  if ((revents & (POLLIN | POLLHUP | POLLERR)) != 0 || ready_now ||
+      ((revents & POLLOUT) != 0 && channel_->read_waits_for() != 0)) {
     if (std::string ended = ReadAndHandle(); !ended.empty()) {
       return ended;
     }
@@ -505,19 +448,20 @@ std::string NativeMqttConnection::Turn(Clock::time_point connect_deadline) {
       ping_sent_ = now;
     }
   }
-  // Everything queued this turn (the PUBACKs of a whole batch) in as few writes as the socket
-  // takes.
+  if (loop_.accepted() && drop_reason_.empty() && hooks_.on_turn) {
+    hooks_.on_turn();
+  }
+  // Everything queued this turn (the PUBACKs of a whole batch, the publishes) in as few writes as
+  // the socket takes.
   bool blocked = false;
   if (std::string ended = WriteQueued(blocked); !ended.empty()) {
     return ended;
   }
-  if (out_sent_ == out_.size()) {
-    out_.clear();
+  if (out_sent_ == out_.size() || out_sent_ >= kInputBytes) {
+    out_.erase(0, out_sent_);
     out_sent_ = 0;
   }
-  if (now >= next_tick_) {
-    Tick();
-  }
+  loop_.TickIfDue();
   return "";
 }
 
@@ -632,7 +576,12 @@ void NativeMqttConnection::HandlePacket(const mqtt5::Frame& frame) {
                           DescribeReason(connack.reason_code, connack.reason_string)));
         return;
       }
-      Accept(connack);
+      if (connack.server_keep_alive.has_value()) {
+        keep_alive_ = std::chrono::seconds(*connack.server_keep_alive);
+      }
+      if (const bool reconnect = loop_.Accepted(connack.session_present); hooks_.on_connected) {
+        hooks_.on_connected(reconnect, connack);
+      }
       return;
     }
     case mqtt5::PacketType::kSubAck:
@@ -643,6 +592,13 @@ void NativeMqttConnection::HandlePacket(const mqtt5::Frame& frame) {
         hooks_.on_suback(suback_);
       }
       return;
+    case mqtt5::PacketType::kPubAck: {
+      mqtt5::PubAck puback;
+      if (parsed(mqtt5::ParsePubAck(frame, puback)) && hooks_.on_puback) {
+        hooks_.on_puback(puback);
+      }
+      return;
+    }
     case mqtt5::PacketType::kPingResp:
       if (!parsed(mqtt5::ParsePingResp(frame))) {
         return;
@@ -664,23 +620,6 @@ void NativeMqttConnection::HandlePacket(const mqtt5::Frame& frame) {
                         " from the broker"),
            mqtt5::kProtocolError);
       return;
-  }
-}
-
-void NativeMqttConnection::Accept(const mqtt5::ConnAck& connack) {
-  if (connack.server_keep_alive.has_value()) {
-    keep_alive_ = std::chrono::seconds(*connack.server_keep_alive);
-  }
-  const bool reconnect = loop_.Accepted(connack.session_present);
-  if (hooks_.on_connected) {
-    hooks_.on_connected(reconnect);
-  }
-}
-
-void NativeMqttConnection::Tick() {
-  next_tick_ = Clock::now() + kTick;
-  if (hooks_.on_tick) {
-    hooks_.on_tick();
   }
 }
 

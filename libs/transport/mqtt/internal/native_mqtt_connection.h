@@ -1,18 +1,18 @@
-// The project's own MQTT 5 client connection for receiving (NativeMqttSubscriber): one thread that
-// connects (Clean Start or a persistent session, TLS / mTLS, username/password), reads the socket
-// in large buffered chunks, decodes every whole packet in them (mqtt5_packets.h), hands each
-// PUBLISH to its hook and answers the batch's PUBACKs with one write, keeps the connection alive
-// and reconnects with backoff forever.
+// The project's own MQTT 5 client connection (NativeMqttPublisher, NativeMqttSubscriber): one
+// thread that connects (Clean Start or a persistent session, TLS / mTLS, username/password), reads
+// the socket in large buffered chunks, decodes every whole packet in them (mqtt5_packets.h), hands
+// each PUBLISH and PUBACK to its hook, writes what the hooks queued in one write per turn, keeps
+// the connection alive and reconnects with backoff forever.
 //
-// Why not libmosquitto here (issue #21 item 4): libmosquitto reads one packet per call in two to
-// four recv() calls (type, length bytes, body), writes each PUBACK on its own and signals a byte
-// through its internal socket pair for each. At 40,000 status events/s that is most of the
-// receiving thread's time, in the kernel. Here one recv() (or SSL_read()) takes whatever is
-// waiting, up to 256 KiB.
+// Why not libmosquitto (issue #21 item 4, issue #39; docs/adr/0003, 0004): libmosquitto reads one
+// packet per call in two to four recv() calls, writes each packet on its own and signals a byte
+// through its internal socket pair for each. Here one recv() (or SSL_read()) takes whatever is
+// waiting, up to 256 KiB, and one write sends what a turn queued.
 //
-// A PUBLISH is acknowledged after its hook returned: with a persistent session, a connection lost
-// before the PUBACK left means the broker sends it again (to this session); with Clean Start the
-// owner's resync after the next SUBSCRIBE covers it (subscriber.h).
+// A received PUBLISH is acknowledged after its hook returned: with a persistent session, a
+// connection lost before the PUBACK left means the broker sends it again (to this session); with
+// Clean Start the owner's resync after the next SUBSCRIBE covers it (subscriber.h). Nothing the
+// client sent is sent again on the next connection: the owner fails what awaited its PUBACK.
 //
 // Thread-safe. Lifecycle: Start() once, Stop() (idempotent) before destruction. Every hook runs
 // on the connection's thread.
@@ -45,12 +45,16 @@ class NativeMqttConnection {
  public:
   struct Hooks {
     // After each CONNACK that accepted the connection; `reconnect` is false the first time.
-    absl::AnyInvocable<void(bool reconnect)> on_connected;
+    absl::AnyInvocable<void(bool reconnect, const mqtt5::ConnAck& connack)> on_connected;
     // When an accepted connection ends.
     absl::AnyInvocable<void()> on_lost;
     // About every 100 ms, connected or not (log summaries).
     absl::AnyInvocable<void()> on_tick;
+    // Every turn of an accepted connection (a socket event, a Wake() or a tick), before it
+    // writes: the owner queues what it has to send.
+    absl::AnyInvocable<void()> on_turn;
     absl::AnyInvocable<void(const mqtt5::SubAck& suback)> on_suback;
+    absl::AnyInvocable<void(const mqtt5::PubAck& puback)> on_puback;
     // A received PUBLISH; its views live until the hook returns.
     absl::AnyInvocable<void(const mqtt5::Publish& publish)> on_publish;
   };
@@ -74,11 +78,13 @@ class NativeMqttConnection {
   void Stop() { loop_.Stop(); }
 
   bool connected() const { return loop_.connected(); }
+  // Any thread: makes the loop turn now (runs on_turn), e.g. when there is something to publish.
+  void Wake() { loop_.Wake(); }
 
   // Connection thread (a hook) only: queues a packet the client wrote (mqtt5::Append*); it is
   // sent when the hook's turn ends.
   std::string& output() { return out_; }
-  // Connection thread only: the next packet identifier for a SUBSCRIBE (never 0).
+  // Connection thread only: the next packet identifier (never 0).
   uint16_t NextPacketId();
   // Connection thread (a hook): ends the current connection with a DISCONNECT carrying
   // `reason_code`; the next one follows the backoff.
@@ -89,8 +95,9 @@ class NativeMqttConnection {
   class Channel;  // the socket, plain or TLS
 
   absl::Status NewTlsContext();
-  // One connection attempt (ConnectionLoop::Attempt): Open(), SendConnect(), Converse() until
-  // the connection ends, Goodbye() when we end it. Returns why it ended ("" when stopping).
+  // One connection attempt (ConnectionLoop::Attempt): Open(), SendConnect(), Turn() until the
+  // connection ends, Goodbye() when we end it (Stop(), Drop()). Returns why it ended ("" when
+  // stopping).
   std::string Attempt();
   // The TCP connect within `deadline`, then the TLS handshake when TLS is on: "" or why not.
   std::string Open(Clock::time_point deadline);
@@ -98,8 +105,6 @@ class NativeMqttConnection {
   std::string Handshake(ssl_st* ssl, int fd, Clock::time_point deadline);
   // Empties the buffers and queues the CONNECT.
   void SendConnect();
-  // The turns of an open connection: "" when we end it (Stop(), Drop()), else why it ended.
-  std::string Converse(Clock::time_point connect_deadline);
   // What ends a connection from our side: its DISCONNECT (when accepted) and whatever is queued,
   // within a second, then the TLS close_notify.
   void Goodbye();
@@ -118,13 +123,9 @@ class NativeMqttConnection {
   void HandlePacket(const mqtt5::Frame& frame);
   // The cause of the end when the broker ended it, else `cause`.
   std::string EndCause(std::string cause) const;
-  void Accept(const mqtt5::ConnAck& connack);
-  void Tick();
 
   const MqttSettings settings_;
   const std::chrono::seconds session_expiry_;
-  std::string host_;
-  int port_ = 0;
   std::unique_ptr<ssl_ctx_st, TlsContextFree> tls_context_;  // when TLS is on
   Hooks hooks_;
   ConnectionLoop loop_;
@@ -147,7 +148,6 @@ class NativeMqttConnection {
   uint8_t drop_code_ = 0;           // the DISCONNECT reason code when we end it
   uint16_t last_packet_id_ = 0;
   std::string drop_reason_;
-  Clock::time_point next_tick_;
 };
 
 }  // namespace mmi::transport::internal

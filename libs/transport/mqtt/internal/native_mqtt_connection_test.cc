@@ -178,7 +178,7 @@ class NativeMqttConnectionTest : public ::testing::Test {
     connection_ =
         std::make_unique<NativeMqttConnection>(settings, "src-sub", seconds(0), metrics_, logger_);
     NativeMqttConnection::Hooks hooks;
-    hooks.on_connected = [this](bool reconnect) {
+    hooks.on_connected = [this](bool reconnect, const mqtt5::ConnAck&) {
       absl::MutexLock lock(&mu_);
       connects_.push_back(reconnect);
     };
@@ -191,6 +191,21 @@ class NativeMqttConnectionTest : public ::testing::Test {
       received_.push_back(
           {std::string(p.topic), std::string(p.payload),
            p.user_properties.empty() ? "" : std::string(p.user_properties[0].second)});
+    };
+    hooks.on_turn = [this] {
+      absl::MutexLock lock(&mu_);
+      for (const std::string& topic : to_publish_) {
+        cloudevents::MqttMessage message;
+        message.payload = topic;
+        EXPECT_TRUE(mqtt5::AppendPublish(topic, 1, connection_->NextPacketId(), message,
+                                         connection_->output())
+                        .ok());
+      }
+      to_publish_.clear();
+    };
+    hooks.on_puback = [this](const mqtt5::PubAck& puback) {
+      absl::MutexLock lock(&mu_);
+      pubacks_.push_back(puback);
     };
     ASSERT_TRUE(connection_->Start(std::move(hooks), "test-mqtt").ok());
   }
@@ -238,7 +253,41 @@ class NativeMqttConnectionTest : public ::testing::Test {
   std::vector<bool> connects_ ABSL_GUARDED_BY(mu_);
   int lost_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<Received> received_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> to_publish_ ABSL_GUARDED_BY(mu_);  // topics, queued by on_turn
+  std::vector<mqtt5::PubAck> pubacks_ ABSL_GUARDED_BY(mu_);
 };
+
+TEST_F(NativeMqttConnectionTest, WhatATurnQueuesIsWrittenAfterAWakeAndPubAcksReachTheOwner) {
+  Start(Settings());
+  const int fd = AcceptAndConnect();
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(WaitUntil([&] { return connects_.size() == 1; }, seconds(5)));
+  {
+    absl::MutexLock lock(&mu_);
+    to_publish_ = {"a/1", "a/2"};
+  }
+  connection_->Wake();
+  for (const char* topic : {"a/1", "a/2"}) {
+    const std::optional<std::string> packet = FakeBroker::ReadPacket(fd, seconds(5));
+    ASSERT_TRUE(packet.has_value()) << "no PUBLISH for " << topic;
+    mqtt5::Frame frame;
+    std::string error;
+    ASSERT_EQ(mqtt5::NextFrame(*packet, 1 << 20, frame, error), mqtt5::FrameResult::kComplete);
+    mqtt5::Publish publish;
+    ASSERT_TRUE(mqtt5::ParsePublish(frame, publish).ok());
+    EXPECT_EQ(publish.topic, topic);
+    EXPECT_EQ(publish.qos, 1);
+    EXPECT_EQ(publish.payload, topic);
+  }
+  // A success in the two-byte form, then a refusal (0x87, not authorized) with its reason code.
+  FakeBroker::Write(fd, "\x40\x02\x00\x01"s + "\x40\x04\x00\x02\x87\x00"s);
+  ASSERT_TRUE(WaitUntil([&] { return pubacks_.size() == 2; }, seconds(5)));
+  absl::MutexLock lock(&mu_);
+  EXPECT_EQ(pubacks_[0].packet_id, 1);
+  EXPECT_EQ(pubacks_[0].reason_code, 0);
+  EXPECT_EQ(pubacks_[1].packet_id, 2);
+  EXPECT_EQ(pubacks_[1].reason_code, 0x87);
+}
 
 TEST_F(NativeMqttConnectionTest,
        PublishesSplitAcrossReadsAndLargerThanTheBufferArriveWholeAndInOrder) {

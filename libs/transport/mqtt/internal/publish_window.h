@@ -1,5 +1,5 @@
-// The MQTT publisher's in-flight bookkeeping (MosquittoPublisher): every accepted event in call
-// order, which of them are held and which were handed to libmosquitto, the window (the broker's
+// The MQTT publisher's in-flight bookkeeping (NativeMqttPublisher): every accepted event in call
+// order, which of them are held and which were written to the connection, the window (the broker's
 // Receive Maximum), deadlines, and the outcome of each, posted to the publisher's callback thread.
 #pragma once
 
@@ -16,7 +16,6 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -25,7 +24,6 @@
 #include "libs/common/log.h"
 #include "libs/transport/internal/serial_executor.h"
 #include "libs/transport/metrics.h"
-#include "libs/transport/mqtt/mqtt_topics.h"
 #include "libs/transport/publisher.h"
 #include "libs/transport/settings.h"
 
@@ -41,31 +39,7 @@ struct EncodedPublish {
   cloudevents::MqttMessage message;
 };
 
-// The checks and the encoding every MQTT Publish() makes before queueing: the event's source is
-// ours (kInvalidArgument), it has a topic (MqttTopics::PublishTopic's error), it encodes within
-// the limits (kInvalidArgument).
-inline absl::StatusOr<EncodedPublish> EncodeForPublish(const MqttSettings& settings,
-                                                       const MqttTopics& topics,
-                                                       const cloudevents::Event& event) {
-  if (event.source != settings.source_id) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("event ", event.id, " has source \"", event.source,
-                     "\" but this transport publishes as source id \"", settings.source_id, "\""));
-  }
-  absl::StatusOr<std::string> topic = topics.PublishTopic(event);
-  if (!topic.ok()) {
-    return topic.status();
-  }
-  absl::StatusOr<cloudevents::MqttMessage> encoded =
-      cloudevents::EncodeMqtt(event, cloudevents::MqttContentMode::kBinary, settings.limits);
-  if (!encoded.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot encode event ", event.id, " for MQTT: ", std::string(encoded.status().message())));
-  }
-  return EncodedPublish{*std::move(topic), *std::move(encoded)};
-}
-
-// An event leaves the window's payload store when it is handed to libmosquitto. Thread-safe.
+// An event leaves the window's payload store when it is written to the connection. Thread-safe.
 class PublishWindow {
  public:
   // At most this many events accepted and not completed (held or awaiting their PUBACK).
@@ -104,16 +78,10 @@ class PublishWindow {
     return false;
   }
 
-  // The oldest held event, counted as handed to the library, while the window has room. With
-  // `wait`, blocks until there is one or StopSending() was called (then nullopt).
-  std::optional<std::pair<uint64_t, EncodedPublish>> TakeNext(bool wait) {
+  // The oldest held event, counted as handed over (written), while the window has room and
+  // StopSending() was not called.
+  std::optional<std::pair<uint64_t, EncodedPublish>> TakeNext() {
     absl::MutexLock lock(&mu_);
-    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return stop_sending_ || (handed_ < window_ && held() > 0);
-    };
-    if (wait) {
-      mu_.Await(absl::Condition(&ready));
-    }
     if (stop_sending_ || handed_ >= window_ || held() == 0) {
       return std::nullopt;
     }
@@ -125,7 +93,7 @@ class PublishWindow {
     return std::make_pair(it->first, std::move(it->second.payload));
   }
 
-  // Wakes a TakeNext(wait) and makes every later one return nullopt.
+  // Makes every later TakeNext() return nullopt.
   void StopSending() {
     absl::MutexLock lock(&mu_);
     stop_sending_ = true;
@@ -149,7 +117,7 @@ class PublishWindow {
       entry = std::move(it->second);
       entries_.erase(it);
       if (id < next_send_) {
-        --handed_;  // frees a slot of the window (wakes a waiting sender)
+        --handed_;  // frees a slot of the window
       } else {
         metrics_.SetPublishHeld(held());
       }
@@ -161,42 +129,28 @@ class PublishWindow {
   }
 
   // Fails every pending event (held or handed over) with `status`, also the slots kept for
-  // expired ones: the connection, and what the library held, is gone.
+  // expired ones: the connection, and what the broker held of ours, is gone.
   void FailAll(const absl::Status& status) {
-    {
-      absl::MutexLock lock(&mu_);
-      for (auto it = entries_.begin(); it != entries_.end();) {
-        if (!it->second.expired) {
-          ++it;
-          continue;
-        }
-        --handed_;  // expired entries are always handed ones
-        it = entries_.erase(it);
-      }
-    }
     FailWhere([](const Entry&) { return true; }, [&status] { return status; },
-              /*library_still_holds=*/false);
-  }
-
-  // Fails the events whose deadline passed with `status()`. Those handed over keep their slot
-  // until their PUBACK or the connection's loss, so the library never holds more than the window.
-  void ExpireDeadlines(absl::FunctionRef<absl::Status()> status) {
-    const auto now = clock_.MonotonicNow();
-    FailWhere([now](const Entry& entry) { return entry.deadline <= now; }, status,
-              /*library_still_holds=*/true);
+              /*broker_still_holds=*/false);
   }
 
   // The publisher's periodic check: while not connected, fails what waits (accepted just as the
-  // connection dropped) at once rather than at its deadline; then the deadlines.
+  // connection dropped) at once rather than at its deadline; then the events whose deadline
+  // passed. Those handed over keep their slot until their PUBACK or the connection's loss, so the
+  // broker never holds more than the window.
   void Tick(bool connected, const MqttSettings& settings) {
     if (!connected) {
       FailAll(NotConnected(settings));
     }
-    ExpireDeadlines([&settings] {
-      return absl::DeadlineExceededError(
-          absl::StrCat("no PUBACK from MQTT broker ", settings.broker_host, " within ",
-                       settings.publish_timeout.count(), "ms of the Publish() call; retry"));
-    });
+    const auto now = clock_.MonotonicNow();
+    FailWhere([now](const Entry& entry) { return entry.deadline <= now; },
+              [&settings] {
+                return absl::DeadlineExceededError(absl::StrCat(
+                    "no PUBACK from MQTT broker ", settings.broker_host, " within ",
+                    settings.publish_timeout.count(), "ms of the Publish() call; retry"));
+              },
+              /*broker_still_holds=*/true);
   }
 
   static absl::Status NotConnected(const MqttSettings& settings) {
@@ -211,7 +165,8 @@ class PublishWindow {
     return mu_.AwaitWithTimeout(absl::Condition(&drained), timeout);
   }
 
-  // The outcome of an event never accepted: recorded and posted like the others.
+  // Records the outcome of an event and posts its callback: one never accepted, or (Finish()) one
+  // completing. No lock held.
   void Reject(PublishCallback done, absl::Status status,
               std::chrono::steady_clock::time_point started) {
     metrics_.RecordPublish(status, clock_.MonotonicNow() - started);
@@ -220,7 +175,7 @@ class PublishWindow {
     });
   }
 
-  // The most events ever handed to the library at once.
+  // The most events ever handed over (awaiting their PUBACK) at once.
   size_t peak_handed() const {
     absl::MutexLock lock(&mu_);
     return peak_handed_;
@@ -232,29 +187,34 @@ class PublishWindow {
     std::chrono::steady_clock::time_point started;
     std::chrono::steady_clock::time_point deadline;
     std::string event_id;
-    EncodedPublish payload;  // until handed to the library
-    // Its deadline passed while the library held it: the caller was told, the slot stays taken
+    EncodedPublish payload;  // until handed over
+    // Its deadline passed while the broker held it: the caller was told, the slot stays taken
     // until the PUBACK or the connection's loss.
     bool expired = false;
   };
 
   size_t held() const ABSL_SHARED_LOCKS_REQUIRED(mu_) { return entries_.size() - handed_; }
 
-  // Completes every pending entry `selected` picks with `status()`. `library_still_holds`:
+  // Completes every pending entry `selected` picks with `status()`. `broker_still_holds`:
   // entries handed over keep their slot (marked expired) until their PUBACK or the connection's
-  // loss.
+  // loss; without it, the slots of expired entries are freed too.
   void FailWhere(absl::FunctionRef<bool(const Entry&)> selected,
-                 absl::FunctionRef<absl::Status()> status, bool library_still_holds) {
+                 absl::FunctionRef<absl::Status()> status, bool broker_still_holds) {
     std::vector<Entry> failed;
     {
       // All at once: the sender must not hand over an event that is failing.
       absl::MutexLock lock(&mu_);
       for (auto it = entries_.begin(); it != entries_.end();) {
+        if (it->second.expired && !broker_still_holds) {
+          --handed_;  // expired entries are always handed ones
+          it = entries_.erase(it);
+          continue;
+        }
         if (it->second.expired || !selected(it->second)) {
           ++it;
           continue;
         }
-        if (it->first < next_send_ && library_still_holds) {
+        if (it->first < next_send_ && broker_still_holds) {
           Entry caller;
           caller.done = std::move(it->second.done);
           caller.started = it->second.started;
@@ -281,16 +241,12 @@ class PublishWindow {
     }
   }
 
-  // Records the outcome and posts the callback; no lock held.
   void Finish(Entry entry, absl::Status status) {
-    metrics_.RecordPublish(status, clock_.MonotonicNow() - entry.started);
     if (!status.ok()) {
       logger_.Debug("publish failed",
                     {{"event_id", entry.event_id}, {"error", std::string(status.message())}});
     }
-    callbacks_.Post([done = std::move(entry.done), status = std::move(status)]() mutable {
-      std::move(done)(std::move(status));
-    });
+    Reject(std::move(entry.done), std::move(status), entry.started);
   }
 
   const size_t capacity_;
