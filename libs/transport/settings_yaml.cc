@@ -55,6 +55,7 @@ void ReadGrpc(config::YamlSection c, GrpcSettings& g) {
   ReadTls(c, g.tls);
   c.Scalar("token", g.bearer_token);
   c.Duration("publishTimeout", g.publish_timeout);
+  c.Scalar("maxInFlight", g.max_in_flight);
   c.Duration("keepAliveTime", g.keep_alive_time);
   c.Duration("keepAliveTimeout", g.keep_alive_timeout);
   c.Duration("idleTimeout", g.idle_timeout);

@@ -178,6 +178,8 @@ bool GrpcPublisher::connected() const {
   return kind_ == ChannelKind::kInProcess || ready_.load();
 }
 
+size_t GrpcPublisher::max_in_flight() const { return settings_.max_in_flight; }
+
 void GrpcPublisher::WatchConnectivity() {
   bool ever_ready = false;
   grpc_connectivity_state state = channel_->GetState(/*try_to_connect=*/false);
