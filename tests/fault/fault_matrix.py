@@ -235,10 +235,11 @@ class FaultMatrix:
         stop_at = time.monotonic() + 300
 
         def one(name):
+            # ok=404: the mutator may have deleted it meanwhile.
             path = f"{APP_API}/namespaces/{NS}/applications/{name}"
             self._retry(lambda: self.stack.hub.request(
                 "PATCH", path, {"spec": {"source": {"targetRevision": tag}}},
-                "application/merge-patch+json"), stop_at)
+                "application/merge-patch+json", ok=(404,)), stop_at)
         with concurrent.futures.ThreadPoolExecutor(self.args.write_threads) as pool:
             list(pool.map(one, names))
         return len(names)
