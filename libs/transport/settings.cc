@@ -266,6 +266,9 @@ absl::Status ValidateGrpcSettings(const GrpcSettings& settings, std::string_view
   if (settings.publish_timeout.count() <= 0) {
     problems.Add("publishTimeout", "must be > 0");
   }
+  if (settings.max_in_flight == 0) {
+    problems.Add("maxInFlight", "must be >= 1");
+  }
   if (settings.keep_alive_time.count() != 0 && settings.keep_alive_time.count() < 5'000) {
     problems.Add("keepAliveTime",
                  "must be 0 (off) or >= 5s: Maestro disconnects clients that ping more often");

@@ -92,6 +92,12 @@ struct GrpcSettings {
   // `token`.
   std::string token_file;
   std::chrono::milliseconds publish_timeout{30'000};  // (publishTimeout) per Publish call
+  // (maxInFlight) Publish calls open at once at most (GrpcPublisher::max_in_flight(), which
+  // bounds the dispatcher's outbox). Maestro serves an update with two of its database
+  // connections at once (an advisory-lock transaction, then a read), and with
+  // --db-max-open-connections (default 50) or more updates in flight each holds one and waits for
+  // a second: nothing moves until the calls' deadlines (docs/reliability.md, the gRPC row).
+  std::size_t max_in_flight = 16;
   // (keepAliveTime) HTTP/2 ping interval while a stream is open; 0 = off, else >= 5s (§4.8).
   std::chrono::milliseconds keep_alive_time{30'000};
   std::chrono::milliseconds keep_alive_timeout{10'000};  // (keepAliveTimeout)

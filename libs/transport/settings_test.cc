@@ -167,6 +167,15 @@ TEST(GrpcSettingsTest, RefusesAReceiveLimitBelowFourMebibytes) {
   EXPECT_THAT(Message(ValidateGrpcSettings(s)), HasSubstr("transport.grpc.maxReceiveBytes"));
 }
 
+// Maestro starves its own database pool with as many updates in flight as it has connections
+// (GrpcSettings::max_in_flight): the default stays well below its default pool of 50.
+TEST(GrpcSettingsTest, BoundsPublishCallsInFlightWellBelowMaestrosDatabasePool) {
+  GrpcSettings s = ValidGrpc();
+  EXPECT_EQ(s.max_in_flight, 16u);
+  s.max_in_flight = 0;
+  EXPECT_THAT(Message(ValidateGrpcSettings(s)), HasSubstr("transport.grpc.maxInFlight"));
+}
+
 TEST(GrpcSettingsTest, RefusesAMalformedDataType) {
   GrpcSettings s = ValidGrpc();
   s.data_type = "manifestbundles";

@@ -56,6 +56,7 @@ void ReadGrpc(config::YamlSection c, GrpcSettings& g) {
   c.Scalar("token", g.bearer_token);
   c.Scalar("tokenFile", g.token_file);
   c.Duration("publishTimeout", g.publish_timeout);
+  c.Scalar("maxInFlight", g.max_in_flight);
   c.Duration("keepAliveTime", g.keep_alive_time);
   c.Duration("keepAliveTimeout", g.keep_alive_timeout);
   c.Duration("idleTimeout", g.idle_timeout);

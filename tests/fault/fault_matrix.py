@@ -4,7 +4,8 @@ fault at a time, each followed by a convergence check counted per Application.
 
 One stack per transport (tools/stack/mmi_stack/: hub kube-apiserver + etcd, PostgreSQL,
 mosquitto or Kafka, both services from the Helm chart, fleet-sim playing the agents of N
-clusters with Argo CD's status churn). Setup: N ManagedClusters, the examples, A ApplicationSets
+clusters with Argo CD's status churn; for grpc the real Maestro server, its database in the same
+PostgreSQL, between the services and mosquitto, where fleet-sim's agents are). Setup: N ManagedClusters, the examples, A ApplicationSets
 and the N x A Applications they would generate, created through the API. Then, for each fault:
 
   1. a mutator thread creates, changes (spec.source.targetRevision) and deletes Applications on
@@ -31,6 +32,7 @@ standard library only.
 
     tests/fault/fault_matrix.py --transport mqtt --json /tmp/fault-mqtt.json
     tests/fault/fault_matrix.py --transport kafka --faults broker_restart,status_sink_kill9
+    tests/fault/fault_matrix.py --transport grpc --clusters 10 --appsets 30   # 300 Applications
 """
 
 from __future__ import annotations
@@ -67,6 +69,16 @@ MQTT_FAULTS = [
     "fleet_sim_restart", "fleet_sim_restart_dispatcher_down",
 ]
 KAFKA_FAULTS = ["broker_restart", "status_sink_kill9"]
+# grpc: the services on the real Maestro server's gRPC source API, fleet-sim's agents behind it on
+# mosquitto. The hub-side faults (kube-apiserver restart, etcd compaction) do not depend on the
+# transport and run in the mqtt row; the faults of the dispatcher's own MQTT session
+# (broker_restart_agents_first, broker_pause_60s) have no counterpart: Maestro is the one on
+# mosquitto, and maestro_kill9 stands for the loss of the services' broker.
+GRPC_FAULTS = [
+    "dispatcher_kill9", "status_sink_kill9", "maestro_kill9", "postgres_restart", "broker_restart",
+    "hub_throttle_60s", "fleet_sim_restart", "fleet_sim_restart_dispatcher_down",
+]
+FAULTS = {"mqtt": MQTT_FAULTS, "kafka": KAFKA_FAULTS, "grpc": GRPC_FAULTS}
 
 DESCRIPTIONS = {
     "dispatcher_kill9": "kill -9 of the dispatcher while it publishes a 10% change, restarted",
@@ -83,7 +95,25 @@ DESCRIPTIONS = {
     "fleet_sim_restart": "fleet-sim killed and restarted with empty state (agents reconnect, spec resync)",
     "fleet_sim_restart_dispatcher_down": "dispatcher down; fleet-sim killed and restarted with empty state "
                                          "(its spec resync unanswered); dispatcher restarted 10 s later",
+    "maestro_kill9": "kill -9 of the Maestro server while the dispatcher publishes a 10% change to it, "
+                     "started again on the same ports (restart-maestro)",
 }
+# Where the grpc stack differs: one PostgreSQL holds our database and Maestro's; mosquitto sits
+# between Maestro and the agents, and the services do not use it.
+GRPC_DESCRIPTIONS = {
+    "broker_restart": "mosquitto between Maestro and the agents restarted on the same port (no sessions kept)",
+    "postgres_restart": "PostgreSQL restarted (fast shutdown, same port and data): our database and "
+                        "Maestro's, the same server here",
+    "fleet_sim_restart_dispatcher_down": "dispatcher down; fleet-sim killed and restarted with empty state "
+                                         "(Maestro answers its spec resync from its database); dispatcher "
+                                         "restarted 10 s later",
+}
+
+
+def description(fault: str, transport: str) -> str:
+    if transport == "grpc" and fault in GRPC_DESCRIPTIONS:
+        return GRPC_DESCRIPTIONS[fault]
+    return DESCRIPTIONS[fault]
 
 
 def log(msg: str) -> None:
@@ -103,6 +133,7 @@ class FaultMatrix:
         # Applications an earlier fault left lost or stale: not counted again by later faults
         # (reported as carried_over), so that each row shows what its own fault did.
         self.carried: set[str] = set()
+        self.maestro_exits = 0  # grpc: times the Maestro server exited by itself
 
     # ---- setup --------------------------------------------------------------------------------
 
@@ -204,10 +235,11 @@ class FaultMatrix:
         stop_at = time.monotonic() + 300
 
         def one(name):
+            # ok=404: the mutator may have deleted it meanwhile.
             path = f"{APP_API}/namespaces/{NS}/applications/{name}"
             self._retry(lambda: self.stack.hub.request(
                 "PATCH", path, {"spec": {"source": {"targetRevision": tag}}},
-                "application/merge-patch+json"), stop_at)
+                "application/merge-patch+json", ok=(404,)), stop_at)
         with concurrent.futures.ThreadPoolExecutor(self.args.write_threads) as pool:
             list(pool.map(one, names))
         return len(names)
@@ -374,6 +406,7 @@ class FaultMatrix:
                 error = str(e)[:500]
                 log(f"  check failed (retrying): {error}")
             now = time.monotonic()
+            self.restart_maestro_if_exited()
             if last is not None and last["converged"] and error is None:
                 break
             if now > deadline:
@@ -422,6 +455,20 @@ class FaultMatrix:
         info = {"killed_rc": rc, f"{metric}_at_kill": metric_sum(metrics, metric) - before}
         if name == "dispatcher":
             info["outbox_pending_at_kill"] = metric_sum(metrics, "mmi_dispatcher_outbox_pending")
+        bulk.join()
+        return info
+
+    def kill_maestro_mid_work(self, tag: str) -> dict:
+        """SIGKILL of the Maestro server as soon as the dispatcher publishes a bulk change to it;
+        restart-maestro starts it again on the same ports (returns once it is ready)."""
+        st = self.stack
+        before = metric_sum(st.metrics("dispatcher"), "mmi_events_published_total")
+        bulk = threading.Thread(target=self.bulk_update, args=(self.args.bulk, tag), daemon=True)
+        bulk.start()
+        at_kill = self.wait_counter("dispatcher", "mmi_events_published_total", before) - before
+        t = time.monotonic()
+        st.restart_maestro(kill=True)
+        info = {"published_at_kill": at_kill, "maestro_down_s": round(time.monotonic() - t, 1)}
         bulk.join()
         return info
 
@@ -490,6 +537,8 @@ class FaultMatrix:
         elif fault == "status_sink_kill9":
             info = self.kill_mid_work("status-sink", "mmi_status_updates_total", tag)
             st.start_status_sink()
+        elif fault == "maestro_kill9":
+            info = self.kill_maestro_mid_work(tag)
         elif fault == "broker_restart":
             self.bulk_update(self.args.bulk // 3, tag)
             st.restart_broker()
@@ -556,13 +605,32 @@ class FaultMatrix:
         except Exception as e:  # noqa: BLE001 - handed to the caller
             return str(e)
 
+    def restart_maestro_if_exited(self) -> None:
+        """grpc: a Maestro server that exited by itself (a panic) fails the fault; it is started
+        again (restart-maestro), as its Deployment would, so that the matrix goes on."""
+        if self.args.transport != "grpc" or self.maestro_running():
+            return
+        self.maestro_exits += 1
+        log("  the Maestro server EXITED (see peers/maestro/logs): starting it again")
+        self.stack.restart_maestro()
+
+    def maestro_running(self) -> bool:
+        """The Maestro server's process is there and not a zombie (restart-maestro's child)."""
+        try:
+            with open(f"/proc/{self.stack.pid('maestro')}/stat", encoding="utf-8") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
     def run_fault(self, fault: str) -> dict:
         self.fault_index += 1
         tag = f"f{self.fault_index:02d}"
-        log(f"=== fault {self.fault_index}: {fault} ({self.args.transport}): {DESCRIPTIONS[fault]}")
+        desc = description(fault, self.args.transport)
+        log(f"=== fault {self.fault_index}: {fault} ({self.args.transport}): {desc}")
         before = self.stack.fleet_sim_state()
+        maestro_exits_before = self.maestro_exits
         t_start = time.monotonic()
-        result = {"fault": fault, "transport": self.args.transport, "description": DESCRIPTIONS[fault]}
+        result = {"fault": fault, "transport": self.args.transport, "description": desc}
         with self.Mutator(self, tag, self.args.mutate_interval) as mut:
             time.sleep(self.args.lead_seconds)
             try:
@@ -588,9 +656,12 @@ class FaultMatrix:
                 crashed.append({"process": name, "exit_code": rc})
                 log(f"  {name} EXITED during the fault (exit code {rc}, negative = signal): starting it again")
                 start()
+        self.restart_maestro_if_exited()
+        check = self.converge(fault_end, before, mut.deleted)
+        if self.maestro_exits > maestro_exits_before:
+            crashed.append({"process": "maestro", "exits": self.maestro_exits - maestro_exits_before})
         if crashed:
             result["crashed"] = crashed
-        check = self.converge(fault_end, before, mut.deleted)
         result.update({"recovery_s": check["recovery_s"], "lost": check["lost"], "stale": check["stale"],
                        "duplicates": check["duplicates"], "converged": check["converged"],
                        "counts": check["counts"], "examples": check["examples"], "outbox": check["outbox"],
@@ -623,7 +694,7 @@ def markdown_table(results: list[dict]) -> str:
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--transport", choices=("mqtt", "kafka"), default="mqtt")
+    p.add_argument("--transport", choices=tuple(FAULTS), default="mqtt")
     p.add_argument("--faults", default="", help="comma-separated subset, in this order (default: all "
                    "of the transport)")
     p.add_argument("--clusters", type=int, default=30)
@@ -655,7 +726,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if not args.work_dir:
         args.work_dir = f"/tmp/mmi-fault-{args.transport}"
-    faults = [f for f in args.faults.split(",") if f] or (MQTT_FAULTS if args.transport == "mqtt" else KAFKA_FAULTS)
+    faults = [f for f in args.faults.split(",") if f] or FAULTS[args.transport]
     for f in faults:
         if f not in DESCRIPTIONS:
             print(f"unknown fault {f}; known: {', '.join(DESCRIPTIONS)}", file=sys.stderr)

@@ -163,6 +163,7 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- $_ := set $section "url" (include "mmi.grpcUrl" $root) -}}
 {{- $_ := set $section "dataType" $g.dataType -}}
 {{- $_ := set $section "publishTimeout" $g.publishTimeout -}}
+{{- $_ := set $section "maxInFlight" (int64 $g.maxInFlight) -}}
 {{- $_ := set $section "keepAliveTime" $g.keepAliveTime -}}
 {{- $_ := set $section "keepAliveTimeout" $g.keepAliveTimeout -}}
 {{- $_ := set $section "serverHealthinessTimeout" $g.serverHealthinessTimeout -}}

@@ -215,6 +215,8 @@ void GrpcPublisher::ProbeFailure() {
   }
 }
 
+size_t GrpcPublisher::max_in_flight() const { return settings_.max_in_flight; }
+
 void GrpcPublisher::WatchConnectivity() {
   bool ever_ready = false;
   grpc_connectivity_state state = channel_->GetState(/*try_to_connect=*/false);

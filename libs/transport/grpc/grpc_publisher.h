@@ -67,6 +67,8 @@ class GrpcPublisher final : public Publisher {
   void Publish(cloudevents::Event event, PublishCallback done) override;
   void Stop() override;
   bool connected() const override;
+  // settings.max_in_flight: Maestro has no flow control of its own (see GrpcSettings).
+  size_t max_in_flight() const override;
 
  private:
   struct Call;

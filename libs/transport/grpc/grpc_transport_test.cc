@@ -132,6 +132,14 @@ TEST_F(GrpcTransportTest, PublishSendsTheEventInOcmBinaryModeWithTheBearerToken)
   publisher.Stop();
 }
 
+// The dispatcher's outbox keeps at most max_in_flight() calls open (Maestro has no flow control).
+TEST_F(GrpcTransportTest, TheBoundOnCallsInFlightIsTheSetting) {
+  settings_.max_in_flight = 7;
+  GrpcPublisher publisher(settings_, Channel(), clock_, registry_,
+                          GrpcPublisher::ChannelKind::kInProcess);
+  EXPECT_EQ(publisher.max_in_flight(), 7u);
+}
+
 TEST_F(GrpcTransportTest, PublishToAnUnknownConsumerIsReportedSoTheCallerCanRegisterIt) {
   service_.FailNextPublish(grpc::Status(
       grpc::StatusCode::UNKNOWN,

@@ -382,6 +382,7 @@ transport:
     url: maestro.example:9090
     dataType: io.example.type
     publishTimeout: 7s
+    maxInFlight: 5
     keepAliveTime: 40s
     keepAliveTimeout: 8s
     serverHealthinessTimeout: 45s
@@ -608,6 +609,7 @@ TEST_F(ChartTest, EverySettingReachesTheServices) {
     EXPECT_EQ(g->source_id, "src-a");
     EXPECT_EQ(g->data_type, "io.example.type");
     EXPECT_EQ(g->publish_timeout, seconds(7));
+    EXPECT_EQ(g->max_in_flight, 5u);
     EXPECT_EQ(g->keep_alive_time, seconds(40));
     EXPECT_EQ(g->keep_alive_timeout, seconds(8));
     EXPECT_EQ(g->heartbeat_timeout, seconds(45));

@@ -5,14 +5,18 @@
 // (maestro-protocol.md §3.2). A resource goes source -> Maestro -> agent, its status comes back
 // through the source subscription, Maestro's REST API shows it, and its deletion is confirmed.
 // The second test kills the server (SIGKILL) and starts it again on the same ports: the clients
-// must come back by themselves.
+// must come back by themselves. The third publishes bursts of updates within the publisher's
+// bound on calls in flight, which Maestro must serve (a starved connection pool fails them).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "libs/cloudevents/maestro_events.h"
@@ -38,6 +42,51 @@ using maestro_test::kCluster;
 using maestro_test::kSource;
 using maestro_test::SourceClients;
 using maestro_test::SourceSettings;
+
+// What a burst published through a window of `window` calls open at once came to.
+struct BurstResult {
+  int failed = 0;
+  std::string first_error;
+  milliseconds slowest{0};
+  milliseconds total{0};
+};
+
+// Publishes `events` with at most `window` calls open at once, as the dispatcher's outbox does
+// with the publisher's max_in_flight(); waits for every callback.
+BurstResult PublishBurst(transport::GrpcPublisher& publisher, std::vector<Event> events,
+                         size_t window) {
+  absl::Mutex mu;
+  size_t open = 0;
+  size_t finished = 0;
+  BurstResult result;
+  const size_t total = events.size();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (Event& event : events) {
+    {
+      absl::MutexLock lock(&mu);
+      auto has_room = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return open < window; };
+      mu.Await(absl::Condition(&has_room));
+      ++open;
+    }
+    const auto started = std::chrono::steady_clock::now();
+    publisher.Publish(std::move(event), [&, started](absl::Status status) {
+      const auto took =
+          std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - started);
+      absl::MutexLock lock(&mu);
+      --open;
+      ++finished;
+      result.slowest = std::max(result.slowest, took);
+      if (!status.ok() && result.failed++ == 0) {
+        result.first_error = status.ToString();
+      }
+    });
+  }
+  absl::MutexLock lock(&mu);
+  auto all_done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return finished == total; };
+  mu.Await(absl::Condition(&all_done));
+  result.total = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0);
+  return result;
+}
 
 TEST(MaestroServerTest, ResourceRoundTripsFromGrpcSourceToMqttAgentAndBack) {
   MMI_START_PEER(pg, "postgres");
@@ -180,6 +229,49 @@ TEST(MaestroServerTest, GrpcClientsComeBackAfterTheServerIsKilledAndStartedAgain
   const std::string after = cloudevents::WorkResourceId(kSource, kCluster, "after");
   ASSERT_TRUE(source.PublishAndWait(maestro_test::CreateRequest(kCluster, "after")).ok());
   EXPECT_EQ(maestro_test::RestGet(rest + "/api/maestro/v1/resource-bundles/" + after).status, 200);
+}
+
+// Maestro serves an update with two of its database connections at once (an advisory-lock
+// transaction, then a read of the row, pkg/services/resource.go), so with as many updates in
+// flight as its pool holds (--db-max-open-connections, default 50) each holds one and waits for a
+// second, and nothing moves until the calls' deadlines; a create whose deadline passes there then
+// panics the server (handleCreateError with a nil error). Seen in the gRPC fault matrix: the
+// dispatcher's outbox sent 256 at once after a restart. A burst of more updates than that pool,
+// at most the publisher's max_in_flight() open at once (the outbox's bound), is committed
+// within seconds. (With all 120 open at once, 114 and then 120 of them failed at the 10 s
+// deadline, 2026-11-28.)
+TEST(MaestroServerTest, ABurstOfUpdatesWithinThePublishersBoundIsCommittedWithinSeconds) {
+  MMI_START_PEER(pg, "postgres");
+  std::vector<std::string> args = maestro_test::PeerArgs(*pg);
+  args.push_back("BROKER=grpc");
+  MMI_START_PEER(maestro, "maestro", args);
+  transport::MaestroConsumerRegistry consumers =
+      maestro_test::Registry(maestro->Get("MAESTRO_REST_URL"));
+  ASSERT_TRUE(consumers.EnsureConsumer(kCluster).ok());
+  SourceClients source(SourceSettings(maestro->Get("MAESTRO_GRPC_ADDR")));
+  ASSERT_TRUE(source.Start().ok());
+  ASSERT_TRUE(testing::WaitFor([&] { return source.publisher->connected(); }, seconds(20)));
+  const size_t window = source.publisher->max_in_flight();
+  ASSERT_EQ(window, transport::GrpcSettings{}.max_in_flight);
+
+  constexpr int kResources = 120;  // more than Maestro's pool of 50 connections
+  const auto burst = [&](int round) {
+    std::vector<Event> events;
+    for (int i = 0; i < kResources; ++i) {
+      events.push_back(maestro_test::SpecRequest(kCluster, "burst-" + std::to_string(i), round));
+    }
+    return PublishBurst(*source.publisher, std::move(events), window);
+  };
+  const BurstResult created = burst(1);
+  ASSERT_EQ(created.failed, 0) << created.first_error;
+  for (int round = 2; round <= 3; ++round) {
+    const BurstResult updated = burst(round);
+    std::cout << "[ maestro ] " << kResources << " updates (round " << round << "), " << window
+              << " in flight: " << updated.total.count() << " ms, slowest call "
+              << updated.slowest.count() << " ms\n";
+    // A starved pool holds every call to it until the 10 s deadline fails it.
+    EXPECT_EQ(updated.failed, 0) << updated.first_error;
+  }
 }
 
 }  // namespace

@@ -71,23 +71,29 @@ std::string WorkMeta(const std::string& cluster, const std::string& name,
   return cloudevents::FormatObjectMeta(meta).value();
 }
 
-Event CreateRequest(const std::string& cluster, const std::string& name) {
+Event SpecRequest(const std::string& cluster, const std::string& name, int round) {
   const std::string resource_id = cloudevents::WorkResourceId(kSource, cluster, name);
-  const nlohmann::json bundle = {{"manifests",
-                                  {{{"apiVersion", "v1"},
-                                    {"kind", "ConfigMap"},
-                                    {"metadata", {{"name", name}, {"namespace", "default"}}},
-                                    {"data", {{"greeting", "hello"}}}}}},
-                                 {"deleteOption", {{"propagationPolicy", "Foreground"}}},
-                                 {"manifestConfigs", nlohmann::json::array()}};
+  const bool create = round == 1;
+  const nlohmann::json bundle = {
+      {"manifests",
+       {{{"apiVersion", "v1"},
+         {"kind", "ConfigMap"},
+         {"metadata", {{"name", name}, {"namespace", "default"}}},
+         {"data", {{"greeting", create ? "hello" : "hello " + std::to_string(round)}}}}}},
+      {"deleteOption", {{"propagationPolicy", "Foreground"}}},
+      {"manifestConfigs", nlohmann::json::array()}};
   return cloudevents::MakeSpecRequest(
       {.id = cloudevents::NewUuidV4(),
        .source = kSource,
        .time = RealClock::Instance().Now(),
        .cluster = cluster,
        .resource_id = resource_id,
-       .version = 1},
-      /*create=*/true, WorkMeta(cluster, name, resource_id, 1, std::nullopt), bundle.dump());
+       .version = create ? 1 : 0},
+      create, WorkMeta(cluster, name, resource_id, round, std::nullopt), bundle.dump());
+}
+
+Event CreateRequest(const std::string& cluster, const std::string& name) {
+  return SpecRequest(cluster, name, 1);
 }
 
 transport::GrpcSettings SourceSettings(const std::string& grpc_addr) {

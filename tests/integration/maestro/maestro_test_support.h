@@ -49,6 +49,9 @@ bool HasConditionTrue(const cloudevents::Event& status, std::string_view type);
 std::string WorkMeta(const std::string& cluster, const std::string& name,
                      const std::string& resource_id, int version,
                      std::optional<cloudevents::Timestamp> deletion);
+// Round 1 creates a ConfigMap work (version 1); a later round updates it with other data and
+// version 0, as the dispatcher sends updates to Maestro (which then applies its latest version).
+cloudevents::Event SpecRequest(const std::string& cluster, const std::string& name, int round);
 cloudevents::Event CreateRequest(const std::string& cluster, const std::string& name);
 
 // Settings for our source on `grpc_addr`, with fast re-subscribes so a restarted server is found
