@@ -125,7 +125,7 @@ void NativeMqttPublisher::Publish(cloudevents::Event event, PublishCallback done
   // may sleep with this one held.
   bool wake = false;
   if (!window_.Accept(std::move(done), started, started + settings_.publish_timeout,
-                      std::move(event.id), *std::move(encoded), &wake)) {
+                      std::move(event.id), *std::move(encoded), wake)) {
     return;
   }
   if (wake) {

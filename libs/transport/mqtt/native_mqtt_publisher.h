@@ -25,9 +25,8 @@
 
 namespace mmi::transport {
 
-// Each event goes to `sourceEvents` with `+` = its `clustername` (`sourceBroadcast` for a status
-// resync of every cluster), binary content mode. OK on PUBACK (QoS 1) or once queued on the
-// connection (QoS 0);
+// Each event goes to its MqttTopics::PublishTopic(), binary content mode. OK on PUBACK (QoS 1) or
+// once queued on the connection (QoS 0);
 // kUnavailable when disconnected or when the connection drops before the PUBACK;
 // kDeadlineExceeded without PUBACK within publishTimeout of the Publish() call;
 // kResourceExhausted when 10,000 events already wait; kInvalidArgument for events that cannot be

@@ -2,7 +2,6 @@
 
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_join.h"
@@ -15,17 +14,6 @@ namespace {
 const log::Logger& Log() {
   static const log::Logger logger("transport.mqtt");
   return logger;
-}
-
-// A SUBACK's verdict on our SUBSCRIBE: false, with an error log, when the broker refused one of
-// its filters (a reason code >= 0x80).
-bool SubAckGranted(const std::vector<int>& reason_codes) {
-  const auto refused = absl::c_find_if(reason_codes, [](int code) { return code >= 0x80; });
-  if (refused != reason_codes.end()) {
-    Log().Error("the broker refused a subscription; check the topic filters and the ACL",
-                {{"reason_code", *refused}});
-  }
-  return refused == reason_codes.end();
 }
 
 }  // namespace
@@ -74,9 +62,8 @@ absl::Status NativeMqttSubscriber::Start(EventHandler handler, SubscribedHook on
 void NativeMqttSubscriber::Subscribe() {
   // On every connection, a resumed session included: the filters may have changed with the
   // configuration.
-  const std::vector<std::string> filters = topics_.SubscriptionFilters();
   subscribe_id_ = connection_->NextPacketId();
-  internal::mqtt5::AppendSubscribe(subscribe_id_, filters, settings_.sub_qos,
+  internal::mqtt5::AppendSubscribe(subscribe_id_, topics_.SubscriptionFilters(), settings_.sub_qos,
                                    connection_->output());
 }
 
@@ -84,7 +71,11 @@ void NativeMqttSubscriber::OnSubAck(const internal::mqtt5::SubAck& suback) {
   if (suback.packet_id != subscribe_id_) {
     return;
   }
-  if (!SubAckGranted(suback.reason_codes)) {
+  // A reason code >= 0x80: the broker refused one of the filters.
+  const auto refused = absl::c_find_if(suback.reason_codes, [](int code) { return code >= 0x80; });
+  if (refused != suback.reason_codes.end()) {
+    Log().Error("the broker refused a subscription; check the topic filters and the ACL",
+                {{"reason_code", *refused}});
     connection_->Drop("SUBACK refused a filter");
     return;
   }

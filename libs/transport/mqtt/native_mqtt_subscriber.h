@@ -1,7 +1,5 @@
-// The services' MQTT 5 subscriber, on the project's own receive path
-// (internal/native_mqtt_connection.h): buffered reads of everything waiting, every PUBACK of a
-// batch in one write, no library thread or per-packet system call between the socket and the
-// handler. Why our own: docs/adr/0004-mqtt-receive-path-of-our-own.md.
+// The services' MQTT 5 subscriber, on the project's own connection
+// (internal/native_mqtt_connection.h; why: docs/adr/0004-mqtt-receive-path-of-our-own.md).
 //
 // Clean Start or a persistent session (`sessionExpiry`), a SUBSCRIBE and the SubscribedHook after
 // every connect, malformed and oversize messages rejected by internal::Intake (subscriber.h).

@@ -237,7 +237,6 @@ bool ConnectionLoop::Accepted(bool session_present) {
 
 void ConnectionLoop::Run() {
   while (!stopping()) {
-    accepted_ = false;
     logger_.Debug("connecting", {{"broker", settings_.broker_host}, {"client_id", client_id_}});
     const std::string reason = attempt_();
     const bool was_connected = accepted_;
@@ -274,19 +273,12 @@ void ConnectionLoop::WaitToRetry(const std::string& reason, bool was_connected) 
   }
   // In steps of a tick, so that the owner's tick goes on while no connection stands (a publisher
   // fails what waits past its deadline), over early on Stop().
-  const auto until = std::chrono::steady_clock::now() + delay;
-  while (true) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= until) {
+  const Clock::time_point until = Clock::now() + delay;
+  for (Clock::time_point now = Clock::now(); now < until; now = Clock::now()) {
+    if (absl::MutexLock lock(&mu_);
+        mu_.AwaitWithTimeout(absl::Condition(&stopping_),
+                             absl::FromChrono(std::min<Clock::duration>(until - now, kTick)))) {
       return;
-    }
-    {
-      absl::MutexLock lock(&mu_);
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopping_),
-                               absl::FromChrono(std::min<std::chrono::steady_clock::duration>(
-                                   until - now, kTick)))) {
-        return;
-      }
     }
     Tick();
   }

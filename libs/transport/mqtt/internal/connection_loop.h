@@ -22,10 +22,6 @@
 
 namespace mmi::transport::internal {
 
-// The Receive Maximum the connection announces in CONNECT: no limit of our own; the broker's
-// max_inflight_messages bounds what it has in flight to us.
-inline constexpr uint16_t kReceiveMaximum = 65'535;
-
 // Milliseconds until `until` for poll(), rounded up (a timeout rounded down to 0 would spin
 // through the last millisecond), at most a tick (100 ms).
 int PollTimeoutMs(std::chrono::steady_clock::time_point until);
@@ -46,11 +42,10 @@ class ConnectionLoop {
   ConnectionLoop(const ConnectionLoop&) = delete;
   ConnectionLoop& operator=(const ConnectionLoop&) = delete;
 
-  // Before Start(): `brokerHost` ("host:port" or "[v6]:port") into host() and port()
+  // Before Start(): `brokerHost` ("host:port" or "[v6]:port") into host() and the port
   // (kInvalidArgument naming the field otherwise).
   absl::Status ParseBrokerHost();
   const std::string& host() const { return host_; }
-  int port() const { return port_; }
   // The keep-alive sent in CONNECT: `keepAlive`, at least 5 s; 0 becomes the largest (the rule
   // the libmosquitto publisher had, kept so that the setting means what it did).
   uint16_t keep_alive_s() const;
@@ -66,7 +61,7 @@ class ConnectionLoop {
   // Stops reconnecting, wakes the thread and joins it.
   void Stop();
   bool stopping() const;
-  // Any thread: wakes whoever polls wake_fd().
+  // Any thread: wakes the loop thread's Poll().
   void Wake();
 
   // Loop thread: poll() on `fd` for `events` and on the wake-up eventfd (readable after Wake() or
@@ -87,6 +82,7 @@ class ConnectionLoop {
   // True from an accepted CONNACK until that connection ends.
   bool connected() const { return connected_.load(); }
   const std::string& client_id() const { return client_id_; }
+  std::chrono::seconds session_expiry() const { return session_expiry_; }
 
   // Loop thread: the current attempt's CONNACK accepted the connection. Returns whether it is a
   // reconnect (not the first accepted connection).

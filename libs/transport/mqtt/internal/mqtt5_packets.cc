@@ -3,7 +3,6 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -11,7 +10,6 @@ namespace mmi::transport::internal::mqtt5 {
 namespace {
 
 // Property identifiers (§2.2.2.2) this code reads or must recognise.
-constexpr uint8_t kPayloadFormatIndicator = 0x01;
 constexpr uint8_t kContentType = 0x03;
 constexpr uint8_t kSessionExpiryInterval = 0x11;
 constexpr uint8_t kServerKeepAlive = 0x13;
@@ -20,11 +18,6 @@ constexpr uint8_t kReceiveMaximum = 0x21;
 constexpr uint8_t kTopicAlias = 0x23;
 constexpr uint8_t kUserProperty = 0x26;
 constexpr uint8_t kMaximumPacketSize = 0x27;
-
-bool IsMqttUtf8(std::string_view text) {
-  return simdjson::validate_utf8(text.data(), text.size()) &&
-         std::memchr(text.data(), '\0', text.size()) == nullptr;
-}
 
 // Bounds-checked reads from one packet's body; the first failure sticks and names what failed.
 class Reader {
@@ -67,7 +60,8 @@ class Reader {
 
   std::string_view String(std::string_view what) {
     const std::string_view value = Binary(what);
-    if (ok() && !IsMqttUtf8(value)) {
+    if (ok() && (!simdjson::validate_utf8(value.data(), value.size()) ||
+                 value.find('\0') != std::string_view::npos)) {
       Fail(absl::StrCat(std::string(what), ": not well-formed UTF-8 (or a U+0000)"));
       return {};
     }
@@ -184,15 +178,31 @@ void ReadProperties(Reader& packet, std::string_view packet_name, OnProperty on_
     return;
   }
   while (props.ok() && props.left() > 0) {
-    const uint8_t id = props.Byte(packet_name);
-    if (on_property(id, props)) {
-      continue;
+    if (const uint8_t id = props.Byte(packet_name); !on_property(id, props)) {
+      SkipProperty(id, props, packet_name);
     }
-    SkipProperty(id, props, packet_name);
   }
   if (!props.ok()) {
     packet.Fail(props.error());
   }
+}
+
+absl::Status Result(const Reader& reader) {
+  return reader.ok() ? absl::OkStatus() : absl::InvalidArgumentError(reader.error());
+}
+
+// The property block that ends a packet and may be left out with everything before it that the
+// packet allows to leave out (CONNACK, PUBACK, DISCONNECT); nothing may follow it.
+template <typename OnProperty>
+absl::Status ReadLastProperties(Reader& packet, std::string_view packet_name,
+                                OnProperty on_property) {
+  if (packet.ok() && packet.left() > 0) {
+    ReadProperties(packet, packet_name, std::move(on_property));
+    if (packet.ok() && packet.left() != 0) {
+      packet.Fail(absl::StrCat(std::string(packet_name), ": bytes after the properties"));
+    }
+  }
+  return Result(packet);
 }
 
 // A Reader of the body of a packet whose fixed-header flags are reserved (0): failed already
@@ -203,10 +213,6 @@ Reader Body(const Frame& frame, std::string_view packet_name) {
     reader.Fail(absl::StrCat(std::string(packet_name), ": reserved fixed-header flags set"));
   }
   return reader;
-}
-
-absl::Status Result(const Reader& reader) {
-  return reader.ok() ? absl::OkStatus() : absl::InvalidArgumentError(reader.error());
 }
 
 // An `n`-byte integer, high byte first.
@@ -232,10 +238,14 @@ void AppendString(std::string_view text, std::string& out) {
   out.append(text);
 }
 
-// The fixed header, then `body`.
-void AppendPacket(uint8_t first_byte, std::string_view body, std::string& out) {
-  out.push_back(static_cast<char>(first_byte));
-  AppendVarInt(body.size(), out);
+// The fixed header of a packet of `type` with `flags` and a body of `length` bytes.
+void AppendFixedHeader(PacketType type, uint8_t flags, std::size_t length, std::string& out) {
+  out.push_back(static_cast<char>((static_cast<uint8_t>(type) << 4) | flags));
+  AppendVarInt(length, out);
+}
+
+void AppendPacket(PacketType type, uint8_t flags, std::string_view body, std::string& out) {
+  AppendFixedHeader(type, flags, body.size(), out);
   out.append(body);
 }
 
@@ -245,14 +255,10 @@ void AppendConnect(const ConnectOptions& options, std::string& out) {
   std::string body;
   AppendString("MQTT", body);
   body.push_back(5);  // protocol version
-  uint8_t flags = options.clean_start ? 0x02 : 0x00;
-  if (options.username.has_value()) {
-    flags |= 0x80;
-  }
-  if (options.password.has_value()) {
-    flags |= 0x40;
-  }
-  body.push_back(static_cast<char>(flags));
+  // The Connect Flags (§3.1.2.3): User Name, Password, Clean Start.
+  body.push_back(static_cast<char>((options.username.has_value() ? 0x80 : 0) |
+                                   (options.password.has_value() ? 0x40 : 0) |
+                                   (options.clean_start ? 0x02 : 0)));
   AppendBigEndian(options.keep_alive_s, 2, body);
   std::string props;
   if (options.session_expiry_s > 0) {
@@ -272,7 +278,7 @@ void AppendConnect(const ConnectOptions& options, std::string& out) {
   if (options.password.has_value()) {
     AppendString(*options.password, body);
   }
-  AppendPacket(static_cast<uint8_t>(PacketType::kConnect) << 4, body, out);
+  AppendPacket(PacketType::kConnect, 0, body, out);
 }
 
 void AppendSubscribe(uint16_t packet_id, absl::Span<const std::string> filters, int qos,
@@ -284,8 +290,7 @@ void AppendSubscribe(uint16_t packet_id, absl::Span<const std::string> filters, 
     AppendString(filter, body);
     body.push_back(static_cast<char>(qos & 0x03));  // no-local 0, as published 0, retain 0
   }
-  // SUBSCRIBE's fixed-header flags are 0b0010 (§3.8.1).
-  AppendPacket((static_cast<uint8_t>(PacketType::kSubscribe) << 4) | 0x02, body, out);
+  AppendPacket(PacketType::kSubscribe, 0x02, body, out);  // flags 0b0010 (§3.8.1)
 }
 
 absl::Status AppendPublish(std::string_view topic, int qos, uint16_t packet_id,
@@ -318,26 +323,20 @@ absl::Status AppendPublish(std::string_view topic, int qos, uint16_t packet_id,
     return absl::InvalidArgumentError(
         absl::StrCat("PUBLISH: ", length, " bytes, above MQTT's ", kMaxRemainingLength));
   }
-  out.push_back(static_cast<char>((static_cast<uint8_t>(PacketType::kPublish) << 4) | (qos << 1)));
-  AppendVarInt(length, out);
+  AppendFixedHeader(PacketType::kPublish, static_cast<uint8_t>(qos << 1), length, out);
   absl::StrAppend(&out, header, props, message.payload);
   return absl::OkStatus();
 }
 
 void AppendPubAck(uint16_t packet_id, std::string& out) {
-  out.push_back(static_cast<char>(static_cast<uint8_t>(PacketType::kPubAck) << 4));
-  out.push_back(2);
+  AppendFixedHeader(PacketType::kPubAck, 0, 2, out);
   AppendBigEndian(packet_id, 2, out);
 }
 
-void AppendPingReq(std::string& out) {
-  out.push_back(static_cast<char>(static_cast<uint8_t>(PacketType::kPingReq) << 4));
-  out.push_back(0);
-}
+void AppendPingReq(std::string& out) { AppendFixedHeader(PacketType::kPingReq, 0, 0, out); }
 
 void AppendDisconnect(uint8_t reason_code, std::string& out) {
-  out.push_back(static_cast<char>(static_cast<uint8_t>(PacketType::kDisconnect) << 4));
-  out.push_back(2);
+  AppendFixedHeader(PacketType::kDisconnect, 0, 2, out);
   out.push_back(static_cast<char>(reason_code));
   out.push_back(0);  // no properties
 }
@@ -347,22 +346,17 @@ FrameResult NextFrame(std::string_view buffer, std::size_t max_packet_bytes, Fra
   if (buffer.size() < 2) {
     return FrameResult::kIncomplete;
   }
-  std::size_t length = 0;
-  std::size_t at = 1;
-  for (int i = 0;; ++i) {
-    if (i == 4) {
-      error = "a Remaining Length longer than four bytes";
-      return FrameResult::kMalformed;
-    }
-    if (at >= buffer.size()) {
+  Reader header(buffer.substr(1));
+  const std::size_t length = header.VarInt("Remaining Length");
+  if (!header.ok()) {
+    // Not ended within four bytes that were all there: malformed; else more bytes are needed.
+    if (buffer.size() < 5) {
       return FrameResult::kIncomplete;
     }
-    const auto byte = static_cast<uint8_t>(buffer[at++]);
-    length |= static_cast<std::size_t>(byte & 0x7F) << (7 * i);
-    if ((byte & 0x80) == 0) {
-      break;
-    }
+    error = "a Remaining Length longer than four bytes";
+    return FrameResult::kMalformed;
   }
+  const std::size_t at = buffer.size() - header.left();
   if (at + length > max_packet_bytes) {
     error = absl::StrCat("a ", PacketTypeName(static_cast<uint8_t>(buffer[0])), " of ", at + length,
                          " bytes, above the limit of ", max_packet_bytes);
@@ -386,10 +380,8 @@ absl::Status ParseConnAck(const Frame& frame, ConnAck& out) {
   }
   out.session_present = (flags & 0x01) != 0;
   out.reason_code = r.Byte("CONNACK");
-  if (r.ok() && r.left() == 0) {
-    return absl::OkStatus();  // a refusal may come without properties
-  }
-  ReadProperties(r, "CONNACK", [&](uint8_t id, Reader& p) {
+  // A refusal may come without properties.
+  return ReadLastProperties(r, "CONNACK", [&](uint8_t id, Reader& p) {
     switch (id) {
       case kReceiveMaximum:
         out.receive_maximum = p.TwoBytes("CONNACK Receive Maximum");
@@ -410,10 +402,6 @@ absl::Status ParseConnAck(const Frame& frame, ConnAck& out) {
         return false;
     }
   });
-  if (r.ok() && r.left() != 0) {
-    r.Fail("CONNACK: bytes after the properties");
-  }
-  return Result(r);
 }
 
 absl::Status ParseSubAck(const Frame& frame, SubAck& out) {
@@ -476,7 +464,6 @@ absl::Status ParsePublish(const Frame& frame, Publish& out) {
       case kTopicAlias:
         p.Fail("PUBLISH: a Topic Alias, although our CONNECT allowed none");
         return true;
-      case kPayloadFormatIndicator:
       default:
         return false;
     }
@@ -492,36 +479,22 @@ absl::Status ParsePubAck(const Frame& frame, PubAck& out) {
   if (r.ok() && r.left() > 0) {
     out.reason_code = r.Byte("PUBACK");
   }
-  if (r.ok() && r.left() > 0) {
-    ReadProperties(r, "PUBACK", [](uint8_t, Reader&) { return false; });
-  }
-  if (r.ok() && r.left() != 0) {
-    r.Fail("PUBACK: bytes after the properties");
-  }
-  return Result(r);
+  return ReadLastProperties(r, "PUBACK", [](uint8_t, Reader&) { return false; });
 }
 
 absl::Status ParseDisconnect(const Frame& frame, Disconnect& out) {
   out = Disconnect{};
   Reader r = Body(frame, "DISCONNECT");
-  if (r.ok() && r.left() == 0) {
-    return absl::OkStatus();  // normal disconnection, no properties (§3.14.2.1)
+  if (r.ok() && r.left() > 0) {  // else a normal disconnection, no properties (§3.14.2.1)
+    out.reason_code = r.Byte("DISCONNECT");
   }
-  out.reason_code = r.Byte("DISCONNECT");
-  if (r.ok() && r.left() == 0) {
-    return absl::OkStatus();
-  }
-  ReadProperties(r, "DISCONNECT", [&](uint8_t id, Reader& p) {
+  return ReadLastProperties(r, "DISCONNECT", [&](uint8_t id, Reader& p) {
     if (id == kReasonString) {
       out.reason_string = p.String("DISCONNECT Reason String");
       return true;
     }
     return false;
   });
-  if (r.ok() && r.left() != 0) {
-    r.Fail("DISCONNECT: bytes after the properties");
-  }
-  return Result(r);
 }
 
 absl::Status ParsePingResp(const Frame& frame) {

@@ -25,22 +25,17 @@
 
 namespace mmi::transport::internal::mqtt5 {
 
+// The packet types this client writes or reads; PacketTypeName() names all sixteen.
 enum class PacketType : uint8_t {
   kConnect = 1,
   kConnAck = 2,
   kPublish = 3,
   kPubAck = 4,
-  kPubRec = 5,
-  kPubRel = 6,
-  kPubComp = 7,
   kSubscribe = 8,
   kSubAck = 9,
-  kUnsubscribe = 10,
-  kUnsubAck = 11,
   kPingReq = 12,
   kPingResp = 13,
   kDisconnect = 14,
-  kAuth = 15,
 };
 
 // The largest Remaining Length the variable byte integer can carry (§1.5.5).
@@ -60,6 +55,7 @@ struct ConnectOptions {
   bool clean_start = true;
   uint16_t keep_alive_s = 0;      // 0 = no keep-alive
   uint32_t session_expiry_s = 0;  // 0 = the session ends with the connection (property omitted)
+  // 65,535 (property omitted): no limit of ours; the broker's own bounds what it has in flight.
   uint16_t receive_maximum = 65'535;
   std::optional<std::string_view> username;
   std::optional<std::string_view> password;

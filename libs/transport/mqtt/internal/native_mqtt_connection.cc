@@ -45,12 +45,6 @@ std::string OpenSslErrors() {
   return text.empty() ? "unknown TLS error" : text;
 }
 
-bool IsIpAddress(const std::string& host) {
-  in6_addr address{};
-  return inet_pton(AF_INET, host.c_str(), &address) == 1 ||
-         inet_pton(AF_INET6, host.c_str(), &address) == 1;
-}
-
 // "reason code 135 (Not authorized)" and the broker's Reason String when it sent one.
 std::string DescribeReason(uint8_t code, std::string_view reason_string) {
   std::string text = absl::StrCat(mosquitto_reason_string(code), " (reason code ", code, ")");
@@ -73,9 +67,7 @@ class NativeMqttConnection::Channel {
 
   Channel(int fd, SSL* ssl) : fd_(fd), ssl_(ssl) {}
   ~Channel() {
-    if (ssl_ != nullptr) {
-      SSL_free(ssl_);
-    }
+    SSL_free(ssl_);  // a no-op for nullptr
     close(fd_);
   }
   Channel(const Channel&) = delete;
@@ -191,7 +183,6 @@ NativeMqttConnection::NativeMqttConnection(const MqttSettings& settings, std::st
                                            std::chrono::seconds session_expiry,
                                            TransportMetrics& metrics, const log::Logger& logger)
     : settings_(settings),
-      session_expiry_(session_expiry),
       loop_(settings_, std::move(client_id), session_expiry, metrics, logger) {}
 
 NativeMqttConnection::~NativeMqttConnection() { loop_.Stop(); }
@@ -257,16 +248,17 @@ void NativeMqttConnection::Drop(std::string reason, uint8_t reason_code) {
   }
 }
 
-std::string NativeMqttConnection::EndCause(std::string cause) const {
-  // The broker's DISCONNECT, or our own reason for ending it, says more than the socket's end
-  // that follows.
-  return drop_reason_.empty() ? cause : drop_reason_;
+std::string NativeMqttConnection::EndCause(bool closed, const char* io,
+                                           const std::string& error) const {
+  if (!drop_reason_.empty()) {
+    return drop_reason_;
+  }
+  return closed ? "the broker closed the connection" : absl::StrCat(io, ": ", error);
 }
 
 std::string NativeMqttConnection::Attempt() {
   peer_disconnected_ = false;
   drop_reason_.clear();
-  drop_code_ = mqtt5::kNormalDisconnection;
   const Clock::time_point deadline = Clock::now() + settings_.dial_timeout;
   std::string ended = Open(deadline);
   if (channel_ != nullptr && ended.empty() && !loop_.stopping()) {
@@ -307,7 +299,8 @@ std::string NativeMqttConnection::Handshake(ssl_st* ssl, int fd, Clock::time_poi
   SSL_set_fd(ssl, fd);
   // The server's certificate must name the host we dialled (an IP address or a DNS name).
   const char* host = loop_.host().c_str();
-  if (IsIpAddress(loop_.host())) {
+  if (in6_addr address{};
+      inet_pton(AF_INET, host, &address) == 1 || inet_pton(AF_INET6, host, &address) == 1) {
     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host);
   } else {
     SSL_set_tlsext_host_name(ssl, host);
@@ -348,11 +341,10 @@ void NativeMqttConnection::SendConnect() {
   ping_outstanding_ = false;
   mqtt5::ConnectOptions connect;
   connect.client_id = loop_.client_id();
-  connect.clean_start = session_expiry_.count() == 0;
+  connect.clean_start = loop_.session_expiry().count() == 0;
   connect.keep_alive_s = loop_.keep_alive_s();
   connect.session_expiry_s =
-      static_cast<uint32_t>(std::clamp<int64_t>(session_expiry_.count(), 0, INT32_MAX));
-  connect.receive_maximum = kReceiveMaximum;
+      static_cast<uint32_t>(std::clamp<int64_t>(loop_.session_expiry().count(), 0, INT32_MAX));
   if (!settings_.username.empty()) {
     connect.username = settings_.username;
   }
@@ -375,11 +367,9 @@ void NativeMqttConnection::Goodbye() {
     // keeps it), else the error.
     mqtt5::AppendDisconnect(drop_reason_.empty() ? mqtt5::kNormalDisconnection : drop_code_, out_);
   }
-  // Best effort: what is queued (the DISCONNECT) within a second.
   const Clock::time_point goodbye = Clock::now() + kGoodbyeTimeout;
   while (Clock::now() < goodbye) {
-    bool blocked = false;
-    if (!WriteQueued(blocked).empty() || !blocked ||
+    if (!WriteQueued().empty() || out_sent_ == out_.size() ||
         !loop_.WaitFor(channel_->fd(), channel_->write_waits_for(), goodbye)) {
       break;
     }
@@ -387,7 +377,7 @@ void NativeMqttConnection::Goodbye() {
   channel_->Shutdown();
 }
 
-std::string NativeMqttConnection::WriteQueued(bool& blocked) {
+std::string NativeMqttConnection::WriteQueued() {
   while (out_sent_ < out_.size()) {
     std::size_t done = 0;
     std::string error;
@@ -399,22 +389,19 @@ std::string NativeMqttConnection::WriteQueued(bool& blocked) {
       continue;
     }
     if (io == Channel::Io::kWouldBlock) {
-      blocked = true;
       return "";
     }
-    return EndCause(io == Channel::Io::kClosed ? "the broker closed the connection"
-                                               : absl::StrCat("write: ", error));
+    return EndCause(io == Channel::Io::kClosed, "write", error);
   }
   return "";
 }
 
 std::string NativeMqttConnection::Turn(Clock::time_point connect_deadline) {
   Clock::time_point wake_at = loop_.next_tick();
-  if (loop_.accepted() && keep_alive_.count() > 0) {
-    wake_at = std::min(wake_at, (ping_outstanding_ ? ping_sent_ : last_write_) + keep_alive_);
-  }
   if (!loop_.accepted()) {
     wake_at = std::min(wake_at, connect_deadline);
+  } else if (keep_alive_.count() > 0) {
+    wake_at = std::min(wake_at, (ping_outstanding_ ? ping_sent_ : last_write_) + keep_alive_);
   }
   const bool ready_now = more_input_ || channel_->HoldsData();
   const bool writing = out_sent_ < out_.size();
@@ -448,13 +435,12 @@ std::string NativeMqttConnection::Turn(Clock::time_point connect_deadline) {
       ping_sent_ = now;
     }
   }
-  if (loop_.accepted() && drop_reason_.empty() && hooks_.on_turn) {
+  if (loop_.accepted() && drop_reason_.empty()) {
     hooks_.on_turn();
   }
   // Everything queued this turn (the PUBACKs of a whole batch, the publishes) in as few writes as
   // the socket takes.
-  bool blocked = false;
-  if (std::string ended = WriteQueued(blocked); !ended.empty()) {
+  if (std::string ended = WriteQueued(); !ended.empty()) {
     return ended;
   }
   if (out_sent_ == out_.size() || out_sent_ >= kInputBytes) {
@@ -466,8 +452,6 @@ std::string NativeMqttConnection::Turn(Clock::time_point connect_deadline) {
 }
 
 std::string NativeMqttConnection::ReadAndHandle() {
-  // Everything waiting, in chunks as large as the buffer's free space; a full buffer is handled
-  // before the next read.
   more_input_ = false;
   std::size_t read_this_turn = 0;
   while (drop_reason_.empty()) {
@@ -502,8 +486,7 @@ std::string NativeMqttConnection::ReadAndHandle() {
     // What came before the end still counts (its PUBACKs cannot leave any more), and may say
     // why it ended (a DISCONNECT).
     HandlePackets();
-    return EndCause(io == Channel::Io::kClosed ? "the broker closed the connection"
-                                               : absl::StrCat("read: ", error));
+    return EndCause(io == Channel::Io::kClosed, "read", error);
   }
   return "";
 }
@@ -518,11 +501,18 @@ void NativeMqttConnection::HandlePackets() {
     if (result == mqtt5::FrameResult::kIncomplete) {
       break;
     }
-    if (result == mqtt5::FrameResult::kMalformed) {
-      Drop(absl::StrCat("a malformed packet from the broker: ", error), mqtt5::kMalformedPacket);
+    const absl::Status handled = result == mqtt5::FrameResult::kMalformed
+                                     ? absl::InvalidArgumentError(error)
+                                     : HandlePacket(frame);
+    if (absl::IsInvalidArgument(handled)) {
+      Drop(absl::StrCat("a malformed packet from the broker: ", handled.message()),
+           mqtt5::kMalformedPacket);
       return;
     }
-    HandlePacket(frame);
+    if (!handled.ok()) {
+      Drop(std::string(handled.message()), mqtt5::kProtocolError);
+      return;
+    }
     in_begin_ += frame.size;
   }
   if (in_begin_ == in_end_) {
@@ -534,92 +524,63 @@ void NativeMqttConnection::HandlePackets() {
   }
 }
 
-void NativeMqttConnection::HandlePacket(const mqtt5::Frame& frame) {
+absl::Status NativeMqttConnection::HandlePacket(const mqtt5::Frame& frame) {
   const mqtt5::PacketType type = frame.type();
-  // False, with the connection dropped, when the packet did not parse.
-  auto parsed = [this](const absl::Status& status) {
-    if (!status.ok()) {
-      Drop(absl::StrCat("a malformed packet from the broker: ", status.message()),
-           mqtt5::kMalformedPacket);
-    }
-    return status.ok();
-  };
   if (!loop_.accepted() && type != mqtt5::PacketType::kConnAck) {
-    Drop(absl::StrCat("a ", mqtt5::PacketTypeName(frame.first_byte), " before CONNACK"),
-         mqtt5::kProtocolError);
-    return;
+    return absl::FailedPreconditionError(
+        absl::StrCat("a ", mqtt5::PacketTypeName(frame.first_byte), " before CONNACK"));
   }
   switch (type) {
     case mqtt5::PacketType::kPublish:
-      if (!parsed(mqtt5::ParsePublish(frame, publish_))) {
-        return;
-      }
-      if (hooks_.on_publish) {
-        hooks_.on_publish(publish_);
-      }
+      RETURN_IF_ERROR(mqtt5::ParsePublish(frame, publish_));
+      hooks_.on_publish(publish_);
       if (publish_.qos == 1) {
         mqtt5::AppendPubAck(publish_.packet_id, out_);
       }
-      return;
+      return absl::OkStatus();
     case mqtt5::PacketType::kConnAck: {
       if (loop_.accepted()) {
-        Drop("a second CONNACK from the broker", mqtt5::kProtocolError);
-        return;
+        return absl::FailedPreconditionError("a second CONNACK from the broker");
       }
       mqtt5::ConnAck connack;
-      if (!parsed(mqtt5::ParseConnAck(frame, connack))) {
-        return;
-      }
+      RETURN_IF_ERROR(mqtt5::ParseConnAck(frame, connack));
       if (connack.reason_code != 0) {
         peer_disconnected_ = true;  // it closes the connection; nothing more is sent
         Drop(absl::StrCat("the broker refused the connection: ",
                           DescribeReason(connack.reason_code, connack.reason_string)));
-        return;
+        return absl::OkStatus();
       }
       if (connack.server_keep_alive.has_value()) {
         keep_alive_ = std::chrono::seconds(*connack.server_keep_alive);
       }
-      if (const bool reconnect = loop_.Accepted(connack.session_present); hooks_.on_connected) {
-        hooks_.on_connected(reconnect, connack);
-      }
-      return;
+      hooks_.on_connected(loop_.Accepted(connack.session_present), connack);
+      return absl::OkStatus();
     }
     case mqtt5::PacketType::kSubAck:
-      if (!parsed(mqtt5::ParseSubAck(frame, suback_))) {
-        return;
-      }
-      if (hooks_.on_suback) {
-        hooks_.on_suback(suback_);
-      }
-      return;
+      RETURN_IF_ERROR(mqtt5::ParseSubAck(frame, suback_));
+      hooks_.on_suback(suback_);
+      return absl::OkStatus();
     case mqtt5::PacketType::kPubAck: {
       mqtt5::PubAck puback;
-      if (parsed(mqtt5::ParsePubAck(frame, puback)) && hooks_.on_puback) {
-        hooks_.on_puback(puback);
-      }
-      return;
+      RETURN_IF_ERROR(mqtt5::ParsePubAck(frame, puback));
+      hooks_.on_puback(puback);
+      return absl::OkStatus();
     }
     case mqtt5::PacketType::kPingResp:
-      if (!parsed(mqtt5::ParsePingResp(frame))) {
-        return;
-      }
+      RETURN_IF_ERROR(mqtt5::ParsePingResp(frame));
       ping_outstanding_ = false;
-      return;
+      return absl::OkStatus();
     case mqtt5::PacketType::kDisconnect: {
       mqtt5::Disconnect disconnect;
-      if (!parsed(mqtt5::ParseDisconnect(frame, disconnect))) {
-        return;
-      }
+      RETURN_IF_ERROR(mqtt5::ParseDisconnect(frame, disconnect));
       peer_disconnected_ = true;
       Drop(absl::StrCat("the broker sent DISCONNECT: ",
                         DescribeReason(disconnect.reason_code, disconnect.reason_string)));
-      return;
+      return absl::OkStatus();
     }
     default:
-      Drop(absl::StrCat("an unexpected ", mqtt5::PacketTypeName(frame.first_byte),
-                        " from the broker"),
-           mqtt5::kProtocolError);
-      return;
+      return absl::FailedPreconditionError(absl::StrCat(
+          "an unexpected ", mqtt5::PacketTypeName(frame.first_byte), " from the broker"));
   }
 }
 

@@ -3,11 +3,8 @@
 // the socket in large buffered chunks, decodes every whole packet in them (mqtt5_packets.h), hands
 // each PUBLISH and PUBACK to its hook, writes what the hooks queued in one write per turn, keeps
 // the connection alive and reconnects with backoff forever.
-//
-// Why not libmosquitto (issue #21 item 4, issue #39; docs/adr/0003, 0004): libmosquitto reads one
-// packet per call in two to four recv() calls, writes each packet on its own and signals a byte
-// through its internal socket pair for each. Here one recv() (or SSL_read()) takes whatever is
-// waiting, up to 256 KiB, and one write sends what a turn queued.
+// Why not libmosquitto, which reads each packet in two to four recv() calls and writes each on
+// its own: docs/adr/0003 and 0004.
 //
 // A received PUBLISH is acknowledged after its hook returned: with a persistent session, a
 // connection lost before the PUBACK left means the broker sends it again (to this session); with
@@ -43,20 +40,22 @@ struct TlsContextFree {
 
 class NativeMqttConnection {
  public:
+  // Each does nothing unless set.
   struct Hooks {
     // After each CONNACK that accepted the connection; `reconnect` is false the first time.
-    absl::AnyInvocable<void(bool reconnect, const mqtt5::ConnAck& connack)> on_connected;
+    absl::AnyInvocable<void(bool reconnect, const mqtt5::ConnAck& connack)> on_connected =
+        [](bool, const mqtt5::ConnAck&) {};
     // When an accepted connection ends.
-    absl::AnyInvocable<void()> on_lost;
+    absl::AnyInvocable<void()> on_lost = [] {};
     // About every 100 ms, connected or not (log summaries).
-    absl::AnyInvocable<void()> on_tick;
+    absl::AnyInvocable<void()> on_tick = [] {};
     // Every turn of an accepted connection (a socket event, a Wake() or a tick), before it
     // writes: the owner queues what it has to send.
-    absl::AnyInvocable<void()> on_turn;
-    absl::AnyInvocable<void(const mqtt5::SubAck& suback)> on_suback;
-    absl::AnyInvocable<void(const mqtt5::PubAck& puback)> on_puback;
+    absl::AnyInvocable<void()> on_turn = [] {};
+    absl::AnyInvocable<void(const mqtt5::SubAck& suback)> on_suback = [](const auto&) {};
+    absl::AnyInvocable<void(const mqtt5::PubAck& puback)> on_puback = [](const auto&) {};
     // A received PUBLISH; its views live until the hook returns.
-    absl::AnyInvocable<void(const mqtt5::Publish& publish)> on_publish;
+    absl::AnyInvocable<void(const mqtt5::Publish& publish)> on_publish = [](const auto&) {};
   };
 
   // `client_id` is the full MQTT client id; `session_expiry` 0 = Clean Start, otherwise a
@@ -106,26 +105,27 @@ class NativeMqttConnection {
   // Empties the buffers and queues the CONNECT.
   void SendConnect();
   // What ends a connection from our side: its DISCONNECT (when accepted) and whatever is queued,
-  // within a second, then the TLS close_notify.
+  // best effort within a second, then the TLS close_notify.
   void Goodbye();
-  // Writes what is queued until all of it is written or the socket would block (`blocked`). ""
-  // or why the connection ended.
-  std::string WriteQueued(bool& blocked);
+  // Writes what is queued until all of it is written or the socket would block. "" or why the
+  // connection ended.
+  std::string WriteQueued();
   // One turn: poll(), read what is waiting, handle every whole packet, write, keep-alive. "" or
   // why the connection ended.
   std::string Turn(Clock::time_point connect_deadline);
-  // Reads what is waiting (up to kMaxReadPerTurn) and handles the whole packets each full buffer
-  // holds. "" or why the connection ended.
+  // Reads what is waiting (up to kMaxReadPerTurn) in chunks as large as the buffer's free space,
+  // handling the whole packets of each full buffer before the next read. "" or why it ended.
   std::string ReadAndHandle();
   // Handles the whole packets in the input buffer, until one ends the connection (Drop()).
   void HandlePackets();
-  // Handles one packet; a protocol error ends the connection (Drop()).
-  void HandlePacket(const mqtt5::Frame& frame);
-  // The cause of the end when the broker ended it, else `cause`.
-  std::string EndCause(std::string cause) const;
+  // Handles one packet. What the broker got wrong, for HandlePackets() to end the connection:
+  // kInvalidArgument, a malformed packet; kFailedPrecondition, one it must not send now.
+  absl::Status HandlePacket(const mqtt5::Frame& frame);
+  // Why the connection ended when a read or write (`io`) found it closed or failed with `error`:
+  // the broker's DISCONNECT, or our own reason for ending it, says more than the socket's end.
+  std::string EndCause(bool closed, const char* io, const std::string& error) const;
 
   const MqttSettings settings_;
-  const std::chrono::seconds session_expiry_;
   std::unique_ptr<ssl_ctx_st, TlsContextFree> tls_context_;  // when TLS is on
   Hooks hooks_;
   ConnectionLoop loop_;

@@ -52,20 +52,18 @@ class PublishWindow {
         callbacks_(callbacks) {}
 
   // Takes an event in call order, or completes it with kResourceExhausted (and returns false)
-  // when `capacity` events wait already. `*first_held` tells whether it is the only held event
+  // when `capacity` events wait already. `first_held` tells whether it is the only held event
   // and the window has room: a sender that sleeps until there is work must be woken.
   bool Accept(PublishCallback done, std::chrono::steady_clock::time_point started,
               std::chrono::steady_clock::time_point deadline, std::string event_id,
-              EncodedPublish payload, bool* first_held = nullptr) {
+              EncodedPublish payload, bool& first_held) {
     {
       absl::MutexLock lock(&mu_);
       if (entries_.size() < capacity_) {
         entries_.emplace(next_id_++, Entry{std::move(done), started, deadline, std::move(event_id),
                                            std::move(payload)});
         metrics_.SetPublishHeld(held());
-        if (first_held != nullptr) {
-          *first_held = held() == 1 && handed_ < window_;
-        }
+        first_held = held() == 1 && handed_ < window_;
         return true;
       }
     }
@@ -131,8 +129,7 @@ class PublishWindow {
   // Fails every pending event (held or handed over) with `status`, also the slots kept for
   // expired ones: the connection, and what the broker held of ours, is gone.
   void FailAll(const absl::Status& status) {
-    FailWhere([](const Entry&) { return true; }, [&status] { return status; },
-              /*broker_still_holds=*/false);
+    FailWhere([](const Entry&) { return true; }, status, /*broker_still_holds=*/false);
   }
 
   // The publisher's periodic check: while not connected, fails what waits (accepted just as the
@@ -145,11 +142,9 @@ class PublishWindow {
     }
     const auto now = clock_.MonotonicNow();
     FailWhere([now](const Entry& entry) { return entry.deadline <= now; },
-              [&settings] {
-                return absl::DeadlineExceededError(absl::StrCat(
-                    "no PUBACK from MQTT broker ", settings.broker_host, " within ",
-                    settings.publish_timeout.count(), "ms of the Publish() call; retry"));
-              },
+              absl::DeadlineExceededError(absl::StrCat(
+                  "no PUBACK from MQTT broker ", settings.broker_host, " within ",
+                  settings.publish_timeout.count(), "ms of the Publish() call; retry")),
               /*broker_still_holds=*/true);
   }
 
@@ -195,11 +190,11 @@ class PublishWindow {
 
   size_t held() const ABSL_SHARED_LOCKS_REQUIRED(mu_) { return entries_.size() - handed_; }
 
-  // Completes every pending entry `selected` picks with `status()`. `broker_still_holds`:
+  // Completes every pending entry `selected` picks with `status`. `broker_still_holds`:
   // entries handed over keep their slot (marked expired) until their PUBACK or the connection's
   // loss; without it, the slots of expired entries are freed too.
-  void FailWhere(absl::FunctionRef<bool(const Entry&)> selected,
-                 absl::FunctionRef<absl::Status()> status, bool broker_still_holds) {
+  void FailWhere(absl::FunctionRef<bool(const Entry&)> selected, const absl::Status& status,
+                 bool broker_still_holds) {
     std::vector<Entry> failed;
     {
       // All at once: the sender must not hand over an event that is failing.
@@ -235,9 +230,8 @@ class PublishWindow {
       }
       metrics_.SetPublishHeld(held());
     }
-    const absl::Status error = status();
     for (Entry& entry : failed) {
-      Finish(std::move(entry), error);
+      Finish(std::move(entry), status);
     }
   }
 
