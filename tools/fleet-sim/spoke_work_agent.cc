@@ -21,7 +21,6 @@ namespace {
 
 using cloudevents::Event;
 using cloudevents::ManifestBundleStatus;
-using cloudevents::Timestamp;
 using nlohmann::json;
 
 const log::Logger& Log() {
@@ -92,7 +91,7 @@ SpokeWorkAgent::SpokeWorkAgent(std::string cluster, SpokeAgentSettings settings,
       clock_(clock),
       sequence_ids_(sequence_ids) {}
 
-Timestamp SpokeWorkAgent::Now() const {
+cloudevents::Timestamp SpokeWorkAgent::Now() const {
   return std::chrono::time_point_cast<std::chrono::nanoseconds>(clock_.Now());
 }
 

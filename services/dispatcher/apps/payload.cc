@@ -41,6 +41,21 @@ std::string PayloadHash(const cloudevents::ManifestBundle& bundle,
   return cloudevents::Sha256Hex(hashed.dump());
 }
 
+// The bundle as the hub shows it once the dispatcher stripped the propagated request: the spoke
+// Application without `operation` and the refresh annotation.
+cloudevents::ManifestBundle WithoutRequest(cloudevents::ManifestBundle bundle) {
+  json& app = bundle.manifests.at(0);
+  app.erase("operation");
+  if (auto meta = app.find("metadata"); meta != app.end() && meta->contains("annotations")) {
+    json& annotations = (*meta)["annotations"];
+    annotations.erase(kRefreshAnnotation);
+    if (annotations.empty()) {
+      meta->erase("annotations");
+    }
+  }
+  return bundle;
+}
+
 }  // namespace
 
 std::optional<bool> ParseGoBool(const std::string& text) {
@@ -233,20 +248,9 @@ absl::StatusOr<Dispatch> BuildDispatch(const json& hub_app, const PayloadSetting
   d.work_meta.annotations[kHubAppNameAnnotation] = d.hub_name;
 
   d.payload_hash = PayloadHash(d.bundle, d.work_meta);
-  d.request_free_hash = d.payload_hash;
-  if (d.carries_operation || d.carries_refresh) {
-    cloudevents::ManifestBundle without = d.bundle;
-    json& app = without.manifests.at(0);
-    app.erase("operation");
-    if (auto meta = app.find("metadata"); meta != app.end() && meta->contains("annotations")) {
-      json& annotations = (*meta)["annotations"];
-      annotations.erase(kRefreshAnnotation);
-      if (annotations.empty()) {
-        meta->erase("annotations");
-      }
-    }
-    d.request_free_hash = PayloadHash(without, d.work_meta);
-  }
+  d.request_free_hash = d.carries_operation || d.carries_refresh
+                            ? PayloadHash(WithoutRequest(d.bundle), d.work_meta)
+                            : d.payload_hash;
   return d;
 }
 
