@@ -51,13 +51,13 @@ class Harness {
   // order. gRPC unary calls are independent streams: callers serialise per resource instead.
   virtual bool PipelinedPublishKeepsOrder() const { return true; }
   // What the connected publisher's max_in_flight() must be: the broker's limit on events awaiting
-  // acknowledgement (MQTT 5 Receive Maximum), or unbounded.
+  // acknowledgement (MQTT 5 Receive Maximum), the gRPC publisher's own bound, or unbounded.
   virtual size_t PublisherMaxInFlight() const { return std::numeric_limits<size_t>::max(); }
 };
 
 std::unique_ptr<Harness> MakeFakeHarness();
 std::unique_ptr<Harness> MakeGrpcHarness();
-// The publisher on libmosquitto, the subscriber on the project's own receive path.
+// The publisher and the subscriber on the project's own MQTT 5 client.
 std::unique_ptr<Harness> MakeMqttHarness();
 std::unique_ptr<Harness> MakeKafkaHarness();
 

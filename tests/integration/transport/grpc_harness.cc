@@ -79,6 +79,8 @@ class GrpcHarness final : public Harness {
   }
   bool RedeliversUnacked() const override { return false; }
   bool PipelinedPublishKeepsOrder() const override { return false; }
+  // Maestro has no flow control of its own: the publisher bounds its open calls itself.
+  size_t PublisherMaxInFlight() const override { return settings_.max_in_flight; }
 
  private:
   GrpcSettings settings_;
