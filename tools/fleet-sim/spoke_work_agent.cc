@@ -166,8 +166,8 @@ absl::StatusOr<json> SpokeWorkAgent::Write(const ManifestPlan& m) {
       }
       // As OCM's agent: what it applied last (by hash) is not applied again.
       ASSIGN_OR_RETURN(std::optional<json> live, Read(m));
-      static const json::json_pointer kHashAt(
-          "/metadata/annotations/open-cluster-management.io~1config-spec-hash");
+      static const json::json_pointer kHashAt =
+          json::json_pointer("/metadata/annotations") / std::string(kConfigSpecHashAnnotation);
       if (live.has_value() && live->value(kHashAt, std::string()) == m.config_spec_hash) {
         return *std::move(live);
       }

@@ -84,17 +84,10 @@ Decision DecideSpec(const Observation& seen, const json& app, const ReconcilerSe
       t->agent_hash == dispatch->payload_hash) {
     // The same request again, and the agent still holds the payload that carried the last one:
     // it would skip an identical payload. The stripped payload goes first; the request follows.
-    json without = app;
-    without.erase("operation");
-    if (auto meta = without.find("metadata");
-        meta != without.end() && meta->contains("annotations")) {
-      (*meta)["annotations"].erase(kRefreshAnnotation);
-    }
-    auto stripped = BuildDispatch(without, settings.payload);
-    if (stripped.ok() && stripped->payload_hash == t->payload_hash) {
+    if (dispatch->request_free_hash == t->payload_hash) {
       Decision d = Make(Action::kPublishSpec);
       d.version = t->version + 1;
-      d.dispatch = *std::move(stripped);
+      d.dispatch = WithoutRequest(*std::move(dispatch));
       d.requeue = true;
       return d;
     }

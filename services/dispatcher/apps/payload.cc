@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include <array>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -43,7 +44,7 @@ std::string PayloadHash(const cloudevents::ManifestBundle& bundle,
 
 // The bundle as the hub shows it once the dispatcher stripped the propagated request: the spoke
 // Application without `operation` and the refresh annotation.
-cloudevents::ManifestBundle WithoutRequest(cloudevents::ManifestBundle bundle) {
+cloudevents::ManifestBundle BundleWithoutRequest(cloudevents::ManifestBundle bundle) {
   json& app = bundle.manifests.at(0);
   app.erase("operation");
   if (auto meta = app.find("metadata"); meta != app.end() && meta->contains("annotations")) {
@@ -249,8 +250,18 @@ absl::StatusOr<Dispatch> BuildDispatch(const json& hub_app, const PayloadSetting
 
   d.payload_hash = PayloadHash(d.bundle, d.work_meta);
   d.request_free_hash = d.carries_operation || d.carries_refresh
-                            ? PayloadHash(WithoutRequest(d.bundle), d.work_meta)
+                            ? PayloadHash(BundleWithoutRequest(d.bundle), d.work_meta)
                             : d.payload_hash;
+  return d;
+}
+
+Dispatch WithoutRequest(Dispatch d) {
+  if (d.carries_operation || d.carries_refresh) {
+    d.bundle = BundleWithoutRequest(std::move(d.bundle));
+    d.payload_hash = d.request_free_hash;
+    d.carries_operation = false;
+    d.carries_refresh = false;
+  }
   return d;
 }
 

@@ -87,6 +87,10 @@ struct Dispatch {
 absl::StatusOr<Dispatch> BuildDispatch(const nlohmann::json& hub_app,
                                        const PayloadSettings& settings);
 
+// `d` as it is once the dispatcher stripped the propagated operation and refresh annotation from
+// the hub: the bundle without them, payload_hash = request_free_hash.
+Dispatch WithoutRequest(Dispatch d);
+
 // The Application as the managed cluster gets it (hub-apis §5.4, Maestro variant).
 absl::StatusOr<nlohmann::json> BuildSpokeApplication(const nlohmann::json& hub_app,
                                                      const PayloadSettings& settings);

@@ -74,13 +74,18 @@ def app_path(name: str) -> str:
     return f"{APP_API}/namespaces/{ARGO_NAMESPACE}/applications/{name}"
 
 
-def spoke_app(stack: Stack, cluster: str, name: str) -> dict | None:
+def get_app(client, name: str) -> dict | None:
+    """Application `name` from a hub or spoke client; None when it does not exist."""
     try:
-        return stack.spoke(cluster).request("GET", app_path(name))
+        return client.request("GET", app_path(name))
     except KubeError as e:
         if e.status == 404:
             return None
         raise
+
+
+def spoke_app(stack: Stack, cluster: str, name: str) -> dict | None:
+    return get_app(stack.spoke(cluster), name)
 
 
 def status_diff(hub: dict, spoke: dict) -> list[str]:
@@ -105,12 +110,7 @@ def seconds_between(a: str, b: str) -> float:
 
 
 def hub_app(stack: Stack, name: str) -> dict | None:
-    try:
-        return stack.kube_get(app_path(name))
-    except KubeError as e:
-        if e.status == 404:
-            return None
-        raise
+    return get_app(stack.hub, name)
 
 
 def statuses_equal(stack: Stack, cluster: str, name: str, timeout: float = 90) -> list[str]:
@@ -135,15 +135,15 @@ def conditions(app: dict | None) -> list[str]:
     return [c.get("type", "") for c in ((app or {}).get("status") or {}).get("conditions") or []]
 
 
-def pods(stack: Stack, namespace: str) -> list[str]:
+def pods(stack: Stack, namespace: str, running: bool = False) -> list[str]:
+    """The node spoke's pods in `namespace` (only the Running ones with `running`)."""
     body = stack.spoke(NODE).request("GET", f"/api/v1/namespaces/{namespace}/pods")
-    return [p["metadata"]["name"] for p in body.get("items") or []]
+    return [p["metadata"]["name"] for p in body.get("items") or []
+            if not running or (p.get("status") or {}).get("phase") == "Running"]
 
 
 def running_pods(stack: Stack, namespace: str) -> list[str]:
-    body = stack.spoke(NODE).request("GET", f"/api/v1/namespaces/{namespace}/pods")
-    return [p["metadata"]["name"] for p in body.get("items") or []
-            if (p.get("status") or {}).get("phase") == "Running"]
+    return pods(stack, namespace, running=True)
 
 
 def first(timeline, app: str, pred, after: float = 0.0) -> float | None:
@@ -277,15 +277,15 @@ def check_refresh(stack: Stack, files: dict[str, str]) -> None:
     files = dict(files)
     files["guestbook/configmap.yaml"] += "  refreshed: \"yes\"\n"
     sha = stack.commit_mirror(files, "guestbook-lite: refreshed")
-    log_before = controller_log(stack, API_ONLY).count(f"normal refresh requested")
+    refreshes_before = controller_log(stack, API_ONLY).count("normal refresh requested")
     t = time.monotonic()
     stack.hub.request("PATCH", app_path(name), {"metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}}},
                       "application/merge-patch+json")
     wait_for(f"{name}: revision {sha[:8]} on the hub after a refresh", lambda: revision(hub_app(stack, name)) == sha, 120)
     print(f"refresh on the hub -> revision {sha[:8]} on the hub: {time.monotonic() - t:.1f}s", flush=True)
-    refreshed = [line for line in controller_log(stack, API_ONLY).splitlines()
-                 if "normal refresh requested" in line and name in line]
-    check(len(refreshed) > 0 and controller_log(stack, API_ONLY).count("normal refresh requested") > log_before,
+    log = controller_log(stack, API_ONLY)
+    refreshed = [line for line in log.splitlines() if "normal refresh requested" in line and name in line]
+    check(len(refreshed) > 0 and log.count("normal refresh requested") > refreshes_before,
           f"{name}: the spoke's application-controller ran the refresh the hub asked for")
     annotations = ((hub_app(stack, name) or {}).get("metadata") or {}).get("annotations") or {}
     wait_for(f"{name}: refresh annotation removed from the hub",

@@ -41,20 +41,22 @@ class SpokesMixin:
         names = self.real_spoke_names()
         return names[0] if names and self.cfg.node_spoke else None
 
-    def write_mirror_source(self, dest: str, files: dict[str, str] | None = None) -> str:
-        """Writes the mirror's tree to `dest` (replaced): guestbook/ from guestbook-lite/plain
-        without namespaces, or exactly `files` ({relative path: text}) when given. Returns dest."""
-        shutil.rmtree(dest, ignore_errors=True)
-        app_dir = os.path.join(dest, MIRROR_APP_PATH)
-        os.makedirs(app_dir)
-        if files is None:
-            files = {}
-            for name in sorted(os.listdir(GUESTBOOK_LITE_PLAIN)):
-                with open(os.path.join(GUESTBOOK_LITE_PLAIN, name), encoding="utf-8") as f:
-                    text = f.read()
-                if re.search(r"^kind:\s*Namespace\s*$", text, re.M):
-                    continue
+    @staticmethod
+    def mirror_files() -> dict[str, str]:
+        """The mirror's first commit, {relative path: text}: guestbook/ from guestbook-lite/plain
+        without its Namespace and namespace fields (tests change it and commit_mirror())."""
+        files = {}
+        for name in sorted(os.listdir(GUESTBOOK_LITE_PLAIN)):
+            with open(os.path.join(GUESTBOOK_LITE_PLAIN, name), encoding="utf-8") as f:
+                text = f.read()
+            if not re.search(r"^kind:\s*Namespace\s*$", text, re.M):
                 files[f"{MIRROR_APP_PATH}/{name}"] = re.sub(r"^  namespace:.*\n", "", text, flags=re.M)
+        return files
+
+    @staticmethod
+    def _write_tree(dest: str, files: dict[str, str]) -> str:
+        """Writes exactly `files` under `dest` (replaced). Returns dest."""
+        shutil.rmtree(dest, ignore_errors=True)
         for rel, text in files.items():
             path = os.path.join(dest, rel)
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -62,20 +64,9 @@ class SpokesMixin:
                 f.write(text)
         return dest
 
-    def mirror_files(self) -> dict[str, str]:
-        """The mirror's first commit, {relative path: text} (tests change it and commit_mirror())."""
-        src = self.write_mirror_source(os.path.join(self.work_dir, "git-src", "first"))
-        out = {}
-        for root, _, names in os.walk(src):
-            for name in names:
-                path = os.path.join(root, name)
-                with open(path, encoding="utf-8") as f:
-                    out[os.path.relpath(path, src)] = f.read()
-        return out
-
     def start_git_mirror(self) -> dict[str, str]:
         if not self.git_env:
-            src = self.write_mirror_source(os.path.join(self.work_dir, "git-src", "first"))
+            src = self._write_tree(os.path.join(self.work_dir, "git-src", "first"), self.mirror_files())
             self.git_env = self.start_peer("start-git", "git", f"REPO={MIRROR_REPO}:{src}")
         return self.git_env
 
@@ -84,7 +75,7 @@ class SpokesMixin:
 
     def commit_mirror(self, files: dict[str, str], message: str) -> str:
         """The mirror's next commit holds exactly `files`; returns its SHA."""
-        src = self.write_mirror_source(os.path.join(self.work_dir, "git-src", "next"), files)
+        src = self._write_tree(os.path.join(self.work_dir, "git-src", "next"), files)
         out = subprocess.run([os.path.join(REPO_ROOT, "tests", "peers", "bin", "commit-dir"),
                               os.path.join(self.peers_dir, "git"), MIRROR_REPO, src, message],
                              capture_output=True, text=True, check=False)
