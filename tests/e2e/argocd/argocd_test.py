@@ -328,10 +328,12 @@ def check_broken_app(stack: Stack, files: dict[str, str], real: list[str]) -> No
 
 class SpokeGone:
     """Polls the node spoke: when the pods of each namespace and each spoke Application were first
-    seen gone (monotonic times)."""
+    seen gone, and when they were last seen present (monotonic times). "Seen gone" is the start of
+    the poll that found them gone; "last seen present" is the end of the poll that still found
+    them, so an ordering against another event is only proven by the latter."""
 
     def __init__(self, stack: Stack, names: list[str]):
-        self.stack, self.names, self.gone = stack, names, {}
+        self.stack, self.names, self.gone, self.present = stack, names, {}, {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -339,7 +341,11 @@ class SpokeGone:
         while not self._stop.is_set():
             now = time.monotonic()
             for ns in (APPSET, ROLLING):
-                if f"pods/{ns}" not in self.gone and not pods(self.stack, ns):
+                if f"pods/{ns}" in self.gone:
+                    continue
+                if pods(self.stack, ns):
+                    self.present[f"pods/{ns}"] = time.monotonic()
+                else:
                     self.gone[f"pods/{ns}"] = now
             for name in self.names:
                 if f"spoke/{name}" not in self.gone and spoke_app(self.stack, NODE, name) is None:
@@ -371,10 +377,13 @@ def check_delete(stack: Stack, watch: AppWatch) -> None:
         released = next((e for e, w, a in watch.events if w == "deleted" and a == name and e >= t), None)
         wait_for("the spoke's pods seen gone", lambda: f"pods/{APPSET}" in spoke.gone, 30)
     pods_gone = spoke.gone[f"pods/{APPSET}"]
-    print(f"delete {name}: pods gone on the spoke {pods_gone - t:.1f}s, spoke Application gone "
-          f"{spoke.gone.get('spoke/' + name, t) - t:.1f}s, hub finalizer released {(released or t) - t:.1f}s",
-          flush=True)
-    check(released is not None and pods_gone <= released,
+    pods_last_seen = spoke.present.get(f"pods/{APPSET}", t)
+    print(f"delete {name}: pods last seen {pods_last_seen - t:.1f}s and seen gone {pods_gone - t:.1f}s on the "
+          f"spoke, spoke Application gone {spoke.gone.get('spoke/' + name, t) - t:.1f}s, hub finalizer "
+          f"released {(released or t) - t:.1f}s", flush=True)
+    # The poll brackets the pods' disappearance in [last seen, seen gone]; the release must not come
+    # before the pods were last seen (the poll's stamp of "gone" can trail the release by a poll).
+    check(released is not None and pods_last_seen < released,
           f"{name}: the spoke pruned its pods before the hub released the Application")
     wait_for(f"{name} generated again and Synced/Healthy", lambda: app_view(watch.app(name) or {})[:2] ==
              ("Synced", "Healthy") and (watch.app(name) or {})["metadata"]["uid"] != uid, 240)
