@@ -8,6 +8,14 @@
 # CI builds it with buildah on a Debian 12 base made locally with debootstrap (no registry):
 # tests/peers/build/image.sh passes --build-arg DEBIAN_IMAGE=localhost/mmi/debian:12-r<N>, and
 # bin/start-node loads the result into the node's containerd (tests/e2e/chart).
+#
+# The runtime stage takes the binaries from the stage named `build`. A named build context of
+# that name replaces the stage (BuildKit and buildah), so binaries built outside, on the same
+# Debian 12, go into the same runtime stage without compiling anything here:
+#
+#   docker buildx build --build-context build=<dir with out/mmi-dispatcher, out/mmi-status-sink> .
+#
+# scripts/test does that with its Release build (tests/peers/build/image.sh --binaries).
 
 ARG DEBIAN_IMAGE=debian:12-slim
 

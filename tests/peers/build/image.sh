@@ -10,6 +10,13 @@
 #   mmi-src-<hash>.tar          localhost/mmi/mmi:src-<hash>, <hash> = the source tree (below)
 #
 #   build/image.sh               builds what is missing; prints the facts below
+#   build/image.sh --binaries <build dir>
+#                                the same image, but its two binaries are <build dir>'s
+#                                services/dispatcher/dispatcher and services/status-sink/status-sink
+#                                (a Release build of this tree on this Debian 12 host; stripped
+#                                here) instead of a compile in the Dockerfile's build stage: a
+#                                named build context replaces that stage, and the toolchain
+#                                stage is not built either. scripts/test passes its Release build.
 #   build/image.sh --base        only the base and pause images (what does not depend on the
 #                                source tree: scripts/bootstrap runs this)
 #   build/image.sh --print-ref   only prints the facts (no build)
@@ -124,12 +131,27 @@ dockerfile_build() {  # <log> <buildah build args...>
     || { tail -60 "$out" >&2; die "buildah build failed (log: $out)"; }
 }
 
+# stage_binaries <build dir> <dir>: <dir>/out/ holds the stripped binaries of <build dir>, the
+# layout of the Dockerfile's build stage.
+stage_binaries() {
+  local from="$1" dir="$2"
+  rm -rf "$dir" && mkdir -p "$dir/out"
+  install -s -m 0755 "$from/services/dispatcher/dispatcher" "$dir/out/mmi-dispatcher"
+  install -s -m 0755 "$from/services/status-sink/status-sink" "$dir/out/mmi-status-sink"
+}
+
 make_app_image() {
-  local ref="$1" tar="$2"
+  local ref="$1" tar="$2" binaries="$3"
   : > "$IMAGE_HOME/build.log"
-  # The Dockerfile's toolchain stage, tagged so that pruning keeps it (and its apt-get layer).
-  dockerfile_build "$IMAGE_HOME/build.log" --target build-deps -t "$BUILD_DEPS_IMAGE"
-  dockerfile_build "$IMAGE_HOME/build.log" -t "$ref"
+  if [ -n "$binaries" ]; then
+    stage_binaries "$binaries" "$IMAGE_HOME/binaries.tmp"
+    dockerfile_build "$IMAGE_HOME/build.log" --build-context "build=$IMAGE_HOME/binaries.tmp" -t "$ref"
+    rm -rf "$IMAGE_HOME/binaries.tmp"
+  else
+    # The Dockerfile's toolchain stage, tagged so that pruning keeps it (and its apt-get layer).
+    dockerfile_build "$IMAGE_HOME/build.log" --target build-deps -t "$BUILD_DEPS_IMAGE"
+    dockerfile_build "$IMAGE_HOME/build.log" -t "$ref"
+  fi
   rm -f "$tar.tmp"
   bah push -q "$ref" "docker-archive:$tar.tmp:$ref"
   mv -f "$tar.tmp" "$tar"
@@ -147,12 +169,18 @@ make_app_image() {
 }
 
 main() {
-  local print_only=0 base_only=0
+  local print_only=0 base_only=0 binaries=""
   case "${1:-}" in
     --print-ref) print_only=1 ;;
     --base) base_only=1 ;;
+    --binaries)
+      binaries="$(cd "${2:?--binaries <build dir>}" && pwd)"
+      local b
+      for b in services/dispatcher/dispatcher services/status-sink/status-sink; do
+        [ -x "$binaries/$b" ] || die "--binaries $2: no $b (build the release preset first)"
+      done ;;
     "") ;;
-    *) die "usage: build/image.sh [--base|--print-ref]" ;;
+    *) die "usage: build/image.sh [--base|--print-ref|--binaries <build dir>]" ;;
   esac
   mkdir -p "$IMAGE_HOME"
   local src pause app_ref app_tar pause_ref pause_tar
@@ -178,8 +206,12 @@ main() {
     if [ "$base_only" = 1 ]; then
       :
     elif [ ! -s "$app_tar" ]; then
-      log "building $app_ref from the Dockerfile (cold: apt-get and a Release build of both services)"
-      timed "image $app_ref" make_app_image "$app_ref" "$app_tar"
+      if [ -n "$binaries" ]; then
+        log "building $app_ref from the Dockerfile with the binaries of $binaries"
+      else
+        log "building $app_ref from the Dockerfile (cold: apt-get and a Release build of both services)"
+      fi
+      timed "image $app_ref" make_app_image "$app_ref" "$app_tar" "$binaries"
     else
       log "image $app_ref present ($app_tar)"
     fi
