@@ -95,6 +95,41 @@ TEST(FeedbackRulesTest, EachKindGetsItsRules) {
   }
 }
 
+TEST(FeedbackRulesTest, NoKindReportsTwoValuesUnderOneName) {
+  // The WellKnownStatus names per kind (open-cluster-management-io/ocm statusfeedback/rules).
+  const std::vector<std::string> deployment = {"ReadyReplicas", "Replicas", "AvailableReplicas"};
+  const std::vector<std::string> job = {"JobComplete", "JobSucceeded"};
+  const std::vector<std::string> pod = {"PodReady", "PodPhase"};
+  struct Row {
+    std::string group, version, kind;
+    std::vector<std::string> well_known;
+  };
+  const std::vector<Row> rows = {
+      {"apps", "v1", "Deployment", deployment},
+      {"apps", "v1beta2", "Deployment", {}},
+      {"batch", "v1", "Job", job},
+      {"", "v1", "Pod", pod},
+      {"apps", "v1", "StatefulSet", {}},
+      {"apps", "v1", "DaemonSet", {}},
+      {"apps", "v1", "ReplicaSet", {}},
+      {"", "v1", "Service", {}},
+  };
+  for (const Row& row : rows) {
+    std::vector<std::string> names;
+    for (const FeedbackRule& rule : FeedbackRulesFor(row.group, row.version, row.kind)) {
+      if (rule.type == "WellKnownStatus") {
+        names.insert(names.end(), row.well_known.begin(), row.well_known.end());
+      }
+      for (const auto& path : rule.json_paths) {
+        names.push_back(path.name);
+      }
+    }
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end())
+        << row.group << "/" << row.version << "/" << row.kind;
+  }
+}
+
 TEST(FeedbackRulesTest, OldDeploymentVersionsReadTheWellKnownFieldsByPath) {
   const auto rules = FeedbackRulesFor("apps", "v1beta2", "Deployment");
   ASSERT_EQ(rules.size(), 1U);

@@ -188,8 +188,8 @@ nlohmann::json ResourceJson(const Row& row) {
   return out;
 }
 
-nlohmann::json Condition(std::string_view type, std::string message,
-                         std::chrono::system_clock::time_point now) {
+nlohmann::json AppCondition(std::string_view type, std::string message,
+                            std::chrono::system_clock::time_point now) {
   return {
       {"type", type}, {"message", std::move(message)}, {"lastTransitionTime", kube::KubeTime(now)}};
 }
@@ -344,13 +344,13 @@ absl::StatusOr<nlohmann::json> ApplicationStatusOf(const ManifestStatusInput& in
 
   nlohmann::json conditions = nlohmann::json::array();
   if (input.render_error.has_value()) {
-    conditions.push_back(
-        Condition("ComparisonError",
-                  absl::StrCat("Failed to load target state: ", *input.render_error), input.now));
+    conditions.push_back(AppCondition(
+        "ComparisonError", absl::StrCat("Failed to load target state: ", *input.render_error),
+        input.now));
   }
   if (!failed.empty()) {
     conditions.push_back(
-        Condition("SyncError", ApplyFailureMessage(failed, input.bundle->revision), input.now));
+        AppCondition("SyncError", ApplyFailureMessage(failed, input.bundle->revision), input.now));
   }
   if (!conditions.empty()) {
     status["conditions"] = std::move(conditions);
