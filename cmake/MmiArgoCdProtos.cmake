@@ -4,11 +4,39 @@
 #   v1alpha1/generated.proto, which imports k8s.io/api, k8s.io/apimachinery and
 #   k8s.io/apiextensions-apiserver generated.proto files.
 # Sets:
+#   MMI_ARGOCD_REPO_BUILT   whether libs/argocd_repo is built (MMI_WITH_ARGOCD_REPO ON or AUTO,
+#                           gRPC on, and for AUTO the protos found);
 #   MMI_ARGOCD_PROTO_PATHS  protoc --proto_path arguments mapping each Go import path onto its
 #                           module folder (VIRTUAL=DISK), so the imports resolve as written;
 #   MMI_ARGOCD_REPOSITORY_PROTO  the import path of repository.proto;
 #   MMI_ARGOCD_PROTO_FILES  the files on disk (dependencies of the generating command).
 # MMI_GO_MODCACHE overrides `go env GOMODCACHE`.
+set(MMI_ARGOCD_REPO_BUILT OFF)
+string(TOUPPER "${MMI_WITH_ARGOCD_REPO}" mmi_argocd_mode)
+if(mmi_argocd_mode STREQUAL "OFF" OR NOT mmi_argocd_mode)
+  return()
+endif()
+if(NOT mmi_argocd_mode MATCHES "^(ON|AUTO)$")
+  message(FATAL_ERROR "MMI_WITH_ARGOCD_REPO must be ON, AUTO or OFF, not '${MMI_WITH_ARGOCD_REPO}'")
+endif()
+if(NOT MMI_WITH_GRPC)
+  if(mmi_argocd_mode STREQUAL "ON")
+    message(FATAL_ERROR "MMI_WITH_ARGOCD_REPO=ON needs MMI_WITH_GRPC=ON")
+  endif()
+  return()
+endif()
+
+# ON: a fatal error; AUTO: a warning, and the library is left out. The arguments are concatenated.
+macro(mmi_argocd_protos_missing)
+  string(CONCAT mmi_argocd_text ${ARGV})
+  if(mmi_argocd_mode STREQUAL "ON")
+    message(FATAL_ERROR "MMI_WITH_ARGOCD_REPO: ${mmi_argocd_text}")
+  endif()
+  message(WARNING
+    "MMI_WITH_ARGOCD_REPO=AUTO: libs/argocd_repo and its tests are left out: ${mmi_argocd_text}")
+  return()
+endmacro()
+
 set(MMI_GO_MODCACHE "" CACHE PATH "Go module cache holding the Argo CD protos (default: go env GOMODCACHE)")
 
 set(mmi_argocd_go_mod "${PROJECT_SOURCE_DIR}/tests/peers/argocd/go.mod")
@@ -34,9 +62,9 @@ if(NOT MMI_GO_MODCACHE)
                     OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE mmi_go_result)
   endif()
   if(NOT MMI_GO OR NOT mmi_go_result EQUAL 0 OR NOT mmi_modcache)
-    message(FATAL_ERROR
-      "MMI_WITH_ARGOCD_REPO: cannot find the Go module cache (no `go`, or `go env GOMODCACHE` "
-      "failed). Install Go (scripts/bootstrap), pass -DMMI_GO_MODCACHE=<dir>, or configure with "
+    mmi_argocd_protos_missing(
+      "cannot find the Go module cache (no `go`, or `go env GOMODCACHE` failed). Install Go "
+      "(scripts/bootstrap), pass -DMMI_GO_MODCACHE=<dir>, or configure with "
       "-DMMI_WITH_ARGOCD_REPO=OFF.")
   endif()
   set(MMI_GO_MODCACHE "${mmi_modcache}")
@@ -72,12 +100,13 @@ foreach(entry IN LISTS mmi_argocd_modules)
 endforeach()
 if(mmi_missing)
   list(JOIN mmi_missing "\n  " mmi_missing_text)
-  message(FATAL_ERROR
-    "MMI_WITH_ARGOCD_REPO: the Argo CD repo-server protos are not in the Go module cache:\n  "
+  mmi_argocd_protos_missing(
+    "the Argo CD repo-server protos are not in the Go module cache:\n  "
     "${mmi_missing_text}\n"
     "Download the pinned modules with:\n"
     "  cd tests/peers/argocd && GOFLAGS=-mod=mod go mod download\n"
     "(tests/peers/build/argocd.sh does it), or configure with -DMMI_WITH_ARGOCD_REPO=OFF.")
 endif()
 set(MMI_ARGOCD_REPOSITORY_PROTO "github.com/argoproj/argo-cd/v3/reposerver/repository/repository.proto")
+set(MMI_ARGOCD_REPO_BUILT ON)
 message(STATUS "Argo CD repo-server protos: ${MMI_GO_MODCACHE}")

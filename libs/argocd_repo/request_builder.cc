@@ -5,10 +5,12 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "libs/kube_object/object.h"
 
 namespace mmi::argocd_repo {
 namespace {
 
+using kube::StringAt;
 using nlohmann::json;
 
 absl::Status WrongType(std::string_view field, std::string_view want, const json& got) {
@@ -123,14 +125,6 @@ absl::Status ConvertPlugin(json& plugin) {
   return absl::OkStatus();
 }
 
-std::string StringAt(const json& object, const json::json_pointer& pointer) {
-  if (!object.contains(pointer)) {
-    return "";
-  }
-  const json& value = object.at(pointer);
-  return value.is_string() ? value.get<std::string>() : "";
-}
-
 // spec.source of a single-source Application, or kInvalidArgument saying why there is none.
 absl::StatusOr<json> SingleSource(const json& application) {
   if (!application.is_object()) {
@@ -152,6 +146,34 @@ absl::StatusOr<json> SingleSource(const json& application) {
     return absl::InvalidArgumentError("spec.source.repoURL: missing");
   }
   return result;
+}
+
+// What both requests take from an Application: its source in both forms and the repository.
+struct Source {
+  json kube;   // spec.source as the Application has it
+  json proto;  // the same in protobuf's JSON form
+  json repo;   // the v1alpha1.Repository
+  std::string target_revision;
+};
+
+absl::StatusOr<Source> SourceOf(const json& application, const json& repository) {
+  absl::StatusOr<json> kube = SingleSource(application);
+  if (!kube.ok()) {
+    return kube.status();
+  }
+  absl::StatusOr<json> proto = SourceToProtoJson(*kube);
+  if (!proto.ok()) {
+    return proto.status();
+  }
+  Source source{.kube = *std::move(kube),
+                .proto = *std::move(proto),
+                .repo = repository,
+                .target_revision = ""};
+  source.target_revision = StringAt(source.kube, json::json_pointer("/targetRevision"));
+  if (source.repo.is_null()) {
+    source.repo = PublicRepository(StringAt(source.kube, json::json_pointer("/repoURL")));
+  }
+  return source;
 }
 
 }  // namespace
@@ -185,13 +207,9 @@ absl::StatusOr<ManifestRequest> BuildManifestRequest(const json& application,
                                                      const std::string& revision,
                                                      const RenderSettings& settings,
                                                      const json& repository) {
-  absl::StatusOr<json> source = SingleSource(application);
+  absl::StatusOr<Source> source = SourceOf(application, repository);
   if (!source.ok()) {
     return source.status();
-  }
-  absl::StatusOr<json> proto_source = SourceToProtoJson(*source);
-  if (!proto_source.ok()) {
-    return proto_source.status();
   }
   const std::string name = StringAt(application, json::json_pointer("/metadata/name"));
   const std::string app_namespace =
@@ -204,15 +222,12 @@ absl::StatusOr<ManifestRequest> BuildManifestRequest(const json& application,
 
   ManifestRequest request;
   json& body = request.body;
-  body["repo"] = repository.is_null()
-                     ? PublicRepository(StringAt(*source, json::json_pointer("/repoURL")))
-                     : repository;
-  body["revision"] =
-      revision.empty() ? StringAt(*source, json::json_pointer("/targetRevision")) : revision;
+  body["repo"] = std::move(source->repo);
+  body["revision"] = revision.empty() ? source->target_revision : revision;
   body["appLabelKey"] = settings.app_label_key;
   body["appName"] = instance_name;
   body["namespace"] = StringAt(application, json::json_pointer("/spec/destination/namespace"));
-  body["applicationSource"] = *std::move(proto_source);
+  body["applicationSource"] = std::move(source->proto);
   json kustomize_options = json::object();
   if (!settings.kustomize_build_options.empty()) {
     kustomize_options["buildOptions"] = settings.kustomize_build_options;
@@ -231,18 +246,11 @@ absl::StatusOr<ManifestRequest> BuildManifestRequest(const json& application,
 
 absl::StatusOr<ResolveRevisionRequest> BuildResolveRevisionRequest(
     const json& application, const std::string& ambiguous_revision, const json& repository) {
-  absl::StatusOr<json> source = SingleSource(application);
+  absl::StatusOr<Source> source = SourceOf(application, repository);
   if (!source.ok()) {
     return source.status();
   }
-  absl::StatusOr<json> proto_source = SourceToProtoJson(*source);
-  if (!proto_source.ok()) {
-    return proto_source.status();
-  }
-  std::string revision = ambiguous_revision;
-  if (revision.empty()) {
-    revision = StringAt(*source, json::json_pointer("/targetRevision"));
-  }
+  std::string revision = ambiguous_revision.empty() ? source->target_revision : ambiguous_revision;
   if (revision.empty()) {
     revision = "HEAD";  // Argo CD's default for an empty targetRevision of a git source
   }
@@ -254,16 +262,14 @@ absl::StatusOr<ResolveRevisionRequest> BuildResolveRevisionRequest(
       metadata[key] = value;
     }
   }
-  json spec = json{{"source", *std::move(proto_source)}};
+  json spec = json{{"source", std::move(source->proto)}};
   if (std::string project = StringAt(application, json::json_pointer("/spec/project"));
       !project.empty()) {
     spec["project"] = std::move(project);
   }
 
   ResolveRevisionRequest request;
-  request.body["repo"] = repository.is_null()
-                             ? PublicRepository(StringAt(*source, json::json_pointer("/repoURL")))
-                             : repository;
+  request.body["repo"] = std::move(source->repo);
   request.body["app"] = json{{"metadata", std::move(metadata)}, {"spec", std::move(spec)}};
   request.body["ambiguousRevision"] = std::move(revision);
   request.body["sourceIndex"] = 0;

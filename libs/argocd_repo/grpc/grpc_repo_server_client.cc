@@ -78,12 +78,6 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
   return grpc::SslCredentials(options);
 }
 
-std::string RepeatedOrEmpty(const Message& message, const char* field, int index) {
-  const google::protobuf::FieldDescriptor* descriptor =
-      message.GetDescriptor()->FindFieldByName(field);
-  return message.GetReflection()->GetRepeatedString(message, descriptor, index);
-}
-
 std::string StringField(const Message& message, const char* field) {
   const google::protobuf::FieldDescriptor* descriptor =
       message.GetDescriptor()->FindFieldByName(field);
@@ -179,58 +173,59 @@ absl::StatusOr<std::string> GrpcRepoServerClient::Call(std::string_view method,
   return response;
 }
 
-absl::StatusOr<ResolvedRevision> GrpcRepoServerClient::ResolveRevision(
-    const ResolveRevisionRequest& request) {
+absl::StatusOr<std::unique_ptr<Message>> GrpcRepoServerClient::Unary(std::string_view method,
+                                                                     std::string_view request_type,
+                                                                     std::string_view response_type,
+                                                                     const nlohmann::json& body,
+                                                                     const std::string& what) {
   const RepoServerProtos& protos = RepoServerProtos::Get();
-  const std::string what = Describe(request.body, "/app/spec/source", "/ambiguousRevision");
-  absl::StatusOr<std::unique_ptr<Message>> message =
-      protos.FromJson("repository.ResolveRevisionRequest", request.body);
-  if (!message.ok()) {
-    return message.status();
+  absl::StatusOr<std::unique_ptr<Message>> request = protos.FromJson(request_type, body);
+  if (!request.ok()) {
+    return request.status();
   }
-  absl::StatusOr<std::string> bytes =
-      Call("ResolveRevision", (*message)->SerializeAsString(), what);
+  absl::StatusOr<std::string> bytes = Call(method, (*request)->SerializeAsString(), what);
   if (!bytes.ok()) {
     return bytes.status();
   }
-  std::unique_ptr<Message> response = protos.New("repository.ResolveRevisionResponse");
+  std::unique_ptr<Message> response = protos.New(response_type);
   if (!response->ParseFromString(*bytes)) {
-    return absl::InternalError(absl::StrCat("argocd-repo-server ResolveRevision of ", what,
-                                            ": the response does not parse"));
+    return absl::InternalError(absl::StrCat("argocd-repo-server ", std::string(method), " of ",
+                                            what, ": the response does not parse"));
   }
-  return ResolvedRevision{.revision = StringField(*response, "revision"),
-                          .ambiguous_revision = StringField(*response, "ambiguousRevision")};
+  return response;
+}
+
+absl::StatusOr<ResolvedRevision> GrpcRepoServerClient::ResolveRevision(
+    const ResolveRevisionRequest& request) {
+  absl::StatusOr<std::unique_ptr<Message>> response = Unary(
+      "ResolveRevision", "repository.ResolveRevisionRequest", "repository.ResolveRevisionResponse",
+      request.body, Describe(request.body, "/app/spec/source", "/ambiguousRevision"));
+  if (!response.ok()) {
+    return response.status();
+  }
+  return ResolvedRevision{.revision = StringField(**response, "revision"),
+                          .ambiguous_revision = StringField(**response, "ambiguousRevision")};
 }
 
 absl::StatusOr<RenderedManifests> GrpcRepoServerClient::GenerateManifest(
     const ManifestRequest& request) {
-  const RepoServerProtos& protos = RepoServerProtos::Get();
-  const std::string what = Describe(request.body, "/applicationSource", "/revision");
-  absl::StatusOr<std::unique_ptr<Message>> message =
-      protos.FromJson("repository.ManifestRequest", request.body);
-  if (!message.ok()) {
-    return message.status();
+  absl::StatusOr<std::unique_ptr<Message>> response =
+      Unary("GenerateManifest", "repository.ManifestRequest", "repository.ManifestResponse",
+            request.body, Describe(request.body, "/applicationSource", "/revision"));
+  if (!response.ok()) {
+    return response.status();
   }
-  absl::StatusOr<std::string> bytes =
-      Call("GenerateManifest", (*message)->SerializeAsString(), what);
-  if (!bytes.ok()) {
-    return bytes.status();
-  }
-  std::unique_ptr<Message> response = protos.New("repository.ManifestResponse");
-  if (!response->ParseFromString(*bytes)) {
-    return absl::InternalError(absl::StrCat("argocd-repo-server GenerateManifest of ", what,
-                                            ": the response does not parse"));
-  }
+  const Message& message = **response;
   RenderedManifests rendered;
   const google::protobuf::FieldDescriptor* manifests =
-      response->GetDescriptor()->FindFieldByName("manifests");
-  const int count = response->GetReflection()->FieldSize(*response, manifests);
+      message.GetDescriptor()->FindFieldByName("manifests");
+  const int count = message.GetReflection()->FieldSize(message, manifests);
   rendered.manifests.reserve(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {
-    rendered.manifests.push_back(RepeatedOrEmpty(*response, "manifests", i));
+    rendered.manifests.push_back(message.GetReflection()->GetRepeatedString(message, manifests, i));
   }
-  rendered.revision = StringField(*response, "revision");
-  rendered.source_type = StringField(*response, "sourceType");
+  rendered.revision = StringField(message, "revision");
+  rendered.source_type = StringField(message, "sourceType");
   return rendered;
 }
 

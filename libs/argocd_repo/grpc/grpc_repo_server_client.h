@@ -3,6 +3,7 @@
 // grpc::GenericStub: no generated C++ for Argo CD's protos.
 #pragma once
 
+#include <google/protobuf/message.h>
 #include <grpcpp/channel.h>
 #include <grpcpp/generic/generic_stub.h>
 
@@ -69,6 +70,13 @@ class GrpcRepoServerClient final : public RepoServerClient {
   // One unary call of `method` with `request`; the serialized response.
   absl::StatusOr<std::string> Call(std::string_view method, const std::string& request,
                                    std::string_view what);
+  // `body` as a `request_type` message, the call, and its `response_type` message; `what` names
+  // the source in error messages.
+  absl::StatusOr<std::unique_ptr<google::protobuf::Message>> Unary(std::string_view method,
+                                                                   std::string_view request_type,
+                                                                   std::string_view response_type,
+                                                                   const nlohmann::json& body,
+                                                                   const std::string& what);
 
   const GrpcRepoServerSettings settings_;
   std::shared_ptr<grpc::Channel> channel_;
