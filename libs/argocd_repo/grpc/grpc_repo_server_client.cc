@@ -106,7 +106,7 @@ std::string Describe(const nlohmann::json& body, const char* source, const char*
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GrpcRepoServerClient>> GrpcRepoServerClient::Create(
-    const GrpcRepoServerSettings& settings) {
+    const GrpcRepoServerSettings& settings, RepoServerMetrics& metrics) {
   if (settings.address.empty()) {
     return absl::InvalidArgumentError("argocdRepoServer.address: required (host:port)");
   }
@@ -121,12 +121,13 @@ absl::StatusOr<std::unique_ptr<GrpcRepoServerClient>> GrpcRepoServerClient::Crea
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateCustomChannel(settings.address, *credentials, ChannelArguments(settings));
   return std::unique_ptr<GrpcRepoServerClient>(
-      new GrpcRepoServerClient(settings, std::move(channel)));
+      new GrpcRepoServerClient(settings, metrics, std::move(channel)));
 }
 
 GrpcRepoServerClient::GrpcRepoServerClient(const GrpcRepoServerSettings& settings,
+                                           RepoServerMetrics& metrics,
                                            std::shared_ptr<grpc::Channel> channel)
-    : settings_(settings), channel_(std::move(channel)), stub_(channel_) {}
+    : settings_(settings), metrics_(metrics), channel_(std::move(channel)), stub_(channel_) {}
 
 absl::StatusOr<std::string> GrpcRepoServerClient::Call(std::string_view method,
                                                        const std::string& request,
@@ -173,33 +174,38 @@ absl::StatusOr<std::string> GrpcRepoServerClient::Call(std::string_view method,
   return response;
 }
 
-absl::StatusOr<std::unique_ptr<Message>> GrpcRepoServerClient::Unary(std::string_view method,
-                                                                     std::string_view request_type,
-                                                                     std::string_view response_type,
-                                                                     const nlohmann::json& body,
-                                                                     const std::string& what) {
-  const RepoServerProtos& protos = RepoServerProtos::Get();
-  absl::StatusOr<std::unique_ptr<Message>> request = protos.FromJson(request_type, body);
-  if (!request.ok()) {
-    return request.status();
-  }
-  absl::StatusOr<std::string> bytes = Call(method, (*request)->SerializeAsString(), what);
-  if (!bytes.ok()) {
-    return bytes.status();
-  }
-  std::unique_ptr<Message> response = protos.New(response_type);
-  if (!response->ParseFromString(*bytes)) {
-    return absl::InternalError(absl::StrCat("argocd-repo-server ", std::string(method), " of ",
-                                            what, ": the response does not parse"));
-  }
+absl::StatusOr<std::unique_ptr<Message>> GrpcRepoServerClient::Unary(
+    RepoServerOperation operation, std::string_view method, std::string_view request_type,
+    std::string_view response_type, const nlohmann::json& body, const std::string& what) {
+  const auto started = std::chrono::steady_clock::now();
+  absl::StatusOr<std::unique_ptr<Message>> response =
+      [&]() -> absl::StatusOr<std::unique_ptr<Message>> {
+    const RepoServerProtos& protos = RepoServerProtos::Get();
+    absl::StatusOr<std::unique_ptr<Message>> request = protos.FromJson(request_type, body);
+    if (!request.ok()) {
+      return request.status();
+    }
+    absl::StatusOr<std::string> bytes = Call(method, (*request)->SerializeAsString(), what);
+    if (!bytes.ok()) {
+      return bytes.status();
+    }
+    std::unique_ptr<Message> message = protos.New(response_type);
+    if (!message->ParseFromString(*bytes)) {
+      return absl::InternalError(absl::StrCat("argocd-repo-server ", std::string(method), " of ",
+                                              what, ": the response does not parse"));
+    }
+    return message;
+  }();
+  metrics_.RecordCall(operation, response.status(), std::chrono::steady_clock::now() - started);
   return response;
 }
 
 absl::StatusOr<ResolvedRevision> GrpcRepoServerClient::ResolveRevision(
     const ResolveRevisionRequest& request) {
-  absl::StatusOr<std::unique_ptr<Message>> response = Unary(
-      "ResolveRevision", "repository.ResolveRevisionRequest", "repository.ResolveRevisionResponse",
-      request.body, Describe(request.body, "/app/spec/source", "/ambiguousRevision"));
+  absl::StatusOr<std::unique_ptr<Message>> response =
+      Unary(RepoServerOperation::kResolveRevision, "ResolveRevision",
+            "repository.ResolveRevisionRequest", "repository.ResolveRevisionResponse", request.body,
+            Describe(request.body, "/app/spec/source", "/ambiguousRevision"));
   if (!response.ok()) {
     return response.status();
   }
@@ -210,8 +216,9 @@ absl::StatusOr<ResolvedRevision> GrpcRepoServerClient::ResolveRevision(
 absl::StatusOr<RenderedManifests> GrpcRepoServerClient::GenerateManifest(
     const ManifestRequest& request) {
   absl::StatusOr<std::unique_ptr<Message>> response =
-      Unary("GenerateManifest", "repository.ManifestRequest", "repository.ManifestResponse",
-            request.body, Describe(request.body, "/applicationSource", "/revision"));
+      Unary(RepoServerOperation::kGenerateManifest, "GenerateManifest",
+            "repository.ManifestRequest", "repository.ManifestResponse", request.body,
+            Describe(request.body, "/applicationSource", "/revision"));
   if (!response.ok()) {
     return response.status();
   }

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "libs/argocd_repo/metrics.h"
 #include "libs/argocd_repo/repo_server_client.h"
 
 namespace mmi::argocd_repo {
@@ -56,15 +57,16 @@ struct GrpcRepoServerSettings {
 class GrpcRepoServerClient final : public RepoServerClient {
  public:
   // kInvalidArgument naming the field when `settings` are wrong (no address, a zero timeout);
-  // kFailedPrecondition naming tls.caFile when it cannot be read. Does not connect.
+  // kFailedPrecondition naming tls.caFile when it cannot be read. Does not connect. `metrics`
+  // is borrowed and must outlive the client.
   static absl::StatusOr<std::unique_ptr<GrpcRepoServerClient>> Create(
-      const GrpcRepoServerSettings& settings);
+      const GrpcRepoServerSettings& settings, RepoServerMetrics& metrics);
 
   absl::StatusOr<ResolvedRevision> ResolveRevision(const ResolveRevisionRequest& request) override;
   absl::StatusOr<RenderedManifests> GenerateManifest(const ManifestRequest& request) override;
 
  private:
-  GrpcRepoServerClient(const GrpcRepoServerSettings& settings,
+  GrpcRepoServerClient(const GrpcRepoServerSettings& settings, RepoServerMetrics& metrics,
                        std::shared_ptr<grpc::Channel> channel);
 
   // One unary call of `method` with `request`; the serialized response.
@@ -72,13 +74,12 @@ class GrpcRepoServerClient final : public RepoServerClient {
                                    std::string_view what);
   // `body` as a `request_type` message, the call, and its `response_type` message; `what` names
   // the source in error messages.
-  absl::StatusOr<std::unique_ptr<google::protobuf::Message>> Unary(std::string_view method,
-                                                                   std::string_view request_type,
-                                                                   std::string_view response_type,
-                                                                   const nlohmann::json& body,
-                                                                   const std::string& what);
+  absl::StatusOr<std::unique_ptr<google::protobuf::Message>> Unary(
+      RepoServerOperation operation, std::string_view method, std::string_view request_type,
+      std::string_view response_type, const nlohmann::json& body, const std::string& what);
 
   const GrpcRepoServerSettings settings_;
+  RepoServerMetrics& metrics_;
   std::shared_ptr<grpc::Channel> channel_;
   grpc::GenericStub stub_;
 };

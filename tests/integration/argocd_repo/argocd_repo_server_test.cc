@@ -28,6 +28,7 @@
 
 #include "libs/argocd_repo/grpc/grpc_repo_server_client.h"
 #include "libs/argocd_repo/request_builder.h"
+#include "libs/transport/testing/metric_value.h"
 #include "tests/support/peer.h"
 #include "tests/support/wait.h"
 
@@ -140,7 +141,7 @@ class ArgoCdRepoServerTest : public ::testing::Test {
     }
     settings.reconnect_backoff_max = std::chrono::seconds(2);
     absl::StatusOr<std::unique_ptr<GrpcRepoServerClient>> client =
-        GrpcRepoServerClient::Create(settings);
+        GrpcRepoServerClient::Create(settings, *metrics_);
     EXPECT_TRUE(client.ok()) << client.status();
     return client.ok() ? *std::move(client) : nullptr;
   }
@@ -160,12 +161,16 @@ class ArgoCdRepoServerTest : public ::testing::Test {
   }
 
   static std::string* start_error_;
+  static prometheus::Registry* registry_;
+  static RepoServerMetrics* metrics_;
   static std::unique_ptr<PeerProcess>* kube_;
   static std::unique_ptr<PeerProcess>* git_;
   static std::unique_ptr<PeerProcess>* argocd_;
 };
 
 std::string* ArgoCdRepoServerTest::start_error_ = nullptr;
+prometheus::Registry* ArgoCdRepoServerTest::registry_ = new prometheus::Registry;
+RepoServerMetrics* ArgoCdRepoServerTest::metrics_ = new RepoServerMetrics(*registry_);
 std::unique_ptr<PeerProcess>* ArgoCdRepoServerTest::kube_ = nullptr;
 std::unique_ptr<PeerProcess>* ArgoCdRepoServerTest::git_ = nullptr;
 std::unique_ptr<PeerProcess>* ArgoCdRepoServerTest::argocd_ = nullptr;
@@ -247,6 +252,10 @@ TEST_F(ArgoCdRepoServerTest, ABrokenYamlCommitIsARenderErrorAndThePreviousCommit
   absl::StatusOr<RenderedManifests> broken = Render(*client, PlainApp("gl-broken"));
   EXPECT_EQ(broken.status().code(), absl::StatusCode::kFailedPrecondition) << broken.status();
   EXPECT_THAT(std::string(broken.status().message()), HasSubstr("broken.yaml"));
+  EXPECT_GE(transport::testing::MetricValue(
+                *registry_, "mmi_repo_server_requests_total",
+                {{"operation", "generate_manifest"}, {"result", "render_error"}}),
+            1);
   EXPECT_THAT(std::string(broken.status().message()),
               HasSubstr("GenerateManifest of " + Repo("gl-broken") + " path plain"));
 
@@ -369,7 +378,7 @@ TEST_F(ArgoCdRepoServerTest, SpeaksTlsVerifiedByACaOrUnverifiedAsArgoCdDoesByDef
 
   GrpcRepoServerSettings missing_ca = settings;
   missing_ca.tls.ca_file = "/nonexistent/ca.crt";
-  EXPECT_EQ(GrpcRepoServerClient::Create(missing_ca).status().code(),
+  EXPECT_EQ(GrpcRepoServerClient::Create(missing_ca, *metrics_).status().code(),
             absl::StatusCode::kFailedPrecondition);
   RestartRepoServer("off");
 }
