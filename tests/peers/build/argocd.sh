@@ -17,6 +17,10 @@
 # v3.2.11 is the newest release that builds here: v3.2.12 as the proxy serves it does not compile
 # (settings.ValidateExternalURL undefined), and 3.3+ need a nested gitops-engine module the proxy
 # refuses. Idempotent: a stamp of the module's files says whether the binary is current.
+#
+#   build/argocd.sh              the binary, kustomize, the CRDs
+#   build/argocd.sh --download   only `go mod download` of the module (the protos the C++ build
+#                                takes from the module cache; scripts/bootstrap --early)
 source "$(dirname "$0")/../lib.sh"
 
 MOD_DIR="$MMI_REPO_ROOT/tests/peers/argocd"
@@ -72,6 +76,12 @@ copy_crds() {
 }
 
 main() {
+  if [ "${1:-}" = --download ]; then
+    # Only the module and its dependencies (seconds): the protos libs/argocd_repo compiles from
+    # (cmake/MmiArgoCdProtos.cmake) are in the module cache before the build is configured.
+    timed "go mod download (argocd $MMI_ARGOCD_VERSION)" gomod mod download
+    return
+  fi
   mkdir -p "$BIN"
   # One build at a time: a second caller waits here, then finds the binary current.
   exec 9>"$ARGOCD_HOME/.build.lock"
