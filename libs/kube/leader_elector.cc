@@ -149,6 +149,7 @@ bool LeaderElector::RenewFromCache(const ResourceRef& ref,
   (*cached)["spec"]["leaseDurationSeconds"] = duration_s;
   absl::StatusOr<json> renewed = client_.Update(ref, *cached, {});
   if (!renewed.ok()) {
+    NoteFailure(renewed.status());
     Log().Debug(
         "renew from cache failed; re-reading the lease",
         {{"lease", settings_.lease_name}, {"error", std::string(renewed.status().message())}});
@@ -159,7 +160,14 @@ bool LeaderElector::RenewFromCache(const ResourceRef& ref,
   return true;
 }
 
+void LeaderElector::NoteFailure(const absl::Status& status) {
+  if (absl::IsResourceExhausted(status)) {
+    throttled_.store(true);
+  }
+}
+
 bool LeaderElector::TryAcquireOrRenew() {
+  throttled_.store(false);
   const ResourceRef ref = LeaseRef();
   const auto now = clock_.MonotonicNow();
   const std::string now_text = KubeMicroTime(clock_.Now());
@@ -174,6 +182,7 @@ bool LeaderElector::TryAcquireOrRenew() {
     absl::StatusOr<json> created =
         client_.Create(ref, NewLease(settings_, now_text, duration_s), {});
     if (!created.ok()) {
+      NoteFailure(created.status());
       Log().Debug("cannot create the lease", {{"lease", settings_.lease_name},
                                               {"error", std::string(created.status().message())}});
       return false;
@@ -183,8 +192,13 @@ bool LeaderElector::TryAcquireOrRenew() {
     return true;
   }
   if (!current.ok()) {
-    Log().Warn("cannot read the lease", {{"lease", settings_.lease_name},
-                                         {"error", std::string(current.status().message())}});
+    NoteFailure(current.status());
+    // Throttling is counted by the client (rest_client_requests_total{code="429"}) and reported
+    // once per streak by the leader loop; anything else is worth a line each round.
+    if (!throttled_.load()) {
+      Log().Warn("cannot read the lease", {{"lease", settings_.lease_name},
+                                           {"error", std::string(current.status().message())}});
+    }
     return false;
   }
   json desired = *current;
@@ -201,6 +215,7 @@ bool LeaderElector::TryAcquireOrRenew() {
   // The PUT carries the observed resourceVersion: a concurrent writer makes it fail with 409.
   absl::StatusOr<json> written = client_.Update(ref, desired, {});
   if (!written.ok()) {
+    NoteFailure(written.status());
     Log().Debug(
         "cannot take or renew the lease",
         {{"lease", settings_.lease_name}, {"error", std::string(written.status().message())}});
@@ -281,9 +296,17 @@ void LeaderElector::Run(const std::stop_token& stop) {
     // Leader.
     auto last_renew = clock_.MonotonicNow();
     bool lost = false;
-    while (sleeper_.SleepFor(settings_.retry_period, stop)) {
+    // A renewal the API server throttled (429: API Priority and Fairness rejected it) is tried
+    // again after a quarter period instead of a full one, as client-go's REST client retries a
+    // 429 within the renew deadline: a busy priority level then has four times the chances to
+    // admit the lease. The deadline and the lease's duration do not change.
+    std::chrono::milliseconds wait = settings_.retry_period;
+    bool throttle_reported = false;
+    while (sleeper_.SleepFor(wait, stop)) {
       if (TryAcquireOrRenew()) {
         last_renew = clock_.MonotonicNow();
+        wait = settings_.retry_period;
+        throttle_reported = false;
         continue;
       }
       const std::string holder = ObservedHolder();
@@ -291,6 +314,19 @@ void LeaderElector::Run(const std::stop_token& stop) {
           clock_.MonotonicNow() - last_renew >= settings_.renew_deadline) {
         lost = true;
         break;
+      }
+      wait = settings_.retry_period;
+      if (throttled_.load()) {
+        wait = std::max(settings_.retry_period / 4, std::chrono::milliseconds(1));
+        if (!throttle_reported) {
+          throttle_reported = true;
+          Log().Warn(
+              "the API server throttles the lease renewal (429); retrying sooner until the "
+              "renew deadline",
+              {{"lease", settings_.lease_name},
+               {"retry_ms", static_cast<int64_t>(wait.count())},
+               {"renew_deadline_ms", static_cast<int64_t>(settings_.renew_deadline.count())}});
+        }
       }
     }
     leading_.store(false);

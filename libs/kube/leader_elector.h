@@ -6,7 +6,8 @@
 //  * Acquiring and renewing are PUTs guarded by the observed resourceVersion: of two
 //    candidates writing at once, one gets 409 and loses.
 //  * The leader renews every retry_period; if it cannot renew for renew_deadline, or sees
-//    another holder, it stops leading.
+//    another holder, it stops leading. A renewal throttled by the server (429) is tried again
+//    after retry_period / 4 (client-go's REST client retries a 429 inside the deadline too).
 //  * On Stop() a leader releases the lease (holderIdentity "", leaseDurationSeconds 1), so a
 //    standby takes over at its next try instead of after lease_duration.
 // Constraints: lease_duration > renew_deadline > 1.2 * retry_period > 0. controller-runtime
@@ -90,12 +91,15 @@ class LeaderElector {
   // still holds it. False when it does not lead or the write failed (then read and retry).
   bool RenewFromCache(const ResourceRef& ref, std::chrono::steady_clock::time_point now,
                       const std::string& now_text, int64_t duration_s);
+  // Remembers, for the round, whether a lease call was throttled (429).
+  void NoteFailure(const absl::Status& status);
 
   KubeClient& client_;
   const Clock& clock_;
   const LeaderElectionSettings settings_;
   const LeaderCallbacks callbacks_;
   std::atomic<bool> leading_{false};
+  std::atomic<bool> throttled_{false};  // the last round failed on a 429
 
   // Waits between rounds, in real time; Stop() ends them through the thread's stop token.
   Sleeper& sleeper_;
