@@ -21,6 +21,9 @@
 #include "libs/store/postgres/deletion_listener.h"
 #include "libs/store/postgres/dispatch_store.h"
 #include "libs/transport/factory.h"
+#if MMI_DISPATCHER_WITH_GRPC
+#include "libs/transport/grpc/maestro_resource_bundles.h"
+#endif
 #include "prometheus/registry.h"
 #include "services/dispatcher/apps/hub_writes.h"
 #include "services/dispatcher/apps/managed_clusters.h"
@@ -61,6 +64,8 @@ struct DispatcherApp::Components {
   std::unique_ptr<kube::Informer> cluster_informer;
   std::unique_ptr<kube::Informer> app_informer;
   std::unique_ptr<InformerLister> lister;
+  // Over gRPC with maestroRest.url: the Reconciler's REST look-ups of unconfirmed deletions.
+  DeletionCheck::Lookup resource_exists;
   std::unique_ptr<Reconciler> reconciler;
   std::unique_ptr<AppEventHandler> app_handler;
   std::unique_ptr<store::DeletionConfirmations> deletion;
@@ -151,7 +156,19 @@ absl::Status DispatcherApp::OpenTransport(Clock& clock) {
     }
     c.publisher = *std::move(publisher);
   }
-
+  if (!settings_.maestro_rest.base_url.empty()) {
+#if MMI_DISPATCHER_WITH_GRPC
+    // shared_ptr: the Lookup is a copyable std::function; the client is stateless and
+    // thread-safe, and lives as long as the Reconciler holding the function.
+    auto bundles = std::make_shared<transport::MaestroResourceBundles>(settings_.maestro_rest);
+    c.resource_exists = [bundles](const std::string& id) { return bundles->Exists(id); };
+    Log().Info("unconfirmed deletions are looked up in Maestro's REST API",
+               {{"url", settings_.maestro_rest.base_url}});
+#else
+    return absl::FailedPreconditionError(
+        "maestroRest.url is set but this dispatcher was built without gRPC (MMI_WITH_GRPC)");
+#endif
+  }
   return absl::OkStatus();
 }
 
@@ -198,7 +215,7 @@ void DispatcherApp::BuildApplications(Clock& clock, bool stream_first_list) {
   c.lister = std::make_unique<InformerLister>(*c.app_informer);
   c.reconciler = std::make_unique<Reconciler>(
       ReconcilerDeps{*c.loop, *c.workers, *c.store, hub_client, *c.lister, *c.clusters, *c.outbox,
-                     *c.metrics, clock},
+                     *c.metrics, clock, c.resource_exists},
       settings_.reconciler);
   c.clusters->SetOnAdded(
       [r = c.reconciler.get()](const std::string& cluster) { r->OnClusterAdded(cluster); });

@@ -59,6 +59,18 @@ absl::StatusOr<DispatcherSettings> ParseSettingsYaml(std::string_view yaml) {
     d.Error("firstList", absl::StrCat("must be auto, paged or streamed, got '", first_list, "'"));
   }
 
+  config::YamlSection rest = root.Section("maestroRest");
+  rest.Scalar("url", s.maestro_rest.base_url);
+  rest.Duration("timeout", s.maestro_rest.timeout);
+  config::YamlSection rest_tls = rest.Section("tls");
+  rest_tls.Scalar("caFile", s.maestro_rest.tls.ca_file);
+  rest_tls.Scalar("clientCertFile", s.maestro_rest.tls.client_cert_file);
+  rest_tls.Scalar("clientKeyFile", s.maestro_rest.tls.client_key_file);
+  rest.Scalar("maxRequestsPerSecond", s.reconciler.deletion_check.max_requests_per_second);
+  rest.Scalar("maxInFlight", s.reconciler.deletion_check.max_in_flight);
+  rest.Scalar("maxQueued", s.reconciler.deletion_check.max_queued);
+  rest.Duration("errorPause", s.reconciler.deletion_check.error_pause);
+
   config::YamlSection o = root.Section("outbox");
   o.Scalar("maxInFlight", s.outbox.max_in_flight);
   o.Duration("retryInitial", s.outbox.retry.initial);
@@ -91,6 +103,9 @@ absl::StatusOr<DispatcherSettings> ParseSettingsYaml(std::string_view yaml) {
 
 void ApplyEnvironment(DispatcherSettings& s, const EnvLookup& env) {
   service::ApplyCommonEnvironment(env, s.kube, s.store, s.leader, s.transport);
+  if (auto v = env("MMI_MAESTRO_REST_TOKEN"); v && !v->empty()) {
+    s.maestro_rest.bearer_token = *v;
+  }
   if (auto v = env("POD_NAME"); v && !v->empty()) {
     s.reconciler.event_instance = *v;
     if (s.leader.identity.empty()) {
@@ -145,6 +160,27 @@ absl::Status FinalizeSettings(DispatcherSettings& s) {
   }
   if (s.reconciler.delete_resend_after.count() <= 0) {
     errors.push_back("dispatch.deleteResendAfter: must be > 0");
+  }
+  if (!s.maestro_rest.base_url.empty()) {
+    const std::string& url = s.maestro_rest.base_url;
+    s.maestro_rest.tls.enabled = url.starts_with("https://");
+    if (!std::holds_alternative<transport::GrpcSettings>(s.transport)) {
+      errors.push_back("maestroRest.url: only used with transport.type grpc (set it to \"\")");
+    } else if (!url.starts_with("http://") && !s.maestro_rest.tls.enabled) {
+      errors.push_back("maestroRest.url: must start with http:// or https://, got '" + url + "'");
+    }
+    if (s.maestro_rest.timeout.count() <= 0) {
+      errors.push_back("maestroRest.timeout: must be > 0");
+    }
+  }
+  if (s.reconciler.deletion_check.max_requests_per_second <= 0) {
+    errors.push_back("maestroRest.maxRequestsPerSecond: must be > 0");
+  }
+  if (s.reconciler.deletion_check.max_in_flight < 1) {
+    errors.push_back("maestroRest.maxInFlight: must be >= 1");
+  }
+  if (s.reconciler.deletion_check.error_pause.count() <= 0) {
+    errors.push_back("maestroRest.errorPause: must be > 0");
   }
   if (s.gitops_cluster.appset_refresh.min_interval.count() < 0) {
     errors.push_back("gitopsCluster.refreshMinInterval: must be >= 0");
@@ -244,7 +280,9 @@ std::string SettingsSummary(const DispatcherSettings& s) {
       " transport=", transport::RedactedSummary(s.transport), " workers=", s.workers,
       " specResync=", s.spec_resync ? "on" : "off",
       " skipLocalCluster=", s.reconciler.skip_local_cluster ? "on" : "off",
-      " maxOutbox=", s.reconciler.max_outbox, " firstList=", FirstListName(s.first_list),
+      " maxOutbox=", s.reconciler.max_outbox,
+      " maestroRest=", s.maestro_rest.base_url.empty() ? "off" : s.maestro_rest.base_url,
+      " firstList=", FirstListName(s.first_list),
       " gitopsCluster=", s.gitops_cluster_enabled ? "on" : "off");
 }
 

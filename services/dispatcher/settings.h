@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "libs/service/settings.h"
+#include "libs/transport/grpc/maestro_rest.h"
 #include "libs/transport/settings.h"
 #include "services/dispatcher/apps/outbox.h"
 #include "services/dispatcher/apps/reconciler.h"
@@ -52,6 +53,14 @@ struct DispatcherSettings {
   // The transport's sourceId is also the source id of every resource id (payload).
   transport::TransportSettings transport;
   ReconcilerSettings reconciler;  // (dispatch)
+  // (maestroRest) Maestro's REST API, gRPC transport only: `url` (default "" = off; Maestro's
+  // Service `maestro`, e.g. http://maestro.maestro.svc.cluster.local:8000), `timeout` (10s),
+  // `tls` (caFile, clientCertFile, clientKeyFile; on for an https:// url) and the bearer token
+  // from MMI_MAESTRO_REST_TOKEN. Each resend of an unconfirmed delete request asks it for the
+  // resource bundle (a 404 confirms the deletion: apps/deletion_check.h), within
+  // reconciler.deletion_check's bounds (maxRequestsPerSecond 20, maxInFlight 2, maxQueued
+  // 100000, errorPause 30s, read from the same section).
+  transport::MaestroRestSettings maestro_rest{.base_url = ""};
   // (outbox) markLinger 20 ms: see OutboxSettings::mark_linger.
   OutboxSettings outbox{.mark_linger = std::chrono::milliseconds(20)};
   int workers = 4;  // (dispatch.workers) worker pool threads (store, hub writes)
@@ -83,7 +92,8 @@ absl::StatusOr<DispatcherSettings> ParseSettingsYaml(std::string_view yaml);
 
 // Applies environment values (`getenv` is injected for tests): MMI_STORE_DSN,
 // MMI_TRANSPORT_PASSWORD (MQTT password / Kafka SASL password), MMI_TRANSPORT_TOKEN (gRPC bearer
-// token), POD_NAME, POD_NAMESPACE, KUBECONFIG, KUBERNETES_SERVICE_HOST/PORT.
+// token), MMI_MAESTRO_REST_TOKEN (Maestro REST bearer token), POD_NAME, POD_NAMESPACE, KUBECONFIG,
+// KUBERNETES_SERVICE_HOST/PORT.
 using EnvLookup = service::EnvLookup;
 void ApplyEnvironment(DispatcherSettings& settings, const EnvLookup& env);
 

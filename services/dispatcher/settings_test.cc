@@ -188,6 +188,53 @@ TEST(SettingsTest, EnvironmentAndFinalizeFillSecretsIdentityAndOwnGroups) {
   EXPECT_EQ(SettingsSummary(*s).find("u:p@db"), std::string::npos);
 }
 
+TEST(SettingsTest, MaestroRestIsReadForGrpcOnlyWithItsTokenFromTheEnvironment) {
+  auto s = ParseSettingsYaml(R"(
+kube: {kubeconfig: /etc/hub/kubeconfig}
+transport: {type: grpc, grpc: {url: "maestro-grpc:8090"}}
+maestroRest:
+  url: https://maestro.maestro:8000
+  timeout: 5s
+  tls: {caFile: /etc/maestro/ca.crt}
+  maxRequestsPerSecond: 7.5
+  maxInFlight: 3
+  maxQueued: 1000
+  errorPause: 1m
+)");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ApplyEnvironment(*s, FakeEnv({{"MMI_STORE_DSN", "postgresql://db/mmi"},
+                                {"MMI_MAESTRO_REST_TOKEN", "rest-token"}}));
+  const absl::Status finalized = FinalizeSettings(*s);
+  ASSERT_TRUE(finalized.ok()) << finalized;
+  EXPECT_EQ(s->maestro_rest.base_url, "https://maestro.maestro:8000");
+  EXPECT_TRUE(s->maestro_rest.tls.enabled);
+  EXPECT_EQ(s->maestro_rest.tls.ca_file, "/etc/maestro/ca.crt");
+  EXPECT_EQ(s->maestro_rest.timeout, std::chrono::seconds(5));
+  EXPECT_EQ(s->maestro_rest.bearer_token, "rest-token");
+  EXPECT_EQ(s->reconciler.deletion_check.max_requests_per_second, 7.5);
+  EXPECT_EQ(s->reconciler.deletion_check.max_in_flight, 3);
+  EXPECT_EQ(s->reconciler.deletion_check.max_queued, 1000U);
+  EXPECT_EQ(s->reconciler.deletion_check.error_pause, std::chrono::minutes(1));
+  EXPECT_EQ(SettingsSummary(*s).find("rest-token"), std::string::npos);
+  // Off by default; set with another transport, or not an http(s) URL: refused by path.
+  EXPECT_TRUE(DispatcherSettings{}.maestro_rest.base_url.empty());
+  auto mqtt = ParseSettingsYaml(
+      "transport: {type: mqtt, mqtt: {brokerHost: \"b:1883\"}}\n"
+      "maestroRest: {url: \"maestro:8000\", maxRequestsPerSecond: 0}\n");
+  ASSERT_TRUE(mqtt.ok()) << mqtt.status();
+  const absl::Status bad = FinalizeSettings(*mqtt);
+  EXPECT_NE(bad.message().find("maestroRest.url: only used with transport.type grpc"),
+            std::string::npos)
+      << bad;
+  EXPECT_NE(bad.message().find("maestroRest.maxRequestsPerSecond: must be > 0"), std::string::npos)
+      << bad;
+  auto grpc = ParseSettingsYaml(
+      "transport: {type: grpc, grpc: {url: \"m:8090\"}}\nmaestroRest: {url: \"maestro:8000\"}\n");
+  ASSERT_TRUE(grpc.ok()) << grpc.status();
+  EXPECT_NE(FinalizeSettings(*grpc).message().find("maestroRest.url: must start with http://"),
+            std::string::npos);
+}
+
 TEST(SettingsTest, FlagsOverrideTheFileAndMissingRequiredFieldsFail) {
   const char* argv[] = {"dispatcher",     "--store-dsn", "host=db",     "--kubeconfig", "/k",
                         "--leader-elect", "false",       "--log-level", "warn"};

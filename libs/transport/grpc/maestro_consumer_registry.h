@@ -2,39 +2,15 @@
 // §7.3), so that gRPC publishes for them stop failing with an unknown-consumer error (§7.4).
 #pragma once
 
-#include <chrono>
-#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "libs/transport/settings.h"
+#include "libs/transport/grpc/maestro_rest.h"
 
 namespace mmi::transport {
-
-struct MaestroRestSettings {
-  // (url) Maestro's REST base URL (Service `maestro`, port 8000), without the API path.
-  std::string base_url = "http://maestro.maestro.svc.cluster.local:8000";
-  TlsSettings tls;           // (tls) for an https:// base URL
-  std::string bearer_token;  // (token) optional `authorization: Bearer` header; never logged
-  std::chrono::milliseconds timeout{10'000};  // (timeout) per request
-};
-
-// One HTTP exchange, so that tests can replace libcurl.
-struct RestRequest {
-  std::string method;
-  std::string url;
-  std::string body;  // JSON, may be empty
-};
-struct RestResponse {
-  long status = 0;
-  std::string body;
-};
-// kUnavailable / kDeadlineExceeded when the exchange itself failed; any HTTP status is a
-// response.
-using RestSender = std::function<absl::StatusOr<RestResponse>(const RestRequest&)>;
 
 // Blocking (one HTTP request per call): use it from a worker thread, never from a loop thread.
 // Thread-safe when the sender is (the libcurl sender is: one easy handle per request).
@@ -55,8 +31,6 @@ class MaestroConsumerRegistry {
   absl::StatusOr<bool> ConsumerExists(std::string_view name);
 
  private:
-  std::string ApiUrl(std::string_view path) const;
-
   MaestroRestSettings settings_;
   RestSender sender_;
 };

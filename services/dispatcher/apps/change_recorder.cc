@@ -119,6 +119,9 @@ void ChangeRecorder::OnPublished(const store::OutboxEntry& entry) {
     // Check again once the agent has had its time to confirm; each resend waits twice as long.
     if (t->delete_published_at.has_value()) {
       ++t->delete_resends;
+      if (deps_.delete_resent) {
+        deps_.delete_resent(t->id());
+      }
     }
     t->delete_published_at = deps_.clock.MonotonicNow();
     deps_.retry_after(t->Key(), DeleteResendDelay(settings_, t->delete_resends));

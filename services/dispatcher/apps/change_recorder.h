@@ -46,6 +46,9 @@ class ChangeRecorder {
     std::function<void(const std::string& key, std::chrono::milliseconds delay)> retry_after;
     // A batch slot is free again: `recorded` after a success, `failed` after a refusal.
     std::function<void(bool failed)> slot_freed;
+    // The broker accepted a resend of an unconfirmed delete request (DeletionCheck::Submit
+    // over gRPC); empty = nothing to do.
+    std::function<void(const std::string& resource_id)> delete_resent;
   };
   // Registers itself as the outbox's published hook.
   ChangeRecorder(Deps deps, const ReconcilerSettings& settings);

@@ -74,6 +74,15 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry, std::string
                    .Help("Dispatched resources in the dispatch state")
                    .Register(registry)
                    .Add({})),
+      deletion_checks_(prometheus::BuildCounter()
+                           .Name("mmi_dispatcher_deletion_checks_total")
+                           .Help("Unconfirmed deletions looked up in Maestro's REST API, by result")
+                           .Register(registry)),
+      deletion_checks_queued_(prometheus::BuildGauge()
+                                  .Name("mmi_dispatcher_deletion_checks_queued")
+                                  .Help("Unconfirmed deletions waiting for their REST look-up")
+                                  .Register(registry)
+                                  .Add({})),
       deferred_until_synced_(
           prometheus::BuildCounter()
               .Name("mmi_dispatcher_deferred_until_synced_total")
@@ -113,6 +122,10 @@ void DispatcherMetrics::StoreQuery(std::string_view operation, std::chrono::nano
 
 void DispatcherMetrics::HubWrite(std::string_view operation, std::string_view result) {
   hub_writes_.Add({{"operation", S(operation)}, {"result", S(result)}}).Increment();
+}
+
+void DispatcherMetrics::DeletionCheck(std::string_view result) {
+  deletion_checks_.Add({{"result", S(result)}}).Increment();
 }
 
 void DispatcherMetrics::SpecResync(std::string_view result) {

@@ -29,6 +29,10 @@
 //       before the list is complete); all keys are reconciled once it is
 //   mmi_dispatcher_decided_before_load_total  Applications changed on the hub while the dispatch
 //       state was still loading after a (re)start, decided from their own store rows
+//   mmi_dispatcher_deletion_checks_total{result}  unconfirmed deletions looked up in Maestro's
+//       REST API (gRPC; deletion_check.h): gone (404: confirmed) | present | error | dropped
+//       (the check queue was full: checked at the resource's next resend)
+//   mmi_dispatcher_deletion_checks_queued     deletions waiting for their REST look-up
 //
 // Thread-safe (prometheus-cpp metrics are atomic).
 #pragma once
@@ -57,12 +61,14 @@ class DispatcherMetrics {
   void HubWrite(std::string_view operation, std::string_view result);
   void SpecResync(std::string_view result);
   void UnknownCluster() { unknown_cluster_.Increment(); }
+  void DeletionCheck(std::string_view result);
 
   prometheus::Gauge& queue_depth() { return queue_depth_; }
   prometheus::Gauge& outbox_pending() { return outbox_pending_; }
   prometheus::Gauge& outbox_paused() { return outbox_paused_; }
   prometheus::Gauge& parked() { return parked_; }
   prometheus::Gauge& tracked() { return tracked_; }
+  prometheus::Gauge& deletion_checks_queued() { return deletion_checks_queued_; }
   prometheus::Counter& deferred_until_synced() { return deferred_until_synced_; }
   prometheus::Counter& decided_before_load() { return decided_before_load_; }
   const std::string& transport() const { return transport_; }
@@ -82,6 +88,8 @@ class DispatcherMetrics {
   prometheus::Gauge& outbox_paused_;
   prometheus::Gauge& parked_;
   prometheus::Gauge& tracked_;
+  prometheus::Family<prometheus::Counter>& deletion_checks_;
+  prometheus::Gauge& deletion_checks_queued_;
   prometheus::Counter& deferred_until_synced_;
   prometheus::Counter& decided_before_load_;
 };

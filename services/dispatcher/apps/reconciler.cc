@@ -35,6 +35,19 @@ Reconciler::Reconciler(ReconcilerDeps deps, ReconcilerSettings settings)
                  .retry = retry_backoff_,
                  .retry_after = EnqueueAfterFn()}),
       finisher_(FinisherDeps(deps)),
+      check_(
+          deps.resource_exists
+              ? std::make_unique<DeletionCheck>(
+                    DeletionCheck::Deps{
+                        .loop = loop_,
+                        .workers = deps.workers,
+                        .clock = clock_,
+                        .metrics = metrics_,
+                        .exists = deps.resource_exists,
+                        .waiting = [this](const std::string& id) { return WaitingForDeletion(id); },
+                        .gone = [this](const std::string& id) { OnGoneFromMaestro(id); }},
+                    settings_.deletion_check)
+              : nullptr),
       gate_(deps.outbox, metrics_, clock_, settings_.max_outbox,
             [this] {
               ScheduleProcess();
@@ -85,7 +98,13 @@ ChangeRecorder::Deps Reconciler::RecorderDeps(const ReconcilerDeps& deps) {
           .retry = retry_backoff_,
           .requeue = [this](const std::string& key) { Requeue(key); },
           .retry_after = EnqueueAfterFn(),
-          .slot_freed = [this](bool failed) { OnSlotFreed(failed); }};
+          .slot_freed = [this](bool failed) { OnSlotFreed(failed); },
+          .delete_resent =
+              [this](const std::string& id) {
+                if (check_) {
+                  check_->Submit(id);
+                }
+              }};
 }
 
 StateLoader::Deps Reconciler::LoaderDeps(const ReconcilerDeps& deps) {
@@ -317,6 +336,28 @@ void Reconciler::OnDeletionConfirmed(const std::string& resource_id) {
     }
     finisher_.OnConfirmed(*t);
   });
+}
+
+bool Reconciler::WaitingForDeletion(const std::string& resource_id) const {
+  const TrackedResource* t = state_.Find(resource_id);
+  return t != nullptr && t->state == store::DeletionState::kDeleteRequested;
+}
+
+void Reconciler::OnGoneFromMaestro(const std::string& resource_id) {
+  TrackedResource* t = state_.Find(resource_id);
+  if (t == nullptr || t->state != store::DeletionState::kDeleteRequested) {
+    return;
+  }
+  if (t->busy) {
+    // A change is being recorded for it (its recorded state would overwrite the confirmation):
+    // asked again shortly.
+    check_->Submit(resource_id);
+    return;
+  }
+  internal::ReconcilerLog().Info(
+      "Maestro no longer holds the resource (REST 404): deletion confirmed",
+      {{"resource", t->Key()}, {"cluster", t->identity.cluster}});
+  finisher_.OnConfirmed(*t);
 }
 
 void Reconciler::OnClusterAdded(const std::string& cluster) {

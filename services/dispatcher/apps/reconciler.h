@@ -45,6 +45,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,6 +59,7 @@
 #include "services/dispatcher/apps/app_events.h"
 #include "services/dispatcher/apps/change_recorder.h"
 #include "services/dispatcher/apps/decision_applier.h"
+#include "services/dispatcher/apps/deletion_check.h"
 #include "services/dispatcher/apps/deletion_finisher.h"
 #include "services/dispatcher/apps/dispatch_state.h"
 #include "services/dispatcher/apps/managed_clusters.h"
@@ -83,6 +85,10 @@ struct ReconcilerDeps {
   Outbox& outbox;
   DispatcherMetrics& metrics;
   const Clock& clock;
+  // Over gRPC with Maestro's REST API configured: whether Maestro still holds a resource
+  // (DeletionCheck::Lookup, run on the worker pool). Empty: unconfirmed deletions wait for the
+  // status sink's Deleted only.
+  DeletionCheck::Lookup resource_exists = nullptr;
 };
 
 class Reconciler {
@@ -105,6 +111,8 @@ class Reconciler {
   void OnClusterAdded(const std::string& cluster);
   // Any thread. The status sink recorded the agent's Deleted confirmation for `resource_id`.
   void OnDeletionConfirmed(const std::string& resource_id);
+  // Loop thread (or a test with idle executors). Deletions waiting for their REST look-up.
+  size_t DeletionChecksQueuedForTest() const { return check_ ? check_->queued() : 0; }
   // Any thread. True from the moment a deletion of `resource_id` is decided (before it is even
   // recorded), and after it finished until the resource is dispatched afresh (10 min at least):
   // the spec resync responder must not send its spec any more.
@@ -161,6 +169,10 @@ class Reconciler {
   // Decide() for `key`, then DecisionApplier::Apply(). False (nothing decided) when its
   // Application is absent and `absence_is_final` is not (the Application list is not complete).
   bool Reconcile(const std::string& key, bool absence_is_final, std::vector<PendingChange>& batch);
+  // Maestro's REST API answered 404 for `resource_id`, whose deletion waits for its
+  // confirmation: finished as on the status sink's Deleted.
+  void OnGoneFromMaestro(const std::string& resource_id);
+  bool WaitingForDeletion(const std::string& resource_id) const;
 
   Loop& loop_;
   const ObjectLister& apps_;
@@ -188,6 +200,8 @@ class Reconciler {
   UnknownClusters unknown_;
   RequestStripper stripper_;
   DeletionFinisher finisher_;
+  // Over gRPC with maestroRest.url: REST look-ups at each delete resend; else null.
+  std::unique_ptr<DeletionCheck> check_;
   OutboxGate gate_;
   ChangeRecorder recorder_;
   DecisionApplier applier_;

@@ -12,6 +12,16 @@
 
 namespace mmi::dispatcher {
 
+// (maestroRest) bounds of the REST look-ups of unconfirmed deletions over gRPC (DeletionCheck,
+// deletion_check.h); the REST connection itself is in the dispatcher's settings.
+struct DeletionCheckSettings {
+  double max_requests_per_second = 20;  // (maxRequestsPerSecond) GETs started per second
+  int max_in_flight = 2;                // (maxInFlight) GETs running at once
+  size_t max_queued = 100'000;          // (maxQueued) resources waiting for their GET
+  // (errorPause) after a failed look-up (not 200/404): no GET for this long.
+  std::chrono::milliseconds error_pause{30'000};
+};
+
 struct ReconcilerSettings {
   PayloadSettings payload;
   VersionMode version_mode = VersionMode::kCounter;
@@ -39,6 +49,9 @@ struct ReconcilerSettings {
   // lost (a status sink killed while holding it, an agent offline when the request came).
   // Agents and Maestro treat a repeated delete as done (Maestro: NotFound, also done).
   std::chrono::milliseconds delete_resend_after{60'000};
+  // Over gRPC with maestroRest.url set: each resend also asks Maestro's REST API (a 404
+  // confirms the deletion).
+  DeletionCheckSettings deletion_check;
   // Retries of failed store calls and hub writes.
   BackoffSettings retry{.initial = std::chrono::milliseconds(500),
                         .max = std::chrono::milliseconds(60'000),

@@ -158,17 +158,7 @@ TEST(MaestroServerTest, ResourceRoundTripsFromGrpcSourceToMqttAgentAndBack) {
 
   // Delete: Maestro marks the row deleting, sends the delete to the agent, and removes the row
   // once the agent reports Deleted=True, which it relays to us.
-  const cloudevents::Timestamp deletion = RealClock::Instance().Now();
-  ASSERT_TRUE(source
-                  .PublishAndWait(cloudevents::MakeSpecDeleteRequest(
-                      {.id = cloudevents::NewUuidV4(),
-                       .source = kSource,
-                       .time = deletion,
-                       .cluster = kCluster,
-                       .resource_id = resource_id,
-                       .version = 1},
-                      deletion, maestro_test::WorkMeta(kCluster, name, resource_id, 1, deletion)))
-                  .ok());
+  ASSERT_TRUE(source.PublishAndWait(maestro_test::DeleteRequest(kCluster, name, resource_id)).ok());
   std::optional<Event> delete_spec =
       agent.specs().Await(Is(cloudevents::kSpecDeleteRequestType, resource_id), seconds(30));
   ASSERT_TRUE(delete_spec.has_value()) << "the delete never reached the agent";

@@ -96,6 +96,19 @@ Event CreateRequest(const std::string& cluster, const std::string& name) {
   return SpecRequest(cluster, name, 1);
 }
 
+Event DeleteRequest(const std::string& cluster, const std::string& name,
+                    const std::string& resource_id) {
+  const cloudevents::Timestamp deletion = RealClock::Instance().Now();
+  return cloudevents::MakeSpecDeleteRequest({.id = cloudevents::NewUuidV4(),
+                                             .source = kSource,
+                                             .time = deletion,
+                                             .cluster = cluster,
+                                             .resource_id = resource_id,
+                                             .version = 1},
+                                            deletion,
+                                            WorkMeta(cluster, name, resource_id, 1, deletion));
+}
+
 transport::GrpcSettings SourceSettings(const std::string& grpc_addr) {
   transport::GrpcSettings settings;
   settings.url = grpc_addr;

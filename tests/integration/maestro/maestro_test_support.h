@@ -53,6 +53,9 @@ std::string WorkMeta(const std::string& cluster, const std::string& name,
 // version 0, as the dispatcher sends updates to Maestro (which then applies its latest version).
 cloudevents::Event SpecRequest(const std::string& cluster, const std::string& name, int round);
 cloudevents::Event CreateRequest(const std::string& cluster, const std::string& name);
+// The dispatcher's delete request for the work `name` (version 1), deletion time now.
+cloudevents::Event DeleteRequest(const std::string& cluster, const std::string& name,
+                                 const std::string& resource_id);
 
 // Settings for our source on `grpc_addr`, with fast re-subscribes so a restarted server is found
 // again within seconds.

@@ -59,6 +59,10 @@ class StackConfig:
     cluster_digits: int = 4
     # Also create ManagedCluster local-cluster (label local-cluster=true): the hub itself, skipped.
     local_cluster: bool = True
+    # transport grpc: the Maestro server's database pool (start-maestro DB_MAX_OPEN_CONNECTIONS).
+    # Its default, 50, starves for good under a burst of agent statuses (3,000 Applications
+    # changing at once: docs/reliability.md, the gRPC row); 150 got through.
+    maestro_db_connections: int = 150
     # Extra `helm template --set` overrides (e.g. "dispatcher.dispatch.workers=8").
     helm_set: list[str] = dataclasses.field(default_factory=list)
     # How long a service / fleet-sim may take to report /readyz (ASan builds are slow).

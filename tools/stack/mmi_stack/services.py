@@ -26,7 +26,9 @@ class ServicesMixin:
         if t == "mqtt":
             sets += [f"transport.mqtt.brokerHost={self.broker_address()}", "transport.mqtt.username="]
         elif t == "grpc":
-            sets += [f"transport.grpc.url={self.broker_address()}"]
+            # Unconfirmed deletions looked up in Maestro's REST API (a 404 confirms them).
+            sets += [f"transport.grpc.url={self.broker_address()}",
+                     f"dispatcher.maestroRest.url={self.maestro_env['MAESTRO_REST_URL']}"]
         else:
             sets += [f"transport.kafka.bootstrapServer={self.broker_address()}",
                      "transport.kafka.sasl.mechanism=", "transport.kafka.sasl.username="]

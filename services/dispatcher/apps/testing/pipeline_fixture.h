@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -80,15 +81,16 @@ class MapLister final : public ObjectLister {
 struct Process {
   Process(const Clock& clock, store::DispatchStore& store, kube::KubeClient& hub,
           const ObjectLister& apps, const ManagedClusterTracker& clusters,
-          ReconcilerSettings settings = {}, OutboxSettings outbox_settings = {})
+          ReconcilerSettings settings = {}, OutboxSettings outbox_settings = {},
+          DeletionCheck::Lookup resource_exists = nullptr)
       : loop(clock, "loop"),
         workers(clock, "workers", 1),
         publisher(transport::testing::FakePublisher::Mode::kImmediate),
         metrics(registry, "fake"),
         outbox(loop, workers, store, publisher, clock, metrics, outbox_settings),
-        reconciler(
-            ReconcilerDeps{loop, workers, store, hub, apps, clusters, outbox, metrics, clock},
-            std::move(settings)) {
+        reconciler(ReconcilerDeps{loop, workers, store, hub, apps, clusters, outbox, metrics, clock,
+                                  std::move(resource_exists)},
+                   std::move(settings)) {
     EXPECT_TRUE(publisher.Start().ok());
   }
   void RunAll() {

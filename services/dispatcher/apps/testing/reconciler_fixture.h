@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "libs/cloudevents/resource_id.h"
 #include "libs/common/testing/fake_clock.h"
@@ -59,8 +60,11 @@ class PipelineTest : public ::testing::Test {
     return current.ok() ? *current : nlohmann::json();
   }
 
-  Process& Start(ReconcilerSettings settings = {}) {
-    process_ = std::make_unique<Process>(clock_, store_, hub_, apps_, clusters_, settings);
+  // `resource_exists`: Maestro's REST look-up (gRPC), none by default.
+  Process& Start(ReconcilerSettings settings = {},
+                 DeletionCheck::Lookup resource_exists = nullptr) {
+    process_ = std::make_unique<Process>(clock_, store_, hub_, apps_, clusters_, settings,
+                                         OutboxSettings{}, std::move(resource_exists));
     clusters_.SetOnAdded(
         [this](const std::string& cluster) { process_->reconciler.OnClusterAdded(cluster); });
     process_->reconciler.Activate();
