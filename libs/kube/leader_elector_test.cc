@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -232,6 +233,31 @@ TEST(LeaderElectorLoopTest, StopsLeadingWhenRenewalsFailPastTheDeadline) {
   }
   ASSERT_TRUE(events.WaitFor("stopped"));
   EXPECT_FALSE(a.IsLeader());
+  a.Stop();
+}
+
+TEST(LeaderElectorLoopTest, KeepsTheLeaseThroughRenewalsTheServerThrottles) {
+  testing::FakeKubeClient fake;
+  Events events;
+  LeaderElectionSettings settings = FastSettings("a");
+  settings.retry_period = milliseconds(400);
+  settings.renew_deadline = milliseconds(1000);
+  settings.lease_duration = milliseconds(2000);
+  settings.release_on_stop = false;
+  LeaderElector a(fake, RealClock::Instance(), settings,
+                  {[&] { events.Push("started"); }, [&] { events.Push("stopped"); }, nullptr});
+  ASSERT_TRUE(a.Start().ok());
+  ASSERT_TRUE(events.WaitFor("started"));
+  // Three rounds throttled (the cached renew, then the read): every full period apart they
+  // would end 1.2 s after the last renewal, past the 1 s deadline; a quarter period apart they
+  // end 0.6 s after it and the fourth round renews.
+  for (int i = 0; i < 3; ++i) {
+    fake.FailNext("UPDATE", absl::ResourceExhaustedError("HTTP 429: Too many requests"));
+    fake.FailNext("GET", absl::ResourceExhaustedError("HTTP 429: Too many requests"));
+  }
+  std::this_thread::sleep_for(milliseconds(2500));
+  EXPECT_TRUE(a.IsLeader());
+  EXPECT_THAT(events.All(), ::testing::ElementsAre("started"));
   a.Stop();
 }
 
