@@ -53,6 +53,37 @@ TEST_F(ChangeRecorderTest, AnUnconfirmedDeleteRequestIsSentAgainUntilTheAgentCon
   EXPECT_EQ(p.publisher.accepted().size(), 4U) << "nothing more once confirmed";
 }
 
+// The agent's Deleted arrives while a resend of the delete request is being recorded (the key is
+// busy, its Record() transaction on the worker pool): the recorded state (kDeleteRequested) must
+// not overwrite the confirmation. Worst order: the status sink commits first, so the resend's
+// upsert also sets the store row back to kDeleteRequested (no sweep or restart would find it);
+// without a REST look-up (not gRPC) nothing else would ever confirm it again.
+TEST_F(ChangeRecorderTest, AConfirmationWhileAResendIsRecordedStillReleasesTheFinalizer) {
+  Process& p = StartThenDeleteOnTheHub();
+  const std::string id = IdOf("cluster1", "argocd", "guestbook");
+
+  const int records = store_.record_calls();
+  clock_.Advance(std::chrono::seconds(61));
+  p.loop.RunUntilIdleForTest();  // the resend decided: its Record() waits on the worker pool
+  ASSERT_GE(p.workers.Pending(), 1U);
+  ASSERT_EQ(store_.record_calls(), records);
+  ASSERT_TRUE(store_.MarkDeletionConfirmed(id).ok());
+  p.reconciler.OnDeletionConfirmed(id);
+  p.loop.RunUntilIdleForTest();  // the confirmation reaches the busy key
+  EXPECT_TRUE(store_.GetResource(id)->has_value()) << "not finished while the resend records";
+  p.RunAll();  // Record() (the row back to kDeleteRequested), then its outcome on the loop
+  ASSERT_EQ(store_.record_calls(), records + 1);
+
+  EXPECT_EQ(p.publisher.accepted().size(), 3U) << "the resend itself went out";
+  EXPECT_TRUE(absl::IsNotFound(hub_.Get(ApplicationsRef("argocd"), "guestbook").status()))
+      << "the finalizer was released, so the hub deleted the Application";
+  EXPECT_FALSE(store_.GetResource(id)->has_value());
+  EXPECT_FALSE(p.reconciler.ResourceForTest(id).has_value());
+  clock_.Advance(std::chrono::minutes(20));
+  p.RunAll();
+  EXPECT_EQ(p.publisher.accepted().size(), 3U) << "no further resend once confirmed";
+}
+
 TEST_F(ChangeRecorderTest, AFailedRecordIsRetriedAndNothingIsPublishedBeforeIt) {
   PutApp(PullApp("argocd", "guestbook", "cluster1"));
   store_.FailWithForTest(absl::UnavailableError("postgres down"));
