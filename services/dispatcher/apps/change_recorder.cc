@@ -83,7 +83,15 @@ void ChangeRecorder::OnRecorded(std::vector<PendingChange> batch,
       t->busy = false;
       t->payload_hash = pc.change.resource.payload_hash;
       t->version = pc.change.resource.version;
-      t->state = pc.change.resource.deletion_state;
+      if (t->state == DeletionState::kDeleteConfirmed &&
+          pc.change.resource.deletion_state == DeletionState::kDeleteRequested) {
+        // The agent's Deleted came while this resend was recorded (the key was busy): it stands,
+        // and the key is decided again to finish the deletion (Forget() also drops the row this
+        // Record() may have set back to kDeleteRequested).
+        t->requeue = true;
+      } else {
+        t->state = pc.change.resource.deletion_state;
+      }
       ++t->unpublished;
       t->request_free_hash.clear();
       t->agent_hash.clear();
