@@ -137,6 +137,20 @@ TEST(MaestroDeletionTest, AConfirmationLostWithNoSubscriberIsFoundByTheRestNotFo
   // Maestro removes the row once it has the agent's Deleted (its status handler, asynchronously).
   ASSERT_TRUE(testing::WaitFor([&] { return !bundles.Exists(id).value_or(true); }, seconds(30)))
       << "the resource bundle is still held after the agent's Deleted";
+  // The row goes first (the agent-side handler), the broadcast follows from Maestro's status
+  // controller, asynchronously: a subscription made between the two still gets the Deleted (seen
+  // on a loaded CI machine). Wait for the controller to have reconciled the StatusDelete event:
+  // its handler hands the status to the broadcaster (an unbuffered channel) before returning, so
+  // from then on the confirmation has gone to the subscribers of that moment: none.
+  const std::string metrics = maestro->Get("MAESTRO_METRICS_URL");
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        return maestro_test::ScrapeCounter(metrics, "status_controller_event_reconcile_total",
+                                           {{"event_type", "StatusDelete"}, {"status", "success"}})
+                   .value_or(0) >= 1;
+      },
+      seconds(30)))
+      << "Maestro's status controller never reconciled the StatusDelete event";
   // The Deleted status went nowhere: it is not sent again to a new subscription either.
   SourceClients later(SourceSettings(maestro->Get("MAESTRO_GRPC_ADDR")));
   ASSERT_TRUE(later.Start().ok());

@@ -3,8 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "libs/cloudevents/maestro_events.h"
 #include "libs/cloudevents/manifest_bundle.h"
@@ -230,6 +235,32 @@ testing::HttpResponse RestGet(const std::string& url) {
   auto response = testing::HttpGet(url);
   EXPECT_TRUE(response.ok()) << response.status();
   return response.ok() ? *response : testing::HttpResponse{};
+}
+
+std::optional<double> ScrapeCounter(
+    const std::string& url, const std::string& name,
+    const std::vector<std::pair<std::string, std::string>>& labels) {
+  auto response = testing::HttpGet(url);
+  if (!response.ok() || response->status != 200) {
+    return std::nullopt;
+  }
+  double sum = 0;
+  for (absl::string_view line : absl::StrSplit(response->body, '\n')) {
+    if (!absl::StartsWith(line, name) || line.size() <= name.size() ||
+        (line[name.size()] != '{' && line[name.size()] != ' ')) {
+      continue;
+    }
+    const bool all = std::all_of(labels.begin(), labels.end(), [&](const auto& label) {
+      return absl::StrContains(line, absl::StrCat(label.first, "=\"", label.second, "\""));
+    });
+    double value = 0;
+    const size_t space = line.rfind(' ');
+    if (all && space != absl::string_view::npos &&
+        absl::SimpleAtod(line.substr(space + 1), &value)) {
+      sum += value;
+    }
+  }
+  return sum;
 }
 
 transport::MaestroConsumerRegistry Registry(const std::string& rest) {
