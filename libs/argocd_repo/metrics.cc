@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "libs/common/status_label.h"
+
 namespace mmi::argocd_repo {
 namespace {
 
@@ -10,22 +12,12 @@ constexpr std::array<std::string_view, 2> kOperations = {"generate_manifest", "r
 }  // namespace
 
 std::string_view RepoServerResultName(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kOk:
-      return "ok";
-    case absl::StatusCode::kFailedPrecondition:
-      return "render_error";
-    case absl::StatusCode::kInvalidArgument:
-      return "invalid_argument";
-    case absl::StatusCode::kUnavailable:
-      return "unavailable";
-    case absl::StatusCode::kDeadlineExceeded:
-      return "deadline_exceeded";
-    case absl::StatusCode::kResourceExhausted:
-      return "resource_exhausted";
-    default:
-      return "other";
+  // The repo-server answers a manifest it cannot generate with FailedPrecondition (Argo CD's
+  // status.Errorf(codes.FailedPrecondition, ...) around the tool's error): a render error.
+  if (status.code() == absl::StatusCode::kFailedPrecondition) {
+    return "render_error";
   }
+  return StatusCodeLabel(status.code());
 }
 
 RepoServerMetrics::RepoServerMetrics(prometheus::Registry& registry)

@@ -1,5 +1,6 @@
 #include "libs/transport/metrics.h"
 
+#include "libs/common/status_label.h"
 #include "libs/transport/errors.h"
 #include "prometheus/family.h"
 
@@ -31,26 +32,7 @@ std::string_view PublishResultName(const absl::Status& status) {
   if (IsUnknownConsumer(status)) {
     return "unknown_consumer";
   }
-  switch (status.code()) {
-    case absl::StatusCode::kOk:
-      return "ok";
-    case absl::StatusCode::kUnavailable:
-      return "unavailable";
-    case absl::StatusCode::kDeadlineExceeded:
-      return "deadline_exceeded";
-    case absl::StatusCode::kResourceExhausted:
-      return "resource_exhausted";
-    case absl::StatusCode::kInvalidArgument:
-      return "invalid_argument";
-    case absl::StatusCode::kFailedPrecondition:
-      return "failed_precondition";
-    case absl::StatusCode::kNotFound:
-      return "not_found";
-    case absl::StatusCode::kAlreadyExists:
-      return "already_exists";
-    default:
-      return "other";
-  }
+  return StatusCodeLabel(status.code());
 }
 
 TransportMetrics::TransportMetrics(prometheus::Registry& registry, std::string_view transport,

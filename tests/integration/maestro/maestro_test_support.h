@@ -101,8 +101,8 @@ class MqttClusterAgent {
 };
 
 testing::HttpResponse RestGet(const std::string& url);
-// The sum of the samples of counter `name` in Maestro's /metrics at `url` whose labels include every
-// `labels` pair; 0 when none matches, nullopt when the scrape fails.
+// The sum of the samples of counter `name` in Maestro's /metrics at `url` whose labels include
+// every `labels` pair; 0 when none matches, nullopt when the scrape fails.
 std::optional<double> ScrapeCounter(const std::string& url, const std::string& name,
                                     const std::vector<std::pair<std::string, std::string>>& labels);
 transport::MaestroConsumerRegistry Registry(const std::string& rest);
