@@ -114,8 +114,11 @@ void ApplyEnvironment(DispatcherSettings& s, const EnvLookup& env) {
   }
 }
 
-absl::Status FinalizeSettings(DispatcherSettings& s) {
-  std::vector<std::string> errors;
+namespace {
+
+// What follows from the rest of the settings: the source id, how versions are kept, group ids
+// that do not steal the sink's status events, the event instance and the leader identity.
+void DeriveDefaults(DispatcherSettings& s) {
   std::string& source_id = transport::SourceIdOf(s.transport);
   if (source_id.empty()) {
     source_id = s.reconciler.payload.source_id;  // app-work-client, as the Go controller
@@ -153,14 +156,10 @@ absl::Status FinalizeSettings(DispatcherSettings& s) {
   if (s.leader.lease_namespace.empty()) {
     s.leader.lease_namespace = "default";
   }
+}
 
-  service::ValidateCommonSettings(s.log_level, s.kube, s.store, s.leader, errors);
-  if (s.workers < 1) {
-    errors.push_back("dispatch.workers: must be >= 1");
-  }
-  if (s.reconciler.delete_resend_after.count() <= 0) {
-    errors.push_back("dispatch.deleteResendAfter: must be > 0");
-  }
+// maestroRest: the URL only with gRPC, and the deletion check's limits.
+void ValidateMaestroRest(DispatcherSettings& s, std::vector<std::string>& errors) {
   if (!s.maestro_rest.base_url.empty()) {
     const std::string& url = s.maestro_rest.base_url;
     s.maestro_rest.tls.enabled = url.starts_with("https://");
@@ -182,6 +181,21 @@ absl::Status FinalizeSettings(DispatcherSettings& s) {
   if (s.reconciler.deletion_check.error_pause.count() <= 0) {
     errors.push_back("maestroRest.errorPause: must be > 0");
   }
+}
+
+}  // namespace
+
+absl::Status FinalizeSettings(DispatcherSettings& s) {
+  DeriveDefaults(s);
+  std::vector<std::string> errors;
+  service::ValidateCommonSettings(s.log_level, s.kube, s.store, s.leader, errors);
+  if (s.workers < 1) {
+    errors.push_back("dispatch.workers: must be >= 1");
+  }
+  if (s.reconciler.delete_resend_after.count() <= 0) {
+    errors.push_back("dispatch.deleteResendAfter: must be > 0");
+  }
+  ValidateMaestroRest(s, errors);
   if (s.gitops_cluster.appset_refresh.min_interval.count() < 0) {
     errors.push_back("gitopsCluster.refreshMinInterval: must be >= 0");
   }

@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "libs/common/status_macros.h"
 #include "libs/kube_object/object.h"
 #include "services/status-sink/manifests/app_health.h"
 #include "services/status-sink/manifests/images.h"
@@ -265,12 +266,8 @@ nlohmann::json OperationState(const RenderedBundle& bundle, const std::vector<Ro
   return state;
 }
 
-}  // namespace
-
-absl::StatusOr<nlohmann::json> ApplicationStatusOf(const ManifestStatusInput& input) {
-  if (input.report.has_value() && input.report->status == nullptr) {
-    return absl::InvalidArgumentError("report.status is null");
-  }
+// One row per rendered manifest (hooks only once they exist), in Argo CD's resource order.
+absl::StatusOr<std::vector<Row>> RowsOf(const ManifestStatusInput& input) {
   std::vector<Row> rows;
   if (input.bundle.has_value()) {
     const RenderedBundle& bundle = *input.bundle;
@@ -292,6 +289,54 @@ absl::StatusOr<nlohmann::json> ApplicationStatusOf(const ManifestStatusInput& in
     return std::tie(x.group, x.kind, x.namespace_, x.name) <
            std::tie(y.group, y.kind, y.namespace_, y.name);
   });
+  return rows;
+}
+
+// status.sync: Unknown without a render, Synced once the agent applied this generation whole.
+nlohmann::json SyncStatus(const ManifestStatusInput& input, bool applied) {
+  std::string_view sync_status = kOutOfSync;
+  if (!input.bundle.has_value() || input.render_error.has_value()) {
+    sync_status = kUnknown;
+  } else if (applied) {
+    sync_status = kSynced;
+  }
+  nlohmann::json sync = {{"status", sync_status}};
+  nlohmann::json compared_to = nlohmann::json::object();
+  if (!input.source.is_null()) {
+    compared_to["source"] = input.source;
+  }
+  if (!input.destination.is_null()) {
+    compared_to["destination"] = input.destination;
+  }
+  sync["comparedTo"] = std::move(compared_to);
+  if (input.bundle.has_value()) {
+    sync["revision"] = input.bundle->revision;
+  }
+  return sync;
+}
+
+// status.conditions: the render error as a ComparisonError, apply failures as a SyncError.
+nlohmann::json Conditions(const ManifestStatusInput& input, const std::vector<const Row*>& failed) {
+  nlohmann::json conditions = nlohmann::json::array();
+  if (input.render_error.has_value()) {
+    conditions.push_back(AppCondition(
+        "ComparisonError", absl::StrCat("Failed to load target state: ", *input.render_error),
+        input.now));
+  }
+  if (!failed.empty()) {
+    conditions.push_back(
+        AppCondition("SyncError", ApplyFailureMessage(failed, input.bundle->revision), input.now));
+  }
+  return conditions;
+}
+
+}  // namespace
+
+absl::StatusOr<nlohmann::json> ApplicationStatusOf(const ManifestStatusInput& input) {
+  if (input.report.has_value() && input.report->status == nullptr) {
+    return absl::InvalidArgumentError("report.status is null");
+  }
+  ASSIGN_OR_RETURN(const std::vector<Row> rows, RowsOf(input));
 
   std::vector<ManagedResource> resources;
   std::vector<const Row*> failed;
@@ -312,28 +357,8 @@ absl::StatusOr<nlohmann::json> ApplicationStatusOf(const ManifestStatusInput& in
   const bool reported_generation = input.bundle.has_value() && input.report.has_value() &&
                                    input.report->generation == input.bundle->generation;
   const bool applied = reported_generation && all_synced;
-  std::string_view sync_status = kOutOfSync;
-  if (!input.bundle.has_value() || input.render_error.has_value()) {
-    sync_status = kUnknown;
-  } else if (applied) {
-    sync_status = kSynced;
-  }
-
-  nlohmann::json sync = {{"status", sync_status}};
-  nlohmann::json compared_to = nlohmann::json::object();
-  if (!input.source.is_null()) {
-    compared_to["source"] = input.source;
-  }
-  if (!input.destination.is_null()) {
-    compared_to["destination"] = input.destination;
-  }
-  sync["comparedTo"] = std::move(compared_to);
-  if (input.bundle.has_value()) {
-    sync["revision"] = input.bundle->revision;
-  }
-
   nlohmann::json status = {
-      {"sync", std::move(sync)},
+      {"sync", SyncStatus(input, applied)},
       {"health", {{"status", HealthName(AggregateHealth(resources))}}},
       {"resources", std::move(resources_json)},
       {"reconciledAt", kube::KubeTime(input.now)},
@@ -342,17 +367,7 @@ absl::StatusOr<nlohmann::json> ApplicationStatusOf(const ManifestStatusInput& in
     status["sourceType"] = input.source_type;
   }
 
-  nlohmann::json conditions = nlohmann::json::array();
-  if (input.render_error.has_value()) {
-    conditions.push_back(AppCondition(
-        "ComparisonError", absl::StrCat("Failed to load target state: ", *input.render_error),
-        input.now));
-  }
-  if (!failed.empty()) {
-    conditions.push_back(
-        AppCondition("SyncError", ApplyFailureMessage(failed, input.bundle->revision), input.now));
-  }
-  if (!conditions.empty()) {
+  if (nlohmann::json conditions = Conditions(input, failed); !conditions.empty()) {
     status["conditions"] = std::move(conditions);
   }
 
