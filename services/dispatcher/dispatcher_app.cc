@@ -219,7 +219,10 @@ void DispatcherApp::BuildApplications(Clock& clock, bool stream_first_list) {
       settings_.reconciler);
   c.clusters->SetOnAdded(
       [r = c.reconciler.get()](const std::string& cluster) { r->OnClusterAdded(cluster); });
-  c.app_handler = std::make_unique<AppEventHandler>(*c.reconciler);
+  c.app_handler = std::make_unique<AppEventHandler>(
+      [reconciler = c.reconciler.get()](const std::string& key, bool urgent) {
+        reconciler->Enqueue(key, urgent);
+      });
   c.cluster_informer->AddHandler(*c.clusters);
   c.app_informer->AddHandler(*c.app_handler);
   c.deletion = std::make_unique<store::postgres::PostgresDeletionListener>(

@@ -6,7 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/time/time.h"
 #include "libs/common/log.h"
-#include "libs/kube/informer.h"
+#include "libs/kube/informer_settings.h"
 #include "libs/kube/internal/loggers.h"
 #include "libs/kube_object/object.h"
 #include "prometheus/gauge.h"

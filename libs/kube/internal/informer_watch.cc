@@ -6,7 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "libs/kube/errors.h"
-#include "libs/kube/informer.h"
+#include "libs/kube/informer_settings.h"
 
 namespace mmi::kube::internal {
 

@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/time/time.h"
-#include "libs/kube/informer.h"
+#include "libs/kube/informer_settings.h"
 
 namespace mmi::kube::internal {
 

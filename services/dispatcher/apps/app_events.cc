@@ -1,7 +1,6 @@
 #include "services/dispatcher/apps/app_events.h"
 
 #include "libs/kube_object/object.h"
-#include "services/dispatcher/apps/reconciler.h"
 
 namespace mmi::dispatcher {
 namespace {
@@ -40,18 +39,18 @@ kube::Transform ApplicationTransform() {
 // A change the informer saw (watch event, or what a relist found changed) goes ahead of the
 // initial list's keys and of resyncs: it never waits behind 300,000 unchanged Applications.
 void AppEventHandler::OnAdd(const kube::ObjectPtr& object, bool in_initial_list) {
-  reconciler_.Enqueue(kube::ObjectKey(*object), /*urgent=*/!in_initial_list);
+  enqueue_(kube::ObjectKey(*object), /*urgent=*/!in_initial_list);
 }
 
 void AppEventHandler::OnUpdate(const kube::ObjectPtr& old_object,
                                const kube::ObjectPtr& new_object) {
   if (DispatchRelevantChange(*old_object, *new_object)) {
-    reconciler_.Enqueue(kube::ObjectKey(*new_object), /*urgent=*/true);
+    enqueue_(kube::ObjectKey(*new_object), /*urgent=*/true);
   }
 }
 
 void AppEventHandler::OnDelete(const kube::ObjectPtr& last_state) {
-  reconciler_.Enqueue(kube::ObjectKey(*last_state), /*urgent=*/true);
+  enqueue_(kube::ObjectKey(*last_state), /*urgent=*/true);
 }
 
 }  // namespace mmi::dispatcher

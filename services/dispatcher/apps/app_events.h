@@ -2,16 +2,16 @@
 // production) and its events (AppEventHandler, which only enqueues keys).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "libs/kube/informer.h"
 #include "nlohmann/json.hpp"
 
 namespace mmi::dispatcher {
-
-class Reconciler;
 
 // Read access to cached hub objects (an Informer in production, a map in tests). Thread-safe.
 class ObjectLister {
@@ -44,18 +44,20 @@ class InformerLister final : public ObjectLister {
   const kube::Informer& informer_;
 };
 
-// Feeds an Application informer into a Reconciler: adds, deletes and updates that change what is
-// dispatched (not status-only updates, hub-apis §5.2) enqueue the key. Runs on the informer
-// thread; only enqueues.
+// Feeds an Application informer into the reconciler (`enqueue`, Reconciler::Enqueue): adds,
+// deletes and updates that change what is dispatched (not status-only updates, hub-apis §5.2)
+// enqueue the key. Runs on the informer thread; only enqueues.
 class AppEventHandler final : public kube::InformerHandler {
  public:
-  explicit AppEventHandler(Reconciler& reconciler) : reconciler_(reconciler) {}
+  // `urgent`: a change the informer saw, ahead of the initial list's keys and of resyncs.
+  using Enqueue = std::function<void(const std::string& key, bool urgent)>;
+  explicit AppEventHandler(Enqueue enqueue) : enqueue_(std::move(enqueue)) {}
   void OnAdd(const kube::ObjectPtr& object, bool in_initial_list) override;
   void OnUpdate(const kube::ObjectPtr& old_object, const kube::ObjectPtr& new_object) override;
   void OnDelete(const kube::ObjectPtr& last_state) override;
 
  private:
-  Reconciler& reconciler_;
+  const Enqueue enqueue_;
 };
 
 // True when the two versions of an Application differ in more than status and server

@@ -64,26 +64,27 @@ GitOpsClusterController::GitOpsClusterController(kube::KubeClient& client, const
       queue_(settings_.max_queue_depth),
       retries_(clock, settings_.retry_backoff) {
   const auto make = [&](kube::ResourceRef ref, std::string label_selector,
-                        kube::Transform transform, Handler::Kind kind) {
+                        kube::Transform transform, internal::ControllerHandler::Kind kind) {
     kube::InformerSettings s;
     s.resource = std::move(ref);
     s.label_selector = std::move(label_selector);
     s.page_size = settings_.informer_page_size;
     s.transform = std::move(transform);
     auto informer = std::make_unique<kube::Informer>(client_, clock_, std::move(s), &registry);
-    handlers_.push_back(std::make_unique<Handler>(*this, kind));
+    handlers_.push_back(std::make_unique<internal::ControllerHandler>(
+        kind, settings_.managed_by, [this](const std::string& key) { Enqueue(key); }));
     informer->AddHandler(*handlers_.back());
     return informer;
   };
   gitops_clusters_ = make(GitOpsClusters(), "", kube::DropFields({"/metadata/managedFields"}),
-                          Handler::Kind::kGitOpsCluster);
+                          internal::ControllerHandler::Kind::kGitOpsCluster);
   decisions_ = make(PlacementDecisions(), "", kube::DropFields({"/metadata/managedFields"}),
-                    Handler::Kind::kDecision);
+                    internal::ControllerHandler::Kind::kDecision);
   managed_clusters_ =
       make(ManagedClusters(), "", kube::DropFields({"/metadata/managedFields", "/spec", "/status"}),
-           Handler::Kind::kManagedCluster);
+           internal::ControllerHandler::Kind::kManagedCluster);
   secrets_ = make(Core("secrets"), absl::StrCat(kSecretTypeLabel, "=cluster"), ShrinkSecret,
-                  Handler::Kind::kSecret);
+                  internal::ControllerHandler::Kind::kSecret);
   if (settings_.refresh_application_sets) {
     kube::InformerSettings s;
     s.resource = {"argoproj.io", "v1alpha1", "applicationsets", ""};

@@ -101,8 +101,6 @@ class GitOpsClusterController {
   bool synced() const;
 
  private:
-  class Handler;
-
   // --- queue (any thread) ---
   void Enqueue(const std::string& key);
 
@@ -138,7 +136,7 @@ class GitOpsClusterController {
   std::unique_ptr<kube::Informer> appsets_;        // with refresh_application_sets only
   std::unique_ptr<AppSetRefresher> refresher_;     // idem
   std::unique_ptr<AppSetRefreshTrigger> refresh_;  // idem
-  std::vector<std::unique_ptr<Handler>> handlers_;
+  std::vector<std::unique_ptr<kube::InformerHandler>> handlers_;
   std::unique_ptr<SpecReconciler> spec_;            // after the informers it reads
   std::unique_ptr<OrphanSecretCollector> orphans_;  // idem
   StatusWriter status_;

@@ -2,14 +2,15 @@
 // Internal to services/dispatcher/gitops.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "libs/kube/informer.h"
 #include "libs/kube_object/object.h"
 #include "nlohmann/json.hpp"
 #include "services/dispatcher/gitops/gitops_cluster.h"
-#include "services/dispatcher/gitops/gitops_cluster_controller.h"
 #include "services/dispatcher/gitops/internal/hub_resources.h"
 
 namespace mmi::dispatcher {
@@ -23,13 +24,14 @@ constexpr char kSecretKey[] = "s:";     // s:<ns>/<name>      a secret of ours a
 constexpr char kOrphansKey[] = "o";     // orphan secret clean-up
 constexpr char kResyncKey[] = "r";      // everything (after a queue overflow)
 
-}  // namespace internal
-
-// Maps informer events to queue keys. Runs on informer threads: only enqueues.
-class GitOpsClusterController::Handler final : public kube::InformerHandler {
+// Maps informer events to queue keys. Runs on informer threads: only calls `enqueue`.
+// `managed_by` tells our own secrets from foreign ones.
+class ControllerHandler final : public kube::InformerHandler {
  public:
   enum class Kind { kGitOpsCluster, kDecision, kManagedCluster, kSecret };
-  Handler(GitOpsClusterController& owner, Kind kind) : owner_(owner), kind_(kind) {}
+  using Enqueue = std::function<void(const std::string& key)>;
+  ControllerHandler(Kind kind, std::string managed_by, Enqueue enqueue)
+      : kind_(kind), managed_by_(std::move(managed_by)), enqueue_(std::move(enqueue)) {}
 
   void OnAdd(const kube::ObjectPtr& object, bool in_initial_list) override {
     // The loop reconciles everything once all informers have synced.
@@ -38,21 +40,20 @@ class GitOpsClusterController::Handler final : public kube::InformerHandler {
     }
     switch (kind_) {
       case Kind::kGitOpsCluster:
-        owner_.Enqueue(absl::StrCat(internal::kGitOpsKey, kube::ObjectKey(*object)));
+        enqueue_(absl::StrCat(kGitOpsKey, kube::ObjectKey(*object)));
         break;
       case Kind::kDecision:
         EnqueuePlacement(*object);
         break;
       case Kind::kManagedCluster:
-        owner_.Enqueue(
-            absl::StrCat(internal::kClusterKey, kube::StringAt(kube::Metadata(*object), "name")));
+        enqueue_(absl::StrCat(kClusterKey, kube::StringAt(kube::Metadata(*object), "name")));
         break;
       case Kind::kSecret:
         // Mostly our own creates. One nobody wants any more (its GitOpsCluster changed while
         // the cache lagged) must reach the orphan clean-up; a foreign secret can change a
         // decision (the non-ACM guard).
-        if (internal::IsOwned(*object, owner_.settings_.managed_by)) {
-          owner_.Enqueue(absl::StrCat(internal::kSecretKey, kube::ObjectKey(*object)));
+        if (IsOwned(*object, managed_by_)) {
+          enqueue_(absl::StrCat(kSecretKey, kube::ObjectKey(*object)));
         } else {
           EnqueueSecretCluster(*object);
         }
@@ -71,7 +72,7 @@ class GitOpsClusterController::Handler final : public kube::InformerHandler {
                 kube::FieldAt(kube::Metadata(n), "annotations") ||
             kube::FieldAt(kube::Metadata(o), "deletionTimestamp") !=
                 kube::FieldAt(kube::Metadata(n), "deletionTimestamp")) {
-          owner_.Enqueue(absl::StrCat(internal::kGitOpsKey, kube::ObjectKey(n)));
+          enqueue_(absl::StrCat(kGitOpsKey, kube::ObjectKey(n)));
         }
         break;
       case Kind::kDecision:
@@ -87,8 +88,7 @@ class GitOpsClusterController::Handler final : public kube::InformerHandler {
         if (kube::Labels(o) != kube::Labels(n) ||
             kube::FieldAt(kube::Metadata(o), "deletionTimestamp") !=
                 kube::FieldAt(kube::Metadata(n), "deletionTimestamp")) {
-          owner_.Enqueue(
-              absl::StrCat(internal::kClusterKey, kube::StringAt(kube::Metadata(n), "name")));
+          enqueue_(absl::StrCat(kClusterKey, kube::StringAt(kube::Metadata(n), "name")));
         }
         break;
       case Kind::kSecret:
@@ -106,15 +106,14 @@ class GitOpsClusterController::Handler final : public kube::InformerHandler {
   void OnDelete(const kube::ObjectPtr& last_state) override {
     switch (kind_) {
       case Kind::kGitOpsCluster:
-        owner_.Enqueue(absl::StrCat(internal::kGitOpsKey, kube::ObjectKey(*last_state)));
+        enqueue_(absl::StrCat(kGitOpsKey, kube::ObjectKey(*last_state)));
         break;
       case Kind::kDecision:
         EnqueuePlacement(*last_state);
         break;
       case Kind::kManagedCluster:
-        owner_.Enqueue(absl::StrCat(internal::kClusterKey,
-                                    kube::StringAt(kube::Metadata(*last_state), "name")));
-        owner_.Enqueue(internal::kOrphansKey);
+        enqueue_(absl::StrCat(kClusterKey, kube::StringAt(kube::Metadata(*last_state), "name")));
+        enqueue_(kOrphansKey);
         break;
       case Kind::kSecret:
         // Someone deleted a secret we manage: the GitOpsClusters deciding it re-create it.
@@ -127,20 +126,21 @@ class GitOpsClusterController::Handler final : public kube::InformerHandler {
   void EnqueuePlacement(const nlohmann::json& decision) {
     const std::string placement = kube::Label(decision, kPlacementLabel);
     if (!placement.empty()) {
-      owner_.Enqueue(absl::StrCat(internal::kPlacementKey,
-                                  kube::StringAt(kube::Metadata(decision), "namespace"), "/",
-                                  placement));
+      enqueue_(absl::StrCat(kPlacementKey, kube::StringAt(kube::Metadata(decision), "namespace"),
+                            "/", placement));
     }
   }
   void EnqueueSecretCluster(const nlohmann::json& secret) {
     const std::string cluster = ClusterOfSecret(secret);
     if (!cluster.empty()) {
-      owner_.Enqueue(absl::StrCat(internal::kClusterKey, cluster));
+      enqueue_(absl::StrCat(kClusterKey, cluster));
     }
   }
 
-  GitOpsClusterController& owner_;
   const Kind kind_;
+  const std::string managed_by_;
+  const Enqueue enqueue_;
 };
 
+}  // namespace internal
 }  // namespace mmi::dispatcher
