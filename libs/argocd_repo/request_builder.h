@@ -41,8 +41,8 @@ struct RenderSettings {
 };
 
 // The v1alpha1.Repository the controller sends for `repo_url` when no repository Secret
-// configures it: {"repo": repo_url}. Credentials from Argo CD's repository Secrets (label
-// argocd.argoproj.io/secret-type=repository) are not read yet.
+// configures it: {"repo": repo_url}. RepositoryCredentials::Lookup (repo_credentials.h) gives the
+// one Argo CD's repository and repo-creds Secrets configure, and this one when none matches.
 nlohmann::json PublicRepository(const std::string& repo_url);
 
 // The v1alpha1.ApplicationSource of an Application's `spec.source` (Kubernetes JSON) in
