@@ -719,6 +719,8 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=19)
     p.add_argument("--log-level", default="info")
     p.add_argument("--set", action="append", default=[], help="extra helm --set for both services")
+    p.add_argument("--maestro-db-connections", type=int, default=150,
+                   help="grpc: Maestro's database pool (start-maestro DB_MAX_OPEN_CONNECTIONS)")
     return p.parse_args(argv)
 
 
@@ -737,7 +739,8 @@ def main(argv=None) -> int:
                   "--changes-per-minute", str(args.changes_per_minute)]
     stack = Stack(StackConfig(work_dir=args.work_dir, build_dir=args.build_dir, transport=args.transport,
                               clusters=args.clusters, fleet_args=fleet_args, log_level=args.log_level,
-                              helm_set=list(args.set), service_users=True, fleet_state_file=True))
+                              helm_set=list(args.set), service_users=True, fleet_state_file=True,
+                              maestro_db_connections=args.maestro_db_connections))
 
     def on_term(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
@@ -749,7 +752,8 @@ def main(argv=None) -> int:
                        "build_dir": args.build_dir, "timeout_s": args.timeout,
                        "churn": {"refresh_min": args.refresh_min, "refresh_max": args.refresh_max,
                                  "changes_per_minute": args.changes_per_minute},
-                       "pass_rule": "converged within the timeout with 0 lost, 0 stale, outbox empty"},
+                       "pass_rule": "converged within the timeout with 0 lost, 0 stale, outbox empty",
+                       "maestro_db_connections": args.maestro_db_connections},
               "faults": []}
     try:
         rev = subprocess.run(["git", "-C", REPO_ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
