@@ -152,9 +152,13 @@ constexpr char kResourceUpsert[] =
     "appset_namespace = EXCLUDED.appset_namespace, appset_name = EXCLUDED.appset_name, "
     "version = EXCLUDED.version, payload_hash = EXCLUDED.payload_hash, "
     "payload = EXCLUDED.payload, metadata = EXCLUDED.metadata, "
-    "deletion_state = EXCLUDED.deletion_state, updated_at = now(), "
+    // A delete request recorded again after the agent's confirmation (a resend whose record
+    // raced the Deleted status) keeps the row confirmed: 2 never goes back to 1.
+    "deletion_state = CASE WHEN EXCLUDED.deletion_state = 1 AND "
+    "dispatched_resources.deletion_state = 2 THEN 2 ELSE EXCLUDED.deletion_state END, "
+    "updated_at = now(), "
     "deletion_requested_at = CASE WHEN EXCLUDED.deletion_state = 1 AND "
-    "dispatched_resources.deletion_state <> 1 THEN now() ELSE "
+    "dispatched_resources.deletion_state = 0 THEN now() ELSE "
     "dispatched_resources.deletion_requested_at END";
 
 void AddResourceRow(const DispatchedResource& r, BoundRows& bound) {

@@ -254,4 +254,32 @@ TEST_P(DispatchStoreContract, ListsConfirmedDeletionsForTheSweep) {
   EXPECT_EQ(*confirmed, (std::vector<std::string>{id3}));
 }
 
+// A resend of the delete request recorded after the agent's confirmation (the reconciler records
+// the resend, the confirmation lands before its Finish): the row stays confirmed, so a crash
+// before the finalizer is released still finds it in ConfirmedDeletions() at the next start.
+TEST_P(DispatchStoreContract, AResentDeleteRecordedAfterTheConfirmationKeepsItConfirmed) {
+  DispatchChange resend = Change(4, "c1", OutboxAction::kDelete, 2);
+  resend.resource.deletion_state = DeletionState::kDeleteRequested;
+  const std::string id = resend.resource.resource_id;
+  ASSERT_TRUE(store_->Record({resend}).ok());
+  EXPECT_EQ(store_->MarkDeletionConfirmed(id).value_or(false), true);
+  ASSERT_TRUE(store_->Record({resend}).ok());
+
+  auto row = store_->GetResource(id);
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_EQ((*row)->deletion_state, DeletionState::kDeleteConfirmed);
+  auto confirmed = store_->ConfirmedDeletions();
+  ASSERT_TRUE(confirmed.ok()) << confirmed.status();
+  EXPECT_EQ(*confirmed, (std::vector<std::string>{id}));
+
+  // A live record (the Application back under the same id once the deletion is forgotten) is a
+  // new life: Forget, then Record live.
+  ASSERT_TRUE(store_->Forget(id).ok());
+  DispatchChange back = Change(4, "c1", OutboxAction::kCreate, 3);
+  ASSERT_TRUE(store_->Record({back}).ok());
+  row = store_->GetResource(id);
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_EQ((*row)->deletion_state, DeletionState::kLive);
+}
+
 }  // namespace mmi::store::testing

@@ -139,6 +139,11 @@ absl::StatusOr<std::vector<int64_t>> FakeDispatchStore::Record(
     auto existing = resources_.find(r.resource_id);
     if (existing != resources_.end()) {
       r.last_published_at = existing->second.last_published_at;
+      // A delete request recorded again after the confirmation: the confirmation stands.
+      if (r.deletion_state == DeletionState::kDeleteRequested &&
+          existing->second.deletion_state == DeletionState::kDeleteConfirmed) {
+        r.deletion_state = DeletionState::kDeleteConfirmed;
+      }
     }
     resources_[r.resource_id] = std::move(r);
     OutboxEntry e = c.event;
