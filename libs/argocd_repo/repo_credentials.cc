@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "libs/kube_object/object.h"
 
 namespace mmi::argocd_repo {
@@ -324,16 +325,9 @@ bool GoUrlParses(std::string_view url) {
 
 std::string NormalizeGitUrl(std::string_view repo_url) {
   // strings.ToLower(strings.TrimSpace(repo)), for the ASCII a URL is made of.
-  while (!repo_url.empty() && absl::ascii_isspace(static_cast<unsigned char>(repo_url.front()))) {
-    repo_url.remove_prefix(1);
-  }
-  while (!repo_url.empty() && absl::ascii_isspace(static_cast<unsigned char>(repo_url.back()))) {
-    repo_url.remove_suffix(1);
-  }
   std::string repo(repo_url);
-  for (char& c : repo) {
-    c = absl::ascii_tolower(static_cast<unsigned char>(c));
-  }
+  absl::StripAsciiWhitespace(&repo);
+  absl::AsciiStrToLower(&repo);
   if (IsSshUrl(repo) && !repo.starts_with("ssh://")) {
     // scp style: the first ':' separates host and path, which url.Parse would take for a port.
     if (const size_t colon = repo.find(':'); colon != std::string::npos) {

@@ -85,9 +85,9 @@ void ChangeRecorder::OnRecorded(std::vector<PendingChange> batch,
       t->version = pc.change.resource.version;
       if (t->state == DeletionState::kDeleteConfirmed &&
           pc.change.resource.deletion_state == DeletionState::kDeleteRequested) {
-        // The agent's Deleted came while this resend was recorded (the key was busy): it stands,
-        // and the key is decided again to finish the deletion (Forget() also drops the row this
-        // Record() may have set back to kDeleteRequested).
+        // The agent's Deleted came while this resend was recorded (the key was busy): it stands
+        // (the store keeps the row confirmed too), and the key is decided again to finish the
+        // deletion.
         t->requeue = true;
       } else {
         t->state = pc.change.resource.deletion_state;

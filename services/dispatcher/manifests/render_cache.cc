@@ -25,13 +25,10 @@ bool Retryable(const absl::Status& status) {
 
 // (repoURL, chart, ambiguous revision): a Helm repository resolves a version range per chart.
 std::string RevisionKeyOf(const ResolveRevisionRequest& request) {
-  const json::json_pointer source("/app/spec/source");
   const json& body = request.body;
-  const json empty = json::object();
-  const json& src = body.contains(source) ? body.at(source) : empty;
-  return json::array({kube::StringAt(src, json::json_pointer("/repoURL")),
-                      kube::StringAt(src, json::json_pointer("/chart")),
-                      kube::StringAt(body, json::json_pointer("/ambiguousRevision"))})
+  return json::array({kube::StringAt(body, json::json_pointer("/app/spec/source/repoURL")),
+                      kube::StringAt(body, json::json_pointer("/app/spec/source/chart")),
+                      kube::StringAt(body, "ambiguousRevision")})
       .dump();
 }
 

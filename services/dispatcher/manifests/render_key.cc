@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "libs/cloudevents/status_hash.h"
+#include "libs/kube_object/object.h"
 
 namespace mmi::dispatcher::manifests {
 namespace {
@@ -55,9 +56,7 @@ ManifestRequest RenderRequestOf(ManifestRequest request) {
 }
 
 AppNameUse AppNameUseOf(const ManifestRequest& request, std::string_view detected_source_type) {
-  const auto source_it = request.body.find("applicationSource");
-  const json source =
-      source_it != request.body.end() && source_it->is_object() ? *source_it : json::object();
+  const json& source = kube::ObjectAt(request.body, "applicationSource");
   if (MentionsAppName(source)) {
     return AppNameUse::kUsed;
   }
@@ -78,9 +77,7 @@ AppNameUse AppNameUseOf(const ManifestRequest& request, std::string_view detecte
     // Kustomize runs with the repo-server's environment, ARGOCD_APP_NAME included: exec and
     // alpha plugins, when the build options allow them, may read it.
     const std::string options =
-        request.body.contains(json::json_pointer("/kustomizeOptions/buildOptions"))
-            ? request.body.at(json::json_pointer("/kustomizeOptions/buildOptions")).dump()
-            : std::string();
+        kube::StringAt(request.body, json::json_pointer("/kustomizeOptions/buildOptions"));
     const bool plugins = options.find("--enable-alpha-plugins") != std::string::npos ||
                          options.find("--enable-exec") != std::string::npos;
     return plugins ? AppNameUse::kUsed : AppNameUse::kUnused;
