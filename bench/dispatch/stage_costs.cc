@@ -49,7 +49,7 @@ StageCosts MeasureStages(const FleetShape& shape, std::size_t apps, int rounds) 
   for (const auto& app : objects) {
     dispatches.push_back(*dispatcher::BuildDispatch(*app, settings.payload));
     auto event = dispatcher::MakeSpecEvent(dispatches.back(), settings.payload.source_id, true, 1,
-                                           cloudevents::NewUuidV4(), {});
+                                           1, cloudevents::NewUuidV4(), {});
     encoded.push_back(*cloudevents::EncodeStructuredJson(*event));
   }
   StageCosts out;
@@ -72,7 +72,7 @@ StageCosts MeasureStages(const FleetShape& shape, std::size_t apps, int rounds) 
   });
   const double event = MicrosPerApp(apps, rounds, [&] {
     for (const auto& d : dispatches) {
-      auto made = dispatcher::MakeSpecEvent(d, settings.payload.source_id, true, 1,
+      auto made = dispatcher::MakeSpecEvent(d, settings.payload.source_id, true, 1, 1,
                                             cloudevents::NewUuidV4(), {});
       Keep(cloudevents::EncodeStructuredJson(*made));
     }

@@ -79,6 +79,27 @@ struct HubKey {
   std::string hub_name;
 };
 
+// A live resource whose agent has not acknowledged the version last dispatched, although its
+// cluster's agent is reporting (the end-to-end acknowledgement: the sink saves the version each
+// status reports it applied in `resource_status.acked_version`; docs/reliability.md finding 6).
+struct UnacknowledgedResource {
+  std::string resource_id;
+  int32_t version = 0;                   // dispatched
+  std::optional<int32_t> acked_version;  // reported applied; nullopt = none yet
+  friend bool operator==(const UnacknowledgedResource&, const UnacknowledgedResource&) = default;
+};
+
+// When a missing acknowledgement counts. For a resource B of cluster C published at t (the broker
+// accepted it, nothing for it is pending in the outbox), B counts when
+//  * a resource of C published at least `grace` after t is acknowledged (the agent applied a
+//    later change, so B's was lost on the way or reverted), or
+//  * C's agent reported anything at least `timeout` after t (it is alive but never applied B).
+struct AckWindow {
+  std::chrono::seconds grace{30};
+  std::chrono::seconds timeout{300};
+  int limit = 1000;  // at most this many, the longest published first
+};
+
 // Told, after every store call, which operation it was, how long it took and whether it
 // succeeded (the dispatcher's mmi_store_* metrics). Called on the calling thread; must not call
 // the store.
@@ -136,6 +157,11 @@ class DispatchStore {
   virtual absl::StatusOr<std::vector<std::string>> ConfirmedDeletions() = 0;
   // Removes the resource row once the hub side is cleaned up (finalizer released).
   virtual absl::Status Forget(const std::string& resource_id) = 0;
+
+  // The live resources whose dispatched version is not acknowledged under `window` (see
+  // AckWindow), longest published first. Reads the sink's `resource_status`; one statement.
+  virtual absl::StatusOr<std::vector<UnacknowledgedResource>> UnacknowledgedResources(
+      const AckWindow& window) = 0;
 };
 
 // The channel both stores' MarkDeletionConfirmed notify (payload: the resource id).

@@ -45,6 +45,13 @@ absl::StatusOr<DispatcherSettings> ParseSettingsYaml(std::string_view yaml) {
   d.Duration("unknownClusterRetry", s.reconciler.unknown_cluster_retry);
   d.Duration("deleteResendAfter", s.reconciler.delete_resend_after);
   d.Duration("unknownClusterEventInterval", s.reconciler.unknown_cluster_event_interval);
+  config::YamlSection ack = d.Section("ackCheck");
+  ack.Scalar("enabled", s.reconciler.ack_check.enabled);
+  ack.Duration("interval", s.reconciler.ack_check.interval);
+  ack.Duration("grace", s.reconciler.ack_check.grace);
+  ack.Duration("timeout", s.reconciler.ack_check.timeout);
+  ack.Scalar("maxPerCheck", s.reconciler.ack_check.max_per_check);
+  ack.Duration("maxBackoff", s.reconciler.ack_check.max_backoff);
   d.Scalar("workers", s.workers);
   d.Scalar("specResync", s.spec_resync);
   d.Scalar("compactInformerStorage", s.compact_informer_storage);
@@ -183,6 +190,24 @@ void ValidateMaestroRest(DispatcherSettings& s, std::vector<std::string>& errors
   }
 }
 
+void ValidateAckCheck(const AckCheckSettings& a, std::vector<std::string>& errors) {
+  if (a.interval < std::chrono::seconds(1)) {
+    errors.push_back("dispatch.ackCheck.interval: must be >= 1s");
+  }
+  if (a.grace < std::chrono::seconds(1)) {
+    errors.push_back("dispatch.ackCheck.grace: must be >= 1s");
+  }
+  if (a.timeout < a.grace) {
+    errors.push_back("dispatch.ackCheck.timeout: must be >= dispatch.ackCheck.grace");
+  }
+  if (a.max_per_check < 1) {
+    errors.push_back("dispatch.ackCheck.maxPerCheck: must be >= 1");
+  }
+  if (a.max_backoff < a.grace) {
+    errors.push_back("dispatch.ackCheck.maxBackoff: must be >= dispatch.ackCheck.grace");
+  }
+}
+
 }  // namespace
 
 absl::Status FinalizeSettings(DispatcherSettings& s) {
@@ -195,6 +220,7 @@ absl::Status FinalizeSettings(DispatcherSettings& s) {
   if (s.reconciler.delete_resend_after.count() <= 0) {
     errors.push_back("dispatch.deleteResendAfter: must be > 0");
   }
+  ValidateAckCheck(s.reconciler.ack_check, errors);
   ValidateMaestroRest(s, errors);
   if (s.gitops_cluster.appset_refresh.min_interval.count() < 0) {
     errors.push_back("gitopsCluster.refreshMinInterval: must be >= 0");

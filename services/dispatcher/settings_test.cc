@@ -89,6 +89,29 @@ TEST(SettingsTest, AcceptedEventsLingerTwentyMillisecondsBeforeLeavingTheOutbox)
       << finalized;
 }
 
+TEST(SettingsTest, TheAckCheckIsOnByDefaultAndItsWindowIsValidated) {
+  const AckCheckSettings defaults;
+  EXPECT_TRUE(defaults.enabled);
+  EXPECT_EQ(defaults.interval, std::chrono::seconds(30));
+  EXPECT_EQ(defaults.grace, std::chrono::seconds(30));
+  EXPECT_EQ(defaults.timeout, std::chrono::seconds(300));
+  auto set = ParseSettingsYaml(
+      "dispatch: {ackCheck: {enabled: false, interval: 10s, grace: 20s, timeout: 2m, "
+      "maxPerCheck: 50, maxBackoff: 30m}}\n");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_FALSE(set->reconciler.ack_check.enabled);
+  EXPECT_EQ(set->reconciler.ack_check.interval, std::chrono::seconds(10));
+  EXPECT_EQ(set->reconciler.ack_check.timeout, std::chrono::minutes(2));
+  EXPECT_EQ(set->reconciler.ack_check.max_per_check, 50);
+  EXPECT_EQ(set->reconciler.ack_check.max_backoff, std::chrono::minutes(30));
+  auto bad = ParseSettingsYaml("dispatch: {ackCheck: {grace: 5m, timeout: 1m}}\n");
+  ASSERT_TRUE(bad.ok()) << bad.status();
+  const absl::Status finalized = FinalizeSettings(*bad);
+  ASSERT_EQ(finalized.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(finalized.message().find("dispatch.ackCheck.timeout: must be >= "), std::string::npos)
+      << finalized;
+}
+
 TEST(SettingsTest, TheFirstListIsAutoUnlessSetToPagedOrStreamed) {
   EXPECT_EQ(DispatcherSettings{}.first_list, FirstList::kAuto);
   for (const auto& [text, want] :

@@ -203,6 +203,30 @@ TEST_F(FleetTest, CreateIsAnsweredWithAppliedAvailableAndApplicationFeedback) {
   EXPECT_EQ(metrics_.clusters.Value(), 2);
 }
 
+// The end-to-end acknowledgement (the dispatcher's payload.h): the annotation the dispatcher
+// stamped comes back as the `dispatchVersion` feedback value, read with an escaped JSONPath.
+TEST_F(FleetTest, ReportsTheDispatchVersionAnnotationThroughItsFeedbackPath) {
+  Fleet fleet(Settings(), clock_, metrics_);
+  cloudevents::ManifestBundle bundle = AppBundle("app-res-1", "HEAD");
+  bundle
+      .manifests[0]["metadata"]["annotations"]["apps.open-cluster-management.io/dispatch-version"] =
+      "4";
+  bundle.manifest_configs[0].feedback_rules[0].json_paths.push_back(
+      {"dispatchVersion", std::nullopt,
+       R"(.metadata.annotations.apps\.open-cluster-management\.io/dispatch-version)"});
+  auto replies = fleet.Handle(
+      "cluster1", SpecEvent(cloudevents::kSpecCreateRequestType, "cluster1", "res-1", 1, bundle));
+  ASSERT_EQ(replies.size(), 1u);
+  auto decoded = cloudevents::ManifestBundleStatusOf(replies[0]);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_EQ(decoded->resource_status.size(), 1u);
+  const auto& values = decoded->resource_status[0].status_feedback;
+  ASSERT_EQ(values.size(), 2u);
+  EXPECT_EQ(values[1].name, "dispatchVersion");
+  EXPECT_EQ(values[1].field_value.type, cloudevents::FieldValueType::kString);
+  EXPECT_EQ(values[1].field_value.string, "4");
+}
+
 TEST_F(FleetTest, SpecWithOperationReportsOperationState) {
   Fleet fleet(Settings(), clock_, metrics_);
   auto replies = fleet.Handle("cluster1", CreateEvent("cluster1", "res-1", 1, "v1.2.0", true));

@@ -50,8 +50,25 @@ absl::Status BadPath(std::string_view path, std::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat("JSONPath \"", Absl(path), "\": ", Absl(why)));
 }
 
-bool IsNameChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '$';
+// Kubernetes JSONPath ends a member name at one of these; a backslash takes the next character
+// as it is (`.metadata.annotations.a\.b/c` names the annotation "a.b/c").
+bool IsTerminator(char c) {
+  return std::isspace(static_cast<unsigned char>(c)) != 0 || c == '.' || c == ',' || c == '[' ||
+         c == ']' || c == '@' || c == '{' || c == '}';
+}
+
+// The member name at the start of `rest`, its escapes resolved; consumes it.
+std::string TakeMemberName(std::string_view& rest) {
+  std::string name;
+  std::size_t i = 0;
+  for (; i < rest.size() && !IsTerminator(rest[i]); ++i) {
+    if (rest[i] == '\\' && i + 1 < rest.size()) {
+      ++i;
+    }
+    name.push_back(rest[i]);
+  }
+  rest.remove_prefix(i);
+  return name;
 }
 
 // `.a.b` relative to `node`; nullptr when some member is missing.
@@ -168,15 +185,10 @@ absl::StatusOr<std::vector<json>> EvaluateJsonPath(const json& object, std::stri
     std::vector<const json*> next;
     if (rest.front() == '.') {
       rest.remove_prefix(1);
-      std::size_t end = 0;
-      while (end < rest.size() && IsNameChar(rest[end])) {
-        ++end;
-      }
-      if (end == 0) {
+      const std::string key = TakeMemberName(rest);
+      if (key.empty()) {
         return BadPath(path, "empty member name");
       }
-      const std::string key(rest.substr(0, end));
-      rest.remove_prefix(end);
       for (const json* node : current) {
         if (node->is_object()) {
           if (auto it = node->find(key); it != node->end()) {

@@ -15,6 +15,18 @@ const json kDeployment = json::parse(R"({
                             {"type": "Progressing", "status": "True"},
                             {"type": "ReplicaFailure", "status": "False"}]}})");
 
+TEST(EvaluateJsonPathTest, EscapedDotsNameOneMemberAsInKubernetesJsonPath) {
+  const json app = json::parse(R"({"metadata": {"annotations": {
+      "apps.open-cluster-management.io/dispatch-version": "7", "apps": {"x": 1}}}})");
+  auto got = EvaluateJsonPath(
+      app, R"(.metadata.annotations.apps\.open-cluster-management\.io/dispatch-version)");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(json(*got), json::array({"7"}));
+  got = EvaluateJsonPath(app, ".metadata.annotations.apps.x");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(json(*got), json::array({1}));
+}
+
 TEST(EvaluateJsonPathTest, SelectsMembersIndicesAndFilters) {
   const struct {
     const char* path;

@@ -45,22 +45,31 @@ const cloudevents::ManifestConfigOption* ConfigFor(const ManifestBundle& bundle,
   return nullptr;
 }
 
-// Evaluates a simple JSONPath (`.status`, `.status.sync.status`) on `object`. nullopt when the
-// path does not resolve or uses syntax the simulator does not support (filters, indices).
+// Evaluates a simple JSONPath (`.status`, `.status.sync.status`, a backslash escaping the next
+// character as in Kubernetes JSONPath: `.metadata.annotations.a\.b/c`) on `object`. nullopt when
+// the path does not resolve or uses syntax the simulator does not support (filters, indices).
 std::optional<json> Evaluate(const json& object, std::string_view path) {
   if (path.empty() || path.front() != '.' || path.find_first_of("[]*?@") != std::string::npos) {
     return std::nullopt;
   }
   const json* current = &object;
-  for (absl::string_view part :
-       absl::StrSplit(absl::string_view(path.data() + 1, path.size() - 1), '.')) {
-    if (part.empty()) {
-      return std::nullopt;
+  std::string part;
+  for (std::size_t i = 1; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '.') {
+      if (part.empty()) {
+        return std::nullopt;
+      }
+      current = Child(*current, part);
+      if (current == nullptr) {
+        return std::nullopt;
+      }
+      part.clear();
+      continue;
     }
-    current = Child(*current, std::string_view(part.data(), part.size()));
-    if (current == nullptr) {
-      return std::nullopt;
+    if (path[i] == '\\' && i + 1 < path.size()) {
+      ++i;
     }
+    part.push_back(path[i]);
   }
   return *current;
 }

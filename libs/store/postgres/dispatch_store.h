@@ -31,6 +31,8 @@ class PostgresDispatchStore final : public DispatchStore {
   absl::StatusOr<bool> MarkDeletionConfirmed(const std::string& resource_id) override;
   absl::StatusOr<std::vector<std::string>> ConfirmedDeletions() override;
   absl::Status Forget(const std::string& resource_id) override;
+  absl::StatusOr<std::vector<UnacknowledgedResource>> UnacknowledgedResources(
+      const AckWindow& window) override;
 
  private:
   // pool_.Run, timed for the observer under the metric label `operation`.

@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "libs/store/dispatch_store.h"
@@ -19,6 +21,12 @@ namespace mmi::store::testing {
 struct DispatchStoreFactory {
   std::string name;
   std::function<std::unique_ptr<DispatchStore>()> make;
+  // Saves what the sink would for `resource_id` in `resource_status`: the version its agent
+  // reported applied, at `reported_at`.
+  std::function<void(DispatchStore&, const std::string& resource_id,
+                     std::optional<int32_t> acked_version,
+                     std::chrono::system_clock::time_point reported_at)>
+      seed_ack;
 };
 
 inline std::string PrintToString(const DispatchStoreFactory& f) { return f.name; }
@@ -280,6 +288,54 @@ TEST_P(DispatchStoreContract, AResentDeleteRecordedAfterTheConfirmationKeepsItCo
   row = store_->GetResource(id);
   ASSERT_TRUE(row.ok() && row->has_value());
   EXPECT_EQ((*row)->deletion_state, DeletionState::kLive);
+}
+
+TEST_P(DispatchStoreContract, ListsWhatAReportingAgentHasNotAcknowledged) {
+  using std::chrono::seconds;
+  const auto t0 = std::chrono::system_clock::time_point(seconds(1'790'000'000));
+  const std::vector<DispatchChange> changes = {
+      Change(1, "c1", OutboxAction::kCreate, 1), Change(2, "c1", OutboxAction::kCreate, 1),
+      Change(3, "c1", OutboxAction::kCreate, 1), Change(4, "c2", OutboxAction::kCreate, 2)};
+  auto seqs = store_->Record(changes);
+  ASSERT_TRUE(seqs.ok()) << seqs.status();
+  ASSERT_TRUE(store_->MarkPublished({(*seqs)[0], (*seqs)[3]}, t0).ok());
+  ASSERT_TRUE(store_->MarkPublished({(*seqs)[1], (*seqs)[2]}, t0 + seconds(60)).ok());
+  const auto id = [&](int i) { return changes[i].resource.resource_id; };
+  // c1: the change published 60 s after the first one is applied, the first never was; the
+  // third, published with the second, is within its grace. c2: the agent reports an older
+  // version 400 s after the publish.
+  GetParam().seed_ack(*store_, id(1), 1, t0 + seconds(70));
+  GetParam().seed_ack(*store_, id(3), 1, t0 + seconds(400));
+  const AckWindow window{.grace = seconds(30), .timeout = seconds(300), .limit = 10};
+
+  auto got = store_->UnacknowledgedResources(window);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, (std::vector<UnacknowledgedResource>{
+                      {.resource_id = id(0), .version = 1, .acked_version = std::nullopt},
+                      {.resource_id = id(3), .version = 2, .acked_version = 1}}));
+
+  // A limit of one keeps the longest published; a change waiting in the outbox is not listed
+  // (it has not been sent yet); an acknowledgement of the version ends it.
+  auto one =
+      store_->UnacknowledgedResources({.grace = seconds(30), .timeout = seconds(300), .limit = 1});
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ(one->size(), 1U);
+  EXPECT_EQ(one->front().resource_id, id(0));
+  ASSERT_TRUE(store_->Record({Change(4, "c2", OutboxAction::kUpdate, 3)}).ok());
+  GetParam().seed_ack(*store_, id(0), 1, t0 + seconds(80));
+  got = store_->UnacknowledgedResources(window);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(got->empty()) << got->size();
+
+  // Forgetting a resource drops its acknowledgement: the same id dispatched again starts over.
+  ASSERT_TRUE(store_->Forget(id(0)).ok());
+  seqs = store_->Record({Change(1, "c1", OutboxAction::kCreate, 1)});
+  ASSERT_TRUE(seqs.ok()) << seqs.status();
+  ASSERT_TRUE(store_->MarkPublished(*seqs, t0).ok());
+  got = store_->UnacknowledgedResources(window);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, (std::vector<UnacknowledgedResource>{
+                      {.resource_id = id(0), .version = 1, .acked_version = std::nullopt}}));
 }
 
 }  // namespace mmi::store::testing

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <tuple>
 
 namespace mmi::store::testing {
 
@@ -237,7 +238,80 @@ absl::Status FakeDispatchStore::Forget(const std::string& resource_id) {
   for (auto it = outbox_.begin(); it != outbox_.end();) {
     it = it->second.resource_id == resource_id ? outbox_.erase(it) : std::next(it);
   }
+  if (auto ack = acks_.find(resource_id); ack != acks_.end()) {
+    ack->second.version.reset();
+  }
   return absl::OkStatus();
+}
+
+void FakeDispatchStore::SetAckForTest(const std::string& resource_id,
+                                      std::optional<int32_t> acked_version,
+                                      std::chrono::system_clock::time_point reported_at) {
+  absl::MutexLock lock(&mu_);
+  acks_[resource_id] = Ack{.version = acked_version, .reported_at = reported_at};
+}
+
+absl::StatusOr<std::vector<UnacknowledgedResource>> FakeDispatchStore::UnacknowledgedResources(
+    const AckWindow& window) {
+  using Time = std::chrono::system_clock::time_point;
+  absl::MutexLock lock(&mu_);
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  struct ClusterFacts {
+    std::optional<Time> acked_publish;
+    std::optional<Time> reported;
+  };
+  std::map<std::string, ClusterFacts> clusters;
+  for (const auto& [id, r] : resources_) {
+    const auto ack = acks_.find(id);
+    if (r.deletion_state != DeletionState::kLive || ack == acks_.end()) {
+      continue;
+    }
+    ClusterFacts& c = clusters[r.cluster];
+    c.reported = std::max(c.reported.value_or(Time::min()), ack->second.reported_at);
+    if (ack->second.version.has_value() && *ack->second.version >= r.version &&
+        r.last_published_at.has_value()) {
+      c.acked_publish = std::max(c.acked_publish.value_or(Time::min()), *r.last_published_at);
+    }
+  }
+  std::set<std::string> pending;
+  for (const auto& [seq, e] : outbox_) {
+    pending.insert(e.resource_id);
+  }
+  std::vector<std::pair<Time, UnacknowledgedResource>> found;
+  for (const auto& [id, r] : resources_) {
+    const auto c = clusters.find(r.cluster);
+    if (r.deletion_state != DeletionState::kLive || !r.last_published_at.has_value() ||
+        c == clusters.end() || pending.contains(id)) {
+      continue;
+    }
+    const auto ack = acks_.find(id);
+    const std::optional<int32_t> acked = ack == acks_.end() ? std::nullopt : ack->second.version;
+    if (acked.has_value() && *acked >= r.version) {
+      continue;
+    }
+    const Time t = *r.last_published_at;
+    const bool later_acked =
+        c->second.acked_publish.has_value() && *c->second.acked_publish >= t + window.grace;
+    const bool reported =
+        c->second.reported.has_value() && *c->second.reported >= t + window.timeout;
+    if (later_acked || reported) {
+      found.push_back({t, UnacknowledgedResource{
+                              .resource_id = id, .version = r.version, .acked_version = acked}});
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first, a.second.resource_id) < std::tie(b.first, b.second.resource_id);
+  });
+  std::vector<UnacknowledgedResource> out;
+  for (auto& [t, u] : found) {
+    if (static_cast<int>(out.size()) == window.limit) {
+      break;
+    }
+    out.push_back(std::move(u));
+  }
+  return out;
 }
 
 }  // namespace mmi::store::testing

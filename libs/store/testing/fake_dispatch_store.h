@@ -29,6 +29,8 @@ class FakeDispatchStore final : public DispatchStore, public FakeLockedStore {
   absl::StatusOr<bool> MarkDeletionConfirmed(const std::string& resource_id) override;
   absl::StatusOr<std::vector<std::string>> ConfirmedDeletions() override;
   absl::Status Forget(const std::string& resource_id) override;
+  absl::StatusOr<std::vector<UnacknowledgedResource>> UnacknowledgedResources(
+      const AckWindow& window) override;
 
   // FailWithForTest() and notifications() (of kDeletionConfirmedChannel): see FakeLockedStore.
   // While held, ForEachResource() fails with kUnavailable: a warm load that has not finished.
@@ -36,6 +38,10 @@ class FakeDispatchStore final : public DispatchStore, public FakeLockedStore {
   // short page) return the rows and outbox as they were when the hold began, as a real load
   // does whose pages were read before the changes made meanwhile.
   void HoldWarmLoadForTest(bool hold);
+  // What the sink would have saved in `resource_status` for a resource: the version its agent
+  // reported applied (nullopt: a report without one) and when.
+  void SetAckForTest(const std::string& resource_id, std::optional<int32_t> acked_version,
+                     std::chrono::system_clock::time_point reported_at);
   int record_calls() const;
   int mark_published_calls() const;
 
@@ -52,6 +58,11 @@ class FakeDispatchStore final : public DispatchStore, public FakeLockedStore {
   std::unique_ptr<LoadSnapshot> load_snapshot_ ABSL_GUARDED_BY(mu_);
   std::optional<std::map<int64_t, OutboxEntry>> stale_outbox_ ABSL_GUARDED_BY(mu_);
   int mark_published_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  struct Ack {
+    std::optional<int32_t> version;
+    std::chrono::system_clock::time_point reported_at;
+  };
+  std::map<std::string, Ack> acks_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace mmi::store::testing

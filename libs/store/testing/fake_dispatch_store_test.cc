@@ -7,7 +7,12 @@ namespace {
 
 INSTANTIATE_TEST_SUITE_P(Fake, DispatchStoreContract,
                          ::testing::Values(DispatchStoreFactory{
-                             "Fake", [] { return std::make_unique<FakeDispatchStore>(); }}),
+                             "Fake", [] { return std::make_unique<FakeDispatchStore>(); },
+                             [](DispatchStore& store, const std::string& id,
+                                std::optional<int32_t> acked,
+                                std::chrono::system_clock::time_point at) {
+                               dynamic_cast<FakeDispatchStore&>(store).SetAckForTest(id, acked, at);
+                             }}),
                          [](const auto& info) { return info.param.name; });
 
 TEST(FakeDispatchStoreTest, InjectedFaultsFailEveryCall) {

@@ -92,6 +92,16 @@ Decision DecideSpec(const Observation& seen, const json& app, const ReconcilerSe
       return d;
     }
   }
+  if (t != nullptr && t->payload_hash == dispatch->payload_hash && t->republish &&
+      t->unpublished == 0) {
+    // Accepted by the broker but never applied (ack_check.h): the same content as a new version,
+    // which changes the stamped annotation, so Maestro does not fold it into "unchanged".
+    Decision d = Make(Action::kPublishSpec);
+    d.version = t->version + 1;
+    d.republish = true;
+    d.dispatch = *std::move(dispatch);
+    return d;
+  }
   if (t != nullptr && t->payload_hash == dispatch->payload_hash) {
     // The propagated request may still sit on the hub (a strip failed, or we restarted).
     return Make(

@@ -10,7 +10,9 @@
 //  * target ManagedCluster is the hub itself (local-cluster by name or label): skipped;
 //  * target ManagedCluster unknown: parked (reported and retried by the reconciler);
 //  * payload hash equal to the last recorded one: nothing is sent, only a propagated
-//    operation/refresh still on the hub is removed; otherwise a create (first time) or update;
+//    operation/refresh still on the hub is removed, unless the resource is marked for a
+//    republish (its agent never acknowledged it: ack_check.h), which is an update; otherwise a
+//    create (first time) or update;
 //  * deletionTimestamp, the Application vanished, or its cluster changed: a delete request (sent
 //    again past its resend delay until confirmed); once confirmed the deletion is finished
 //    (finalizer released, row forgotten).
@@ -63,6 +65,7 @@ struct Decision {
 
   std::optional<Dispatch> dispatch;  // kPublishSpec
   bool create = false;               // kPublishSpec: first dispatch (version 1)
+  bool republish = false;            // kPublishSpec: unchanged, but never acknowledged
   int32_t version = 0;               // kPublishSpec: our counter (the wire may say 0)
   // kRequestDelete: the Application's deletionTimestamp; nullopt: now (it vanished).
   std::optional<cloudevents::Timestamp> deletion_time;

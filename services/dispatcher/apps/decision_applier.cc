@@ -122,7 +122,7 @@ void DecisionApplier::PublishSpec(const std::string& key, const json& app, const
   const Dispatch& dispatch = *d.dispatch;
   const int32_t wire_version = settings_.version_mode == VersionMode::kMaestro ? 0 : d.version;
   auto event = MakeSpecEvent(dispatch, settings_.payload.source_id, d.create, wire_version,
-                             cloudevents::NewUuidV4(), Now());
+                             d.version, cloudevents::NewUuidV4(), Now());
   absl::StatusOr<std::string> encoded = Encode(event);
   if (!encoded.ok()) {
     deps_.metrics.Decision("invalid");
@@ -156,9 +156,18 @@ void DecisionApplier::PublishSpec(const std::string& key, const json& app, const
     deps_.state.Track(std::move(resource));
     pc.created_entry = true;
   } else {
-    deps_.state.FindByKey(key)->busy = true;
+    TrackedResource* tracked = deps_.state.FindByKey(key);
+    tracked->busy = true;
+    tracked->republish = false;
+    if (d.republish) {
+      ++tracked->ack_republishes;
+      tracked->ack_republished_at = deps_.clock.MonotonicNow();
+    } else {
+      tracked->ack_republishes = 0;  // new content: a new acknowledgement to wait for
+      tracked->ack_republished_at.reset();
+    }
   }
-  deps_.metrics.Decision(d.create ? "create" : "update");
+  deps_.metrics.Decision(d.create ? "create" : d.republish ? "republish" : "update");
   if (internal::ReconcilerLog().Enabled(
           log::Level::kDebug)) {  // its fields cost on every dispatch otherwise
     internal::ReconcilerLog().Debug(

@@ -49,6 +49,12 @@ struct TrackedResource {
   // When the broker last accepted a delete request for it, and how often it was sent again.
   std::optional<std::chrono::steady_clock::time_point> delete_published_at;
   int delete_resends = 0;
+  // The end-to-end acknowledgement (ack_check.h): its agent has not acknowledged `version`, so
+  // the next decision publishes it again as a new version (memory only: after a restart the
+  // check finds it again). How often that happened since its content last changed, and when.
+  bool republish = false;
+  int ack_republishes = 0;
+  std::optional<std::chrono::steady_clock::time_point> ack_republished_at;
 
   const std::string& id() const { return identity.resource_id; }
   // "<hub namespace>/<hub name>", the Application key.

@@ -220,7 +220,10 @@ absl::StatusOr<Dispatch> BuildDispatch(const json& hub_app, const PayloadSetting
                                 .namespace_ = (*spoke)["metadata"]["namespace"].get<std::string>()};
   config.feedback_rules.push_back(
       {.type = std::string(cloudevents::kFeedbackJsonPaths),
-       .json_paths = {{.name = "status", .version = std::nullopt, .path = ".status"}}});
+       .json_paths = {{.name = "status", .version = std::nullopt, .path = ".status"},
+                      {.name = kDispatchVersionFeedback,
+                       .version = std::nullopt,
+                       .path = kDispatchVersionPath}}});
   cloudevents::ServerSideApplyConfig ssa;
   ssa.force = settings.force_server_side_apply;
   cloudevents::IgnoreField ignore;
@@ -253,6 +256,23 @@ absl::StatusOr<Dispatch> BuildDispatch(const json& hub_app, const PayloadSetting
                             ? PayloadHash(BundleWithoutRequest(d.bundle), d.work_meta)
                             : d.payload_hash;
   return d;
+}
+
+cloudevents::ManifestBundle StampDispatchVersion(cloudevents::ManifestBundle bundle,
+                                                 int32_t version) {
+  if (bundle.manifests.empty()) {
+    return bundle;
+  }
+  json& app = bundle.manifests.front();
+  const auto kind = app.find("kind");
+  const auto api_version = app.find("apiVersion");
+  if (kind == app.end() || *kind != "Application" || api_version == app.end() ||
+      !api_version->is_string() ||
+      !api_version->get_ref<const std::string&>().starts_with("argoproj.io/")) {
+    return bundle;
+  }
+  app["metadata"]["annotations"][kDispatchVersionAnnotation] = std::to_string(version);
+  return bundle;
 }
 
 Dispatch WithoutRequest(Dispatch d) {

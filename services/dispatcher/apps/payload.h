@@ -8,6 +8,7 @@
 // DNS-1123 label, a missing name) is kInvalidArgument naming the field.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -34,6 +35,17 @@ inline constexpr char kHubAppNamespaceAnnotation[] =
 inline constexpr char kHubAppNameAnnotation[] =
     "apps.open-cluster-management.io/hub-application-name";
 inline constexpr char kResourcesFinalizer[] = "resources-finalizer.argocd.argoproj.io";
+// The end-to-end acknowledgement (docs/reliability.md, finding 6): every spec event stamps the
+// dispatcher's version of the resource into this annotation of the spoke Application, and the
+// manifest's feedback rule reads it back as `kDispatchVersionFeedback`, so the status stream says
+// which version the agent applied, whatever Maestro's table says. Not part of payload_hash: the
+// stamp changes with the version, not with the content.
+inline constexpr char kDispatchVersionAnnotation[] =
+    "apps.open-cluster-management.io/dispatch-version";
+inline constexpr char kDispatchVersionFeedback[] = "dispatchVersion";
+// The feedback path: Kubernetes JSONPath, the dots of the annotation key escaped.
+inline constexpr char kDispatchVersionPath[] =
+    R"(.metadata.annotations.apps\.open-cluster-management\.io/dispatch-version)";
 inline constexpr char kInClusterServer[] = "https://kubernetes.default.svc";
 
 struct PayloadSettings {
@@ -86,6 +98,11 @@ struct Dispatch {
 // Builds everything sent for `hub_app` (a pull-model Application; see PullModelCluster).
 absl::StatusOr<Dispatch> BuildDispatch(const nlohmann::json& hub_app,
                                        const PayloadSettings& settings);
+
+// `bundle` with `version` stamped into kDispatchVersionAnnotation of its Application manifest (the
+// first manifest, when it is an argoproj.io Application; any other bundle is returned as is).
+cloudevents::ManifestBundle StampDispatchVersion(cloudevents::ManifestBundle bundle,
+                                                 int32_t version);
 
 // `d` as it is once the dispatcher stripped the propagated operation and refresh annotation from
 // the hub: the bundle without them, payload_hash = request_free_hash.

@@ -54,13 +54,16 @@ json SpecEventData() {
     }],
     "manifestConfigs": [{
       "resourceIdentifier": {"group": "argoproj.io", "resource": "applications", "name": "guestbook-cluster1", "namespace": "openshift-gitops"},
-      "feedbackRules": [{"type": "JSONPaths", "jsonPaths": [{"name": "status", "path": ".status"}]}],
+      "feedbackRules": [{"type": "JSONPaths", "jsonPaths": [{"name": "status", "path": ".status"},
+        {"name": "dispatchVersion", "path": ".metadata.annotations.apps\\.open-cluster-management\\.io/dispatch-version"}]}],
       "updateStrategy": {"type": "ServerSideApply", "serverSideApply": {"force": false,
         "ignoreFields": [{"condition": "OnSpokeChange", "jsonPaths": [".operation", ".metadata.annotations[\"argocd.argoproj.io/refresh\"]"]}]}}
     }]
   })");
 }
 
+// The upstream controller's bundle, plus one thing of ours: the `dispatchVersion` feedback path
+// of the end-to-end acknowledgement (payload.h, kDispatchVersionAnnotation).
 TEST(PayloadTest, BuildsExactlyTheSpecEventOfTheUpstreamController) {
   auto d = BuildDispatch(GuestbookHubApp(), PayloadSettings{});
   ASSERT_TRUE(d.ok()) << d.status();
@@ -84,6 +87,21 @@ TEST(PayloadTest, BuildsExactlyTheSpecEventOfTheUpstreamController) {
       "apps.open-cluster-management.io/hub-application-namespace":"openshift-gitops"}})"));
   EXPECT_FALSE(d->carries_operation);
   EXPECT_FALSE(d->carries_refresh);
+}
+
+TEST(PayloadTest, StampsTheDispatchVersionIntoTheApplicationOnly) {
+  auto d = BuildDispatch(GuestbookHubApp(), PayloadSettings{});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_FALSE(
+      d->bundle.manifests.front()["metadata"]["annotations"].contains(kDispatchVersionAnnotation));
+  const cloudevents::ManifestBundle stamped = StampDispatchVersion(d->bundle, 12);
+  EXPECT_EQ(stamped.manifests.front()["metadata"]["annotations"][kDispatchVersionAnnotation], "12");
+  EXPECT_EQ(stamped.manifest_configs, d->bundle.manifest_configs);
+
+  cloudevents::ManifestBundle other;
+  other.manifests.push_back(
+      json::parse(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}})"));
+  EXPECT_EQ(StampDispatchVersion(other, 3).manifests, other.manifests);
 }
 
 TEST(PayloadTest, StatusAndBookkeepingChangesKeepThePayloadHash) {

@@ -62,7 +62,19 @@ Reconciler::Reconciler(ReconcilerDeps deps, ReconcilerSettings settings)
                 .clock = clock_,
                 .loaded = [this] { return loader_.loaded(); }},
                settings_),
-      loader_(LoaderDeps(deps), settings_) {}
+      loader_(LoaderDeps(deps), settings_),
+      ack_check_(settings_.ack_check.enabled
+                     ? std::make_unique<AckCheck>(
+                           AckCheck::Deps{.loop = loop_,
+                                          .workers = deps.workers,
+                                          .store = deps.store,
+                                          .metrics = metrics_,
+                                          .republish =
+                                              [this](const store::UnacknowledgedResource& r) {
+                                                return RepublishUnacknowledged(r);
+                                              }},
+                           settings_.ack_check)
+                     : nullptr) {}
 
 std::function<void(const std::string&)> Reconciler::EnqueueFn() {
   return [this](const std::string& key) { Enqueue(key); };
@@ -136,6 +148,9 @@ void Reconciler::Activate() { loader_.Start(); }
 void Reconciler::Deactivate() {
   loader_.Deactivate();
   active_.store(false);
+  if (ack_check_) {
+    loop_.Post([this] { ack_check_->Stop(); });
+  }
 }
 
 void Reconciler::OnInstalled() {
@@ -144,6 +159,28 @@ void Reconciler::OnInstalled() {
   // finds the caches synced (the DeletionFinisher's sweep), like every other decision.
   EnqueueAll();
   ScheduleProcess();
+  if (ack_check_ && active_.load()) {
+    ack_check_->Start();
+  }
+}
+
+bool Reconciler::RepublishUnacknowledged(const store::UnacknowledgedResource& resource) {
+  TrackedResource* t = state_.Find(resource.resource_id);
+  if (t == nullptr || t->state != store::DeletionState::kLive || t->version != resource.version ||
+      t->busy || t->unpublished > 0 || t->republish) {
+    return false;  // changed since it was listed, or already on its way
+  }
+  if (t->ack_republished_at.has_value()) {
+    const auto backoff = std::min<std::chrono::seconds>(
+        settings_.ack_check.grace * (int64_t{1} << std::min(t->ack_republishes, 20)),
+        settings_.ack_check.max_backoff);
+    if (clock_.MonotonicNow() < *t->ack_republished_at + backoff) {
+      return false;
+    }
+  }
+  t->republish = true;
+  Enqueue(t->Key(), /*urgent=*/true);
+  return true;
 }
 
 void Reconciler::OnSlotFreed(bool failed) {

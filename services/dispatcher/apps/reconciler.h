@@ -56,6 +56,7 @@
 #include "libs/kube/kube_client.h"
 #include "libs/kube/work_queue.h"
 #include "libs/store/dispatch_store.h"
+#include "services/dispatcher/apps/ack_check.h"
 #include "services/dispatcher/apps/app_events.h"
 #include "services/dispatcher/apps/change_recorder.h"
 #include "services/dispatcher/apps/decision_applier.h"
@@ -173,6 +174,9 @@ class Reconciler {
   // confirmation: finished as on the status sink's Deleted.
   void OnGoneFromMaestro(const std::string& resource_id);
   bool WaitingForDeletion(const std::string& resource_id) const;
+  // AckCheck listed `resource` as unacknowledged: marks it for a republish and queues its key,
+  // unless it changed since it was listed, is busy or waits out its republish backoff.
+  bool RepublishUnacknowledged(const store::UnacknowledgedResource& resource);
 
   Loop& loop_;
   const ObjectLister& apps_;
@@ -206,6 +210,8 @@ class Reconciler {
   ChangeRecorder recorder_;
   DecisionApplier applier_;
   StateLoader loader_;
+  // dispatch.ackCheck.enabled: the end-to-end acknowledgement; else null.
+  std::unique_ptr<AckCheck> ack_check_;
 };
 
 }  // namespace mmi::dispatcher

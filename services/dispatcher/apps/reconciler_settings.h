@@ -22,6 +22,21 @@ struct DeletionCheckSettings {
   std::chrono::milliseconds error_pause{30'000};
 };
 
+// (dispatch.ackCheck) the end-to-end acknowledgement (ack_check.h): what a reporting agent has
+// not acknowledged is published again.
+struct AckCheckSettings {
+  bool enabled = true;                         // (enabled)
+  std::chrono::milliseconds interval{30'000};  // (interval) between two look-ups in the store
+  // (grace, timeout, maxPerCheck) store::AckWindow: a later change of the same cluster
+  // acknowledged `grace` after this one's publish, or any report `timeout` after it.
+  std::chrono::seconds grace{30};
+  std::chrono::seconds timeout{300};
+  int max_per_check = 1000;
+  // The n-th republish of one unchanged resource waits grace x 2^n (at most `max_backoff`) after
+  // the one before: an agent that keeps failing to apply it is not flooded.
+  std::chrono::seconds max_backoff{3600};
+};
+
 struct ReconcilerSettings {
   PayloadSettings payload;
   VersionMode version_mode = VersionMode::kCounter;
@@ -52,6 +67,7 @@ struct ReconcilerSettings {
   // Over gRPC with maestroRest.url set: each resend also asks Maestro's REST API (a 404
   // confirms the deletion).
   DeletionCheckSettings deletion_check;
+  AckCheckSettings ack_check;
   // Retries of failed store calls and hub writes.
   BackoffSettings retry{.initial = std::chrono::milliseconds(500),
                         .max = std::chrono::milliseconds(60'000),

@@ -17,9 +17,11 @@ absl::StatusOr<std::string> EncodedWorkMeta(const Dispatch& d, int32_t version) 
 }
 
 absl::StatusOr<cloudevents::Event> MakeSpecEvent(const Dispatch& d, const std::string& source_id,
-                                                 bool create, int32_t version, std::string id,
+                                                 bool create, int32_t version,
+                                                 int32_t dispatch_version, std::string id,
                                                  cloudevents::Timestamp time) {
-  ASSIGN_OR_RETURN(std::string data, cloudevents::EncodeManifestBundle(d.bundle));
+  ASSIGN_OR_RETURN(std::string data, cloudevents::EncodeManifestBundle(
+                                         StampDispatchVersion(d.bundle, dispatch_version)));
   ASSIGN_OR_RETURN(std::string meta, EncodedWorkMeta(d, version));
   return cloudevents::MakeSpecRequest({.id = std::move(id),
                                        .source = source_id,

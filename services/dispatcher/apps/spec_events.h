@@ -33,10 +33,12 @@ struct ResourceIdentity {
 };
 
 // spec.create_request (`create`) or spec.update_request for `d`. `version` is the wire
-// resourceversion; `id` a fresh UUID and `time` now. The ManifestBundle JSON in `data` is also
-// what the store keeps (see EncodedPayload).
+// resourceversion, `dispatch_version` our counter (stamped into the Application: payload.h,
+// kDispatchVersionAnnotation); `id` a fresh UUID and `time` now. The ManifestBundle JSON in `data`
+// is also what the store keeps (see EncodedPayload).
 absl::StatusOr<cloudevents::Event> MakeSpecEvent(const Dispatch& d, const std::string& source_id,
-                                                 bool create, int32_t version, std::string id,
+                                                 bool create, int32_t version,
+                                                 int32_t dispatch_version, std::string id,
                                                  cloudevents::Timestamp time);
 
 // spec.delete_request with `deletiontimestamp` = `deletion_time` (the hub Application's

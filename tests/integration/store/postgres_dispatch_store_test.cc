@@ -51,6 +51,27 @@ class OwningPostgresStore final : public DispatchStore {
     return store_.ConfirmedDeletions();
   }
   absl::Status Forget(const std::string& id) override { return store_.Forget(id); }
+  absl::StatusOr<std::vector<UnacknowledgedResource>> UnacknowledgedResources(
+      const AckWindow& window) override {
+    return store_.UnacknowledgedResources(window);
+  }
+
+  // What the sink's SaveAppliedStatuses would leave, with `applied_at` chosen.
+  void SeedAck(const std::string& id, std::optional<int32_t> acked,
+               std::chrono::system_clock::time_point at) {
+    const double epoch = std::chrono::duration<double>(at.time_since_epoch()).count();
+    const absl::Status status = pool_.Run("seed an acknowledgement", [&](pqxx::connection& conn) {
+      pqxx::work tx(conn);
+      tx.exec_params0(
+          "INSERT INTO resource_status (resource_id, last_sequence_id, status_hash, "
+          "material_hash, acked_version, applied_at) VALUES ($1::uuid, 1, 'h', 'm', $2, "
+          "to_timestamp($3)) ON CONFLICT (resource_id) DO UPDATE SET acked_version = "
+          "EXCLUDED.acked_version, applied_at = EXCLUDED.applied_at",
+          id, acked, epoch);
+      tx.commit();
+    });
+    ASSERT_TRUE(status.ok()) << status;
+  }
 
  private:
   postgres::ConnectionPool pool_;
@@ -65,7 +86,13 @@ std::unique_ptr<DispatchStore> MakeFreshStore() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Postgres, DispatchStoreContract,
-                         ::testing::Values(DispatchStoreFactory{"Postgres", MakeFreshStore}),
+                         ::testing::Values(DispatchStoreFactory{
+                             "Postgres", MakeFreshStore,
+                             [](DispatchStore& store, const std::string& id,
+                                std::optional<int32_t> acked,
+                                std::chrono::system_clock::time_point at) {
+                               dynamic_cast<OwningPostgresStore&>(store).SeedAck(id, acked, at);
+                             }}),
                          [](const auto& info) { return info.param.name; });
 
 using postgres_peer::Listener;
