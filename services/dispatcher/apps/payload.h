@@ -87,6 +87,17 @@ struct Dispatch {
 absl::StatusOr<Dispatch> BuildDispatch(const nlohmann::json& hub_app,
                                        const PayloadSettings& settings);
 
+// What both delivery modes send alike for `hub_app` (a pull-model Application): the cluster, hub
+// and ApplicationSet names, the work name, the resource id and the work metadata (labels and
+// annotations). The bundle, the hashes and the request flags are left empty for the caller
+// (BuildDispatch; manifest delivery's BuildManifestDispatch) to fill.
+absl::StatusOr<Dispatch> DispatchIdentityOf(const nlohmann::json& hub_app,
+                                            const PayloadSettings& settings);
+
+// Dispatch::payload_hash of that bundle and work metadata.
+std::string PayloadHashOf(const cloudevents::ManifestBundle& bundle,
+                          const cloudevents::ObjectMeta& work_meta);
+
 // `d` as it is once the dispatcher stripped the propagated operation and refresh annotation from
 // the hub: the bundle without them, payload_hash = request_free_hash.
 Dispatch WithoutRequest(Dispatch d);
