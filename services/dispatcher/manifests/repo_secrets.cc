@@ -6,14 +6,6 @@
 #include "libs/common/log.h"
 
 namespace mmi::dispatcher::manifests {
-namespace {
-
-const log::Logger& Log() {
-  static const log::Logger logger("dispatcher.manifests");
-  return logger;
-}
-
-}  // namespace
 
 kube::InformerSettings RepoSecretsInformerSettings(const std::string& argocd_namespace) {
   kube::InformerSettings s;
@@ -77,9 +69,10 @@ std::shared_ptr<const argocd_repo::RepositoryCredentials> RepoSecrets::Current()
   }
   current_ = std::make_shared<const argocd_repo::RepositoryCredentials>(secrets);
   stale_ = false;
+  static const log::Logger logger("dispatcher.manifests");
   for (const argocd_repo::SkippedSecret& skipped : current_->skipped()) {
     // Names and fields only (repo_credentials.h): safe to log.
-    Log().Warn(absl::StrCat("repository Secret skipped: ", skipped.error.message()));
+    logger.Warn(absl::StrCat("repository Secret skipped: ", skipped.error.message()));
   }
   return current_;
 }
