@@ -24,6 +24,7 @@
 #if MMI_DISPATCHER_WITH_GRPC
 #include "libs/transport/grpc/maestro_resource_bundles.h"
 #endif
+#include "prometheus/counter.h"
 #include "prometheus/registry.h"
 #include "services/dispatcher/apps/hub_writes.h"
 #include "services/dispatcher/apps/managed_clusters.h"
@@ -180,11 +181,23 @@ absl::Status DispatcherApp::BuildManifests(Clock& clock) {
                      argocd_repo::GrpcRepoServerClient::Create(client, *c.repo_metrics));
     c.render_workers =
         std::make_unique<WorkerPool>(clock, "render-worker", m.max_renders_in_flight);
+    // mmi_dispatcher_render_asks_total{outcome}: how renders were served (hit, joined, render);
+    // the renders themselves and their errors are mmi_repo_server_requests_total's.
+    prometheus::Family<prometheus::Counter>& asks =
+        prometheus::BuildCounter()
+            .Name("mmi_dispatcher_render_asks_total")
+            .Help("Manifest delivery's render asks by how the render cache served them")
+            .Register(*c.registry);
     c.render_cache = std::make_unique<manifests::RenderCache>(
-        manifests::RenderCache::Deps{.loop = *c.loop,
-                                     .workers = *c.render_workers,
-                                     .clock = clock,
-                                     .client = *c.repo_client},
+        manifests::RenderCache::Deps{
+            .loop = *c.loop,
+            .workers = *c.render_workers,
+            .clock = clock,
+            .client = *c.repo_client,
+            .on_ask =
+                [&asks](std::string_view outcome) {
+                  asks.Add({{"outcome", std::string(outcome)}}).Increment();
+                }},
         manifests::RenderCacheSettings{.resolve_interval = m.resolve_interval,
                                        .max_in_flight = m.max_renders_in_flight});
     c.secret_informer = std::make_unique<kube::Informer>(
