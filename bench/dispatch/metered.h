@@ -59,6 +59,13 @@ class MeteredStore final : public store::DispatchStore {
   absl::Status Forget(const std::string& resource_id) override {
     return inner_.Forget(resource_id);
   }
+  absl::Status PutManifestRender(const store::ManifestRender& render) override {
+    return inner_.PutManifestRender(render);
+  }
+  absl::StatusOr<std::optional<store::ManifestRender>> GetManifestRender(
+      const std::string& resource_id) override {
+    return inner_.GetManifestRender(resource_id);
+  }
 
   const CallCost& record() const { return record_; }
   const CallCost& mark() const { return mark_; }

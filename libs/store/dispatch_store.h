@@ -59,10 +59,26 @@ struct OutboxEntry {
   friend bool operator==(const OutboxEntry&, const OutboxEntry&) = default;
 };
 
+// A resource delivered as rendered manifests (one `manifest_renders` row, migrations/0003; ADR
+// 0007): the row exists exactly for the resources in manifest delivery, which is how the status
+// sink knows the mode. What it holds besides the bundle is what the sink shows on the hub.
+struct ManifestRender {
+  std::string resource_id;  // UUID, lower case: the dispatched resource
+  std::string revision;     // the resolved revision of the manifests last sent
+  std::string source_type;  // Helm | Kustomize | Directory | Plugin | ""
+  // The latest render's error (the last good bundle stays on the spoke); nullopt when it
+  // succeeded.
+  std::optional<std::string> render_error;
+  friend bool operator==(const ManifestRender&, const ManifestRender&) = default;
+};
+
 // One change taken from the hub: the new state of a resource and the event that carries it.
 struct DispatchChange {
   DispatchedResource resource;
   OutboxEntry event;  // seq ignored on input
+  // Set for a bundle of rendered manifests: its `manifest_renders` row, upserted (and notified
+  // on kManifestRenderChannel) in the same transaction as the resource row.
+  std::optional<ManifestRender> manifest_render;
 };
 
 // What deciding one hub Application needs: its resource rows (normally one; one per cluster
@@ -79,7 +95,8 @@ struct HubKey {
   std::string hub_name;
 };
 
-// A live resource whose agent has not acknowledged the version last dispatched, although its
+// A live resource in Application delivery (a manifest bundle carries no stamp yet) whose agent
+// has not acknowledged the version last dispatched, although its
 // cluster's agent is reporting (the end-to-end acknowledgement: the sink saves the version each
 // status reports it applied in `resource_status.acked_version`; docs/reliability.md finding 6).
 struct UnacknowledgedResource {
@@ -155,8 +172,18 @@ class DispatchStore {
   // kDeletionConfirmedChannel runs after (re)subscribing, for confirmations sent while nobody
   // listened (notifications are not queued).
   virtual absl::StatusOr<std::vector<std::string>> ConfirmedDeletions() = 0;
-  // Removes the resource row once the hub side is cleaned up (finalizer released).
+  // Removes the resource row (and its `manifest_renders` row) once the hub side is cleaned up
+  // (finalizer released).
   virtual absl::Status Forget(const std::string& resource_id) = 0;
+
+  // Upserts the `manifest_renders` row of a resource whose bundle did not change (a new
+  // revision rendering the same output, a render error, its clearing) and, with the same commit,
+  // notifies kManifestRenderChannel with the resource id. kInvalidArgument when resource_id is
+  // empty.
+  virtual absl::Status PutManifestRender(const ManifestRender& render) = 0;
+  // The `manifest_renders` row of a resource; nullopt when it is not in manifest delivery.
+  virtual absl::StatusOr<std::optional<ManifestRender>> GetManifestRender(
+      const std::string& resource_id) = 0;
 
   // The live resources whose dispatched version is not acknowledged under `window` (see
   // AckWindow), longest published first. Reads the sink's `resource_status`; one statement.
@@ -166,5 +193,8 @@ class DispatchStore {
 
 // The channel both stores' MarkDeletionConfirmed notify (payload: the resource id).
 inline constexpr char kDeletionConfirmedChannel[] = "mmi_deletion_confirmed";
+// The channel every write of a `manifest_renders` row notifies (payload: the resource id): the
+// status sink asks the agent again and rewrites the Application's status.
+inline constexpr char kManifestRenderChannel[] = "mmi_manifest_render";
 
 }  // namespace mmi::store

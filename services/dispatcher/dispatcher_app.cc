@@ -24,6 +24,7 @@
 #if MMI_DISPATCHER_WITH_GRPC
 #include "libs/transport/grpc/maestro_resource_bundles.h"
 #endif
+#include "prometheus/counter.h"
 #include "prometheus/registry.h"
 #include "services/dispatcher/apps/hub_writes.h"
 #include "services/dispatcher/apps/managed_clusters.h"
@@ -32,6 +33,13 @@
 #include "services/dispatcher/apps/reconciler.h"
 #include "services/dispatcher/apps/spec_resync.h"
 #include "services/dispatcher/gitops/gitops_cluster_controller.h"
+#if MMI_DISPATCHER_WITH_MANIFESTS
+#include "libs/argocd_repo/grpc/grpc_repo_server_client.h"
+#include "libs/argocd_repo/metrics.h"
+#include "services/dispatcher/manifests/manifest_renderer.h"
+#include "services/dispatcher/manifests/render_cache.h"
+#include "services/dispatcher/manifests/repo_secrets.h"
+#endif
 
 namespace mmi::dispatcher {
 namespace {
@@ -66,6 +74,17 @@ struct DispatcherApp::Components {
   std::unique_ptr<InformerLister> lister;
   // Over gRPC with maestroRest.url: the Reconciler's REST look-ups of unconfirmed deletions.
   DeletionCheck::Lookup resource_exists;
+#if MMI_DISPATCHER_WITH_MANIFESTS
+  // Manifest delivery (ADR 0007). The renderer always (it refuses when the mode is off); the
+  // rest only with manifests.repoServer.address.
+  std::unique_ptr<argocd_repo::RepoServerMetrics> repo_metrics;
+  std::unique_ptr<argocd_repo::GrpcRepoServerClient> repo_client;
+  std::unique_ptr<WorkerPool> render_workers;  // the blocking repo-server calls
+  std::unique_ptr<manifests::RenderCache> render_cache;
+  std::unique_ptr<kube::Informer> secret_informer;
+  std::unique_ptr<manifests::RepoSecrets> repo_secrets;
+  std::unique_ptr<manifests::ManifestRenderer> manifest_renderer;
+#endif
   std::unique_ptr<Reconciler> reconciler;
   std::unique_ptr<AppEventHandler> app_handler;
   std::unique_ptr<store::DeletionConfirmations> deletion;
@@ -91,6 +110,7 @@ absl::Status DispatcherApp::Start() {
                                                   settings_.kube, clock, *c.registry));
   RETURN_IF_ERROR(OpenStore());
   RETURN_IF_ERROR(OpenTransport(clock));
+  RETURN_IF_ERROR(BuildManifests(clock));
   BuildApplications(clock, StreamsFirstList());
   if (settings_.gitops_cluster_enabled) {
     c.gitops = std::make_unique<GitOpsClusterController>(*c.hub.client, clock,
@@ -119,9 +139,99 @@ absl::Status DispatcherApp::Start() {
     }
   };
   c.loop->Post([&c, &clock] { Beat::Schedule(c, clock); });
+#if MMI_DISPATCHER_WITH_MANIFESTS
+  if (c.render_workers) {
+    c.render_workers->Start();
+  }
+  if (c.secret_informer) {
+    c.secret_informer->Start();
+  }
+#endif
   c.cluster_informer->Start();
   c.app_informer->Start();
   return c.leader->Start();
+}
+
+// Manifest delivery (ADR 0007): the repo-server client, its worker threads, the render cache, the
+// repository Secrets informer and the renderer the Reconciler asks. Before BuildApplications():
+// the Reconciler borrows the renderer. The renderer's answers decide their key again.
+absl::Status DispatcherApp::BuildManifests(Clock& clock) {
+#if MMI_DISPATCHER_WITH_MANIFESTS
+  Components& c = *c_;
+  const ManifestDeliverySettings& m = settings_.manifests;
+  c.loop = std::make_unique<Loop>(clock, "dispatch-loop");
+  manifests::ManifestRendererSettings renderer_settings;
+  renderer_settings.enabled = m.enabled();
+  renderer_settings.render.controller_namespace = m.argocd_namespace;
+  renderer_settings.payload = settings_.reconciler.payload;
+  renderer_settings.resolve_interval = m.resolve_interval;
+  renderer_settings.resolve_interval = m.resolve_interval;
+  manifests::ManifestRenderer::Deps deps{
+      .on_changed = [&c](const std::string& key) { c.reconciler->Enqueue(key, /*urgent=*/true); }};
+  if (m.enabled()) {
+    c.repo_metrics = std::make_unique<argocd_repo::RepoServerMetrics>(*c.registry);
+    argocd_repo::GrpcRepoServerSettings client;
+    client.address = m.repo_server.address;
+    client.tls.enabled = m.repo_server.tls.enabled;
+    client.tls.ca_file = m.repo_server.tls.ca_file;
+    client.tls.server_name = m.repo_server.tls.server_name;
+    client.tls.insecure_skip_verify = m.repo_server.tls.insecure_skip_verify;
+    client.timeout = m.render_timeout;
+    ASSIGN_OR_RETURN(c.repo_client,
+                     argocd_repo::GrpcRepoServerClient::Create(client, *c.repo_metrics));
+    c.render_workers =
+        std::make_unique<WorkerPool>(clock, "render-worker", m.max_renders_in_flight);
+    // mmi_dispatcher_render_asks_total{outcome}: how renders were served (hit, joined, render);
+    // the renders themselves and their errors are mmi_repo_server_requests_total's.
+    prometheus::Family<prometheus::Counter>& asks =
+        prometheus::BuildCounter()
+            .Name("mmi_dispatcher_render_asks_total")
+            .Help("Manifest delivery's render asks by how the render cache served them")
+            .Register(*c.registry);
+    c.render_cache = std::make_unique<manifests::RenderCache>(
+        manifests::RenderCache::Deps{
+            .loop = *c.loop,
+            .workers = *c.render_workers,
+            .clock = clock,
+            .client = *c.repo_client,
+            .on_ask =
+                [&asks](std::string_view outcome) {
+                  asks.Add({{"outcome", std::string(outcome)}}).Increment();
+                }},
+        manifests::RenderCacheSettings{.resolve_interval = m.resolve_interval,
+                                       .max_in_flight = m.max_renders_in_flight});
+    c.secret_informer = std::make_unique<kube::Informer>(
+        *c.hub.client, clock, manifests::RepoSecretsInformerSettings(m.argocd_namespace),
+        c.registry.get());
+    c.repo_secrets = std::make_unique<manifests::RepoSecrets>(
+        [&c] { return c.secret_informer->List(); },
+        // New credentials may render differently: every cached Application is decided again
+        // (only those in manifest delivery ask the repo-server, and the cache answers repeats).
+        [&c] {
+          if (c.reconciler && c.lister) {
+            for (const std::string& key : c.lister->Keys()) {
+              c.reconciler->Enqueue(key);
+            }
+          }
+        });
+    c.secret_informer->AddHandler(*c.repo_secrets);
+    deps.loop = c.loop.get();
+    deps.loop = c.loop.get();
+    deps.cache = c.render_cache.get();
+    deps.secrets = c.repo_secrets.get();
+  }
+  c.manifest_renderer =
+      std::make_unique<manifests::ManifestRenderer>(std::move(deps), std::move(renderer_settings));
+  return absl::OkStatus();
+#else
+  (void)clock;
+  if (settings_.manifests.enabled()) {
+    return absl::FailedPreconditionError(
+        "manifests.repoServer.address: this dispatcher was built without Argo CD's repo-server "
+        "client (MMI_WITH_ARGOCD_REPO); leave it empty");
+  }
+  return absl::OkStatus();
+#endif
 }
 
 absl::Status DispatcherApp::OpenStore() {
@@ -185,8 +295,11 @@ bool DispatcherApp::StreamsFirstList() {
 void DispatcherApp::BuildApplications(Clock& clock, bool stream_first_list) {
   Components& c = *c_;
   kube::HttpKubeClient& hub_client = *c.hub.client;
-  // Reconcile loop, worker pool and the pipeline.
-  c.loop = std::make_unique<Loop>(clock, "dispatch-loop");
+  // Reconcile loop (made by BuildManifests() when it needs it first), worker pool and the
+  // pipeline.
+  if (!c.loop) {
+    c.loop = std::make_unique<Loop>(clock, "dispatch-loop");
+  }
   c.workers = std::make_unique<WorkerPool>(clock, "dispatch-worker", settings_.workers);
   c.outbox = std::make_unique<Outbox>(*c.loop, *c.workers, *c.store, *c.publisher, clock,
                                       *c.metrics, settings_.outbox);
@@ -215,7 +328,13 @@ void DispatcherApp::BuildApplications(Clock& clock, bool stream_first_list) {
   c.lister = std::make_unique<InformerLister>(*c.app_informer);
   c.reconciler = std::make_unique<Reconciler>(
       ReconcilerDeps{*c.loop, *c.workers, *c.store, hub_client, *c.lister, *c.clusters, *c.outbox,
-                     *c.metrics, clock, c.resource_exists},
+                     *c.metrics, clock, c.resource_exists,
+#if MMI_DISPATCHER_WITH_MANIFESTS
+                     c.manifest_renderer.get()
+#else
+                     nullptr
+#endif
+      },
       settings_.reconciler);
   c.clusters->SetOnAdded(
       [r = c.reconciler.get()](const std::string& cluster) { r->OnClusterAdded(cluster); });
@@ -377,6 +496,11 @@ bool DispatcherApp::Stop() {
   if (c.cluster_informer) {
     c.cluster_informer->Stop();
   }
+#if MMI_DISPATCHER_WITH_MANIFESTS
+  if (c.secret_informer) {
+    c.secret_informer->Stop();
+  }
+#endif
   if (c.subscriber) {
     c.subscriber->Stop();
   }
@@ -406,6 +530,11 @@ bool DispatcherApp::Stop() {
   if (c.loop) {
     c.loop->Stop();
   }
+#if MMI_DISPATCHER_WITH_MANIFESTS
+  if (c.render_workers) {
+    c.render_workers->Stop();  // after the loop: their answers post to it
+  }
+#endif
   if (c.workers) {
     c.workers->Stop();
   }

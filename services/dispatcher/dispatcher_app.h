@@ -50,6 +50,7 @@ class DispatcherApp {
   // Start() in steps, each filling its part of Components.
   absl::Status OpenStore();
   absl::Status OpenTransport(Clock& clock);
+  absl::Status BuildManifests(Clock& clock);
   // Whether the Application informer's first list streams (dispatch.firstList; `auto` asks the
   // store whether anything was ever dispatched).
   bool StreamsFirstList();

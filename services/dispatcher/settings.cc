@@ -102,6 +102,18 @@ absl::StatusOr<DispatcherSettings> ParseSettingsYaml(std::string_view yaml) {
         "orphanSecretPolicy",
         absl::StrCat("must be DeleteWhenClusterGone or DeleteWhenUndecided, got '", orphans, "'"));
   }
+  config::YamlSection m = root.Section("manifests");
+  config::YamlSection repo = m.Section("repoServer");
+  repo.Scalar("address", s.manifests.repo_server.address);
+  config::YamlSection repo_tls = repo.Section("tls");
+  repo_tls.Scalar("enabled", s.manifests.repo_server.tls.enabled);
+  repo_tls.Scalar("caFile", s.manifests.repo_server.tls.ca_file);
+  repo_tls.Scalar("serverName", s.manifests.repo_server.tls.server_name);
+  repo_tls.Scalar("insecureSkipVerify", s.manifests.repo_server.tls.insecure_skip_verify);
+  m.Duration("resolveInterval", s.manifests.resolve_interval);
+  m.Duration("renderTimeout", s.manifests.render_timeout);
+  m.Scalar("argocdNamespace", s.manifests.argocd_namespace);
+  m.Scalar("maxRendersInFlight", s.manifests.max_renders_in_flight);
   if (absl::Status st = reader.Finish(); !st.ok()) {
     return st;
   }
@@ -190,6 +202,42 @@ void ValidateMaestroRest(DispatcherSettings& s, std::vector<std::string>& errors
   }
 }
 
+// manifests: checked only when the mode is on (an address), so a hub without Argo CD's
+// repo-server needs none of it.
+void ValidateManifests(const ManifestDeliverySettings& m, std::vector<std::string>& errors) {
+  if (!m.enabled()) {
+    return;
+  }
+  if (m.repo_server.address.find(':') == std::string::npos ||
+      m.repo_server.address.find("://") != std::string::npos) {
+    errors.push_back("manifests.repoServer.address: must be host:port (no scheme), got '" +
+                     m.repo_server.address + "'");
+  }
+  if (!m.repo_server.tls.enabled &&
+      (!m.repo_server.tls.ca_file.empty() || m.repo_server.tls.insecure_skip_verify)) {
+    errors.push_back(
+        "manifests.repoServer.tls: caFile and insecureSkipVerify need tls.enabled true");
+  }
+  if (m.repo_server.tls.insecure_skip_verify && !m.repo_server.tls.ca_file.empty()) {
+    errors.push_back(
+        "manifests.repoServer.tls.insecureSkipVerify: verifies nothing, so caFile would be "
+        "ignored; set one of them");
+  }
+  if (m.resolve_interval.count() <= 0) {
+    errors.push_back("manifests.resolveInterval: must be > 0");
+  }
+  if (m.render_timeout.count() <= 0) {
+    errors.push_back("manifests.renderTimeout: must be > 0");
+  }
+  if (!kube::IsDns1123Label(m.argocd_namespace)) {
+    errors.push_back("manifests.argocdNamespace: must be a DNS-1123 label, got '" +
+                     m.argocd_namespace + "'");
+  }
+  if (m.max_renders_in_flight < 1) {
+    errors.push_back("manifests.maxRendersInFlight: must be >= 1");
+  }
+}
+
 void ValidateAckCheck(const AckCheckSettings& a, std::vector<std::string>& errors) {
   if (a.interval < std::chrono::seconds(1)) {
     errors.push_back("dispatch.ackCheck.interval: must be >= 1s");
@@ -222,6 +270,7 @@ absl::Status FinalizeSettings(DispatcherSettings& s) {
   }
   ValidateAckCheck(s.reconciler.ack_check, errors);
   ValidateMaestroRest(s, errors);
+  ValidateManifests(s.manifests, errors);
   if (s.gitops_cluster.appset_refresh.min_interval.count() < 0) {
     errors.push_back("gitopsCluster.refreshMinInterval: must be >= 0");
   }
@@ -323,7 +372,8 @@ std::string SettingsSummary(const DispatcherSettings& s) {
       " maxOutbox=", s.reconciler.max_outbox,
       " maestroRest=", s.maestro_rest.base_url.empty() ? "off" : s.maestro_rest.base_url,
       " firstList=", FirstListName(s.first_list),
-      " gitopsCluster=", s.gitops_cluster_enabled ? "on" : "off");
+      " gitopsCluster=", s.gitops_cluster_enabled ? "on" : "off",
+      " manifests=", s.manifests.enabled() ? s.manifests.repo_server.address : "off");
 }
 
 }  // namespace mmi::dispatcher

@@ -39,6 +39,43 @@ enum class FirstList {
   kStreamed,
 };
 
+// (manifests) Manifest delivery (ADR 0007): Applications annotated
+// `apps.open-cluster-management.io/delivery: manifests` are rendered by the hub's
+// argocd-repo-server and their manifests delivered in a ManifestBundle. Off (the default) while
+// repoServer.address is "": such an Application then gets a Warning Event and a ComparisonError
+// condition saying manifest delivery is not configured.
+struct ManifestDeliverySettings {
+  struct RepoServer {
+    // (repoServer.address) host:port of argocd-repo-server's gRPC port, e.g.
+    // "argocd-repo-server.argocd.svc:8081". "" = manifest delivery off.
+    std::string address;
+    // (repoServer.tls) What libs/argocd_repo's GrpcRepoServerClient supports: the repo-server
+    // serves TLS with a self-signed certificate unless started with --disable-tls.
+    struct Tls {
+      bool enabled = true;      // (enabled) false for a repo-server run with --disable-tls
+      std::string ca_file;      // (caFile) PEM CA to verify the server against; "" = system roots
+      std::string server_name;  // (serverName) name to verify; "" = the host of `address`
+      // (insecureSkipVerify) accept any certificate, as Argo CD's controller does by default
+      // (without --repo-server-strict-tls). Default false: verify.
+      bool insecure_skip_verify = false;
+    } tls;
+  } repo_server;
+  // (resolveInterval) How long a resolved revision is used before ResolveRevision is asked
+  // again: Argo CD's reconciliation interval, 180 s. The hub's argocd.argoproj.io/refresh
+  // resolves at once.
+  std::chrono::milliseconds resolve_interval{std::chrono::seconds(180)};
+  // (renderTimeout) Deadline of each repo-server call, as the controller's
+  // --repo-server-timeout-seconds (60 s). A timeout keeps the last good bundle.
+  std::chrono::milliseconds render_timeout{std::chrono::seconds(60)};
+  // (argocdNamespace) Where Argo CD keeps its repository Secrets (labelled
+  // argocd.argoproj.io/secret-type: repository | repo-creds); the dispatcher watches them.
+  std::string argocd_namespace = "argocd";
+  // (maxRendersInFlight) Repo-server calls running at once, each on its own thread.
+  int max_renders_in_flight = 4;
+
+  bool enabled() const { return !repo_server.address.empty(); }
+};
+
 struct DispatcherSettings {
   std::string log_level = "info";  // (logLevel) debug|info|warn|error
   // (watchNamespace) Applications of this namespace only; "" = every namespace.
@@ -84,6 +121,7 @@ struct DispatcherSettings {
   std::chrono::milliseconds shutdown_timeout{25'000};
   bool gitops_cluster_enabled = true;              // (gitopsCluster.enabled)
   GitOpsClusterControllerSettings gitops_cluster;  // (gitopsCluster)
+  ManifestDeliverySettings manifests;              // (manifests)
 };
 
 // Parses the YAML config file text over the defaults. kInvalidArgument naming the field path of

@@ -258,6 +258,93 @@ maestroRest:
             std::string::npos);
 }
 
+// What FinalizeSettings requires besides the section under test.
+constexpr char kRequired[] =
+    "kube: {kubeconfig: /etc/hub/kubeconfig}\n"
+    "transport: {type: mqtt, mqtt: {brokerHost: \"broker:1883\"}}\n";
+
+TEST(SettingsTest, ManifestDeliveryIsOffWithoutARepoServerAddressAndReadsEveryField) {
+  const DispatcherSettings defaults;
+  EXPECT_FALSE(defaults.manifests.enabled());
+  EXPECT_EQ(defaults.manifests.resolve_interval, std::chrono::seconds(180));
+  EXPECT_EQ(defaults.manifests.render_timeout, std::chrono::seconds(60));
+  EXPECT_EQ(defaults.manifests.argocd_namespace, "argocd");
+  EXPECT_TRUE(defaults.manifests.repo_server.tls.enabled);
+
+  auto s = ParseSettingsYaml(absl::StrCat(kRequired, R"(
+manifests:
+  repoServer:
+    address: argocd-repo-server.gitops.svc:8081
+    tls: {caFile: /etc/repo/ca.crt, serverName: argocd-repo-server}
+  resolveInterval: 90s
+  renderTimeout: 20s
+  argocdNamespace: gitops
+  maxRendersInFlight: 8
+)"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  ApplyEnvironment(*s, FakeEnv({{"MMI_STORE_DSN", "postgresql://db/mmi"}}));
+  const absl::Status finalized = FinalizeSettings(*s);
+  ASSERT_TRUE(finalized.ok()) << finalized;
+  EXPECT_TRUE(s->manifests.enabled());
+  EXPECT_EQ(s->manifests.repo_server.address, "argocd-repo-server.gitops.svc:8081");
+  EXPECT_EQ(s->manifests.repo_server.tls.ca_file, "/etc/repo/ca.crt");
+  EXPECT_EQ(s->manifests.repo_server.tls.server_name, "argocd-repo-server");
+  EXPECT_FALSE(s->manifests.repo_server.tls.insecure_skip_verify);
+  EXPECT_EQ(s->manifests.resolve_interval, std::chrono::seconds(90));
+  EXPECT_EQ(s->manifests.render_timeout, std::chrono::seconds(20));
+  EXPECT_EQ(s->manifests.argocd_namespace, "gitops");
+  EXPECT_EQ(s->manifests.max_renders_in_flight, 8);
+  EXPECT_NE(SettingsSummary(*s).find("manifests=argocd-repo-server.gitops.svc:8081"),
+            std::string::npos);
+}
+
+TEST(SettingsTest, ManifestDeliveryErrorsNameTheirFieldOnlyWhenTheModeIsOn) {
+  struct Case {
+    const char* yaml;
+    const char* error;  // "" = valid
+  };
+  const Case cases[] = {
+      // Off: nothing else is checked.
+      {"manifests: {maxRendersInFlight: 0, argocdNamespace: Bad_NS}", ""},
+      {"manifests: {repoServer: {address: \"repo:8081\", tls: {enabled: false}}}", ""},
+      {"manifests: {repoServer: {address: \"repo:8081\", tls: {insecureSkipVerify: true}}}", ""},
+      {"manifests: {repoServer: {address: repo-server}}",
+       "manifests.repoServer.address: must be host:port"},
+      {"manifests: {repoServer: {address: \"https://repo:8081\"}}",
+       "manifests.repoServer.address: must be host:port"},
+      {"manifests: {repoServer: {address: \"repo:8081\", tls: {enabled: false, caFile: /ca}}}",
+       "manifests.repoServer.tls: caFile and insecureSkipVerify need tls.enabled true"},
+      {"manifests: {repoServer: {address: \"repo:8081\", tls: {caFile: /ca, "
+       "insecureSkipVerify: true}}}",
+       "manifests.repoServer.tls.insecureSkipVerify: verifies nothing"},
+      {"manifests: {repoServer: {address: \"repo:8081\"}, resolveInterval: 0s}",
+       "manifests.resolveInterval: must be > 0"},
+      {"manifests: {repoServer: {address: \"repo:8081\"}, renderTimeout: 0s}",
+       "manifests.renderTimeout: must be > 0"},
+      {"manifests: {repoServer: {address: \"repo:8081\"}, argocdNamespace: Bad_NS}",
+       "manifests.argocdNamespace: must be a DNS-1123 label, got 'Bad_NS'"},
+      {"manifests: {repoServer: {address: \"repo:8081\"}, maxRendersInFlight: 0}",
+       "manifests.maxRendersInFlight: must be >= 1"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.yaml);
+    auto s = ParseSettingsYaml(absl::StrCat(kRequired, c.yaml));
+    ASSERT_TRUE(s.ok()) << s.status();
+    ApplyEnvironment(*s, FakeEnv({{"MMI_STORE_DSN", "postgresql://db/mmi"}}));
+    const absl::Status finalized = FinalizeSettings(*s);
+    if (std::string(c.error).empty()) {
+      EXPECT_TRUE(finalized.ok()) << finalized;
+    } else {
+      EXPECT_NE(finalized.message().find(c.error), std::string::npos) << finalized;
+    }
+  }
+  // The client has no client certificates: such keys are refused by path.
+  auto unknown = ParseSettingsYaml("manifests: {repoServer: {tls: {certFile: /c.pem}}}");
+  EXPECT_NE(unknown.status().message().find("manifests.repoServer.tls.certFile: unknown key"),
+            std::string::npos)
+      << unknown.status();
+}
+
 TEST(SettingsTest, FlagsOverrideTheFileAndMissingRequiredFieldsFail) {
   const char* argv[] = {"dispatcher",     "--store-dsn", "host=db",     "--kubeconfig", "/k",
                         "--leader-elect", "false",       "--log-level", "warn"};

@@ -194,6 +194,19 @@ void AddOutboxRow(const OutboxEntry& e, BoundRows& bound) {
   bound.Add(e.event);
 }
 
+// Upserts one `manifest_renders` row and notifies kManifestRenderChannel, both delivered only
+// when `tx` commits.
+void UpsertManifestRender(pqxx::transaction_base& tx, const ManifestRender& render) {
+  tx.exec_params0(
+      "INSERT INTO manifest_renders (resource_id, revision, source_type, render_error, "
+      "updated_at) VALUES ($1, $2, $3, $4, now()) ON CONFLICT (resource_id) DO UPDATE SET "
+      "revision = EXCLUDED.revision, source_type = EXCLUDED.source_type, "
+      "render_error = EXCLUDED.render_error, updated_at = now()",
+      render.resource_id, render.revision, render.source_type, render.render_error);
+  tx.exec_params("SELECT pg_notify($1, $2)", std::string(kManifestRenderChannel),
+                 render.resource_id);
+}
+
 }  // namespace
 
 absl::Status PostgresDispatchStore::Run(std::string_view operation, const std::string& what,
@@ -346,6 +359,12 @@ absl::StatusOr<std::vector<int64_t>> PostgresDispatchStore::Record(
   for (const auto& [id, r] : latest) {
     rows.push_back(r);
   }
+  std::map<std::string, const ManifestRender*> renders;  // the last of each resource, too
+  for (const auto& c : changes) {
+    if (c.manifest_render) {
+      renders[c.manifest_render->resource_id] = &*c.manifest_render;
+    }
+  }
 
   absl::Status status = Run("record", "record dispatch changes", [&](pqxx::connection& conn) {
     seqs.clear();
@@ -374,6 +393,10 @@ absl::StatusOr<std::vector<int64_t>> PostgresDispatchStore::Record(
       // Serial values are drawn in VALUES order, so ascending seqs follow the input order.
       std::sort(chunk.begin(), chunk.end());
       seqs.insert(seqs.end(), chunk.begin(), chunk.end());
+    }
+    // Few per batch (manifest delivery only): one statement each keeps the SQL plain.
+    for (const auto& [id, render] : renders) {
+      UpsertManifestRender(tx, *render);
     }
     tx.commit();
   });
@@ -468,12 +491,49 @@ absl::Status PostgresDispatchStore::Forget(const std::string& resource_id) {
     pqxx::work tx(conn);
     tx.exec_params0("DELETE FROM outbox WHERE resource_id = $1::uuid", resource_id);
     tx.exec_params0("DELETE FROM dispatched_resources WHERE resource_id = $1::uuid", resource_id);
+    tx.exec_params0("DELETE FROM manifest_renders WHERE resource_id = $1", resource_id);
     // The id comes back if the Application is created again (UUIDv5 of its names); its versions
     // start again at 1, so an old acknowledgement must not count for them.
     tx.exec_params0("UPDATE resource_status SET acked_version = NULL WHERE resource_id = $1::uuid",
                     resource_id);
     tx.commit();
   });
+}
+
+absl::Status PostgresDispatchStore::PutManifestRender(const ManifestRender& render) {
+  if (render.resource_id.empty()) {
+    return absl::InvalidArgumentError("manifest render: resource_id is empty");
+  }
+  return Run("put_manifest_render", "write a manifest render", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    UpsertManifestRender(tx, render);
+    tx.commit();
+  });
+}
+
+absl::StatusOr<std::optional<ManifestRender>> PostgresDispatchStore::GetManifestRender(
+    const std::string& resource_id) {
+  std::optional<ManifestRender> out;
+  absl::Status status =
+      Run("get_manifest_render", "read a manifest render", [&](pqxx::connection& conn) {
+        out.reset();
+        pqxx::nontransaction tx(conn);
+        for (const auto& r :
+             tx.exec_params("SELECT revision, source_type, render_error FROM manifest_renders "
+                            "WHERE resource_id = $1",
+                            resource_id)) {
+          out = ManifestRender{.resource_id = resource_id,
+                               .revision = r[0].as<std::string>(),
+                               .source_type = r[1].as<std::string>(),
+                               .render_error = r[2].is_null()
+                                                   ? std::nullopt
+                                                   : std::optional(r[2].as<std::string>())};
+        }
+      });
+  if (!status.ok()) {
+    return status;
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<UnacknowledgedResource>> PostgresDispatchStore::UnacknowledgedResources(
@@ -495,6 +555,8 @@ absl::StatusOr<std::vector<UnacknowledgedResource>> PostgresDispatchStore::Unack
       "WHERE d.deletion_state = 0 AND d.last_published_at IS NOT NULL"
       " AND (s.acked_version IS NULL OR s.acked_version < d.version)"
       " AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.resource_id = d.resource_id)"
+      // Manifest delivery has no Application to carry the stamp (yet).
+      " AND NOT EXISTS (SELECT 1 FROM manifest_renders m WHERE m.resource_id = d.resource_id::text)"
       " AND (c.acked_publish >= d.last_published_at + make_interval(secs => $1)"
       "  OR c.reported >= d.last_published_at + make_interval(secs => $2)) "
       "ORDER BY d.last_published_at, d.resource_id LIMIT $3";

@@ -31,6 +31,9 @@ class PostgresDispatchStore final : public DispatchStore {
   absl::StatusOr<bool> MarkDeletionConfirmed(const std::string& resource_id) override;
   absl::StatusOr<std::vector<std::string>> ConfirmedDeletions() override;
   absl::Status Forget(const std::string& resource_id) override;
+  absl::Status PutManifestRender(const ManifestRender& render) override;
+  absl::StatusOr<std::optional<ManifestRender>> GetManifestRender(
+      const std::string& resource_id) override;
   absl::StatusOr<std::vector<UnacknowledgedResource>> UnacknowledgedResources(
       const AckWindow& window) override;
 

@@ -290,6 +290,51 @@ TEST_P(DispatchStoreContract, AResentDeleteRecordedAfterTheConfirmationKeepsItCo
   EXPECT_EQ((*row)->deletion_state, DeletionState::kLive);
 }
 
+// Manifest delivery (migrations/0003): a bundle's render row is written with its resource row;
+// a render that changes no bundle (a new revision with the same output, an error) on its own;
+// Forget removes it. Resources delivered as Applications have none.
+TEST_P(DispatchStoreContract, KeepsTheManifestRenderOfAResourceUntilItIsForgotten) {
+  DispatchChange app = Change(5, "c1", OutboxAction::kCreate, 1);
+  DispatchChange bundle = Change(6, "c1", OutboxAction::kCreate, 1);
+  const std::string id = bundle.resource.resource_id;
+  bundle.manifest_render = ManifestRender{.resource_id = id,
+                                          .revision = "sha-1",
+                                          .source_type = "Kustomize",
+                                          .render_error = std::nullopt};
+  ASSERT_TRUE(store_->Record({app, bundle}).ok());
+  auto none = store_->GetManifestRender(app.resource.resource_id);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_value());
+  auto got = store_->GetManifestRender(id);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, bundle.manifest_render);
+
+  // The next commit fails to render: the error joins the row, the revision stays.
+  const ManifestRender failed{.resource_id = id,
+                              .revision = "sha-1",
+                              .source_type = "Kustomize",
+                              .render_error = "kustomize build: it's \"broken\""};
+  ASSERT_TRUE(store_->PutManifestRender(failed).ok());
+  got = store_->GetManifestRender(id);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, failed);
+  // The fix renders the same bundle at a new revision: the row alone, error cleared.
+  const ManifestRender fixed{.resource_id = id,
+                             .revision = "sha-3",
+                             .source_type = "Kustomize",
+                             .render_error = std::nullopt};
+  ASSERT_TRUE(store_->PutManifestRender(fixed).ok());
+  got = store_->GetManifestRender(id);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, fixed);
+  EXPECT_EQ(store_->PutManifestRender(ManifestRender{}).code(), absl::StatusCode::kInvalidArgument);
+
+  ASSERT_TRUE(store_->Forget(id).ok());
+  got = store_->GetManifestRender(id);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_FALSE(got->has_value());
+}
+
 TEST_P(DispatchStoreContract, ListsWhatAReportingAgentHasNotAcknowledged) {
   using std::chrono::seconds;
   const auto t0 = std::chrono::system_clock::time_point(seconds(1'790'000'000));

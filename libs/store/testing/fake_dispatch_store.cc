@@ -146,6 +146,10 @@ absl::StatusOr<std::vector<int64_t>> FakeDispatchStore::Record(
         r.deletion_state = DeletionState::kDeleteConfirmed;
       }
     }
+    if (c.manifest_render) {
+      renders_[c.manifest_render->resource_id] = *c.manifest_render;
+      render_notifications_.push_back(c.manifest_render->resource_id);
+    }
     resources_[r.resource_id] = std::move(r);
     OutboxEntry e = c.event;
     e.seq = next_seq_++;
@@ -235,6 +239,7 @@ absl::Status FakeDispatchStore::Forget(const std::string& resource_id) {
     return fault_;
   }
   resources_.erase(resource_id);
+  renders_.erase(resource_id);
   for (auto it = outbox_.begin(); it != outbox_.end();) {
     it = it->second.resource_id == resource_id ? outbox_.erase(it) : std::next(it);
   }
@@ -242,6 +247,37 @@ absl::Status FakeDispatchStore::Forget(const std::string& resource_id) {
     ack->second.version.reset();
   }
   return absl::OkStatus();
+}
+
+absl::Status FakeDispatchStore::PutManifestRender(const ManifestRender& render) {
+  absl::MutexLock lock(&mu_);
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  if (render.resource_id.empty()) {
+    return absl::InvalidArgumentError("manifest render: resource_id is empty");
+  }
+  renders_[render.resource_id] = render;
+  render_notifications_.push_back(render.resource_id);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<ManifestRender>> FakeDispatchStore::GetManifestRender(
+    const std::string& resource_id) {
+  absl::MutexLock lock(&mu_);
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  auto it = renders_.find(resource_id);
+  if (it == renders_.end()) {
+    return std::optional<ManifestRender>();
+  }
+  return std::optional<ManifestRender>(it->second);
+}
+
+std::vector<std::string> FakeDispatchStore::manifest_render_notifications() const {
+  absl::MutexLock lock(&mu_);
+  return render_notifications_;
 }
 
 void FakeDispatchStore::SetAckForTest(const std::string& resource_id,
@@ -283,7 +319,7 @@ absl::StatusOr<std::vector<UnacknowledgedResource>> FakeDispatchStore::Unacknowl
   for (const auto& [id, r] : resources_) {
     const auto c = clusters.find(r.cluster);
     if (r.deletion_state != DeletionState::kLive || !r.last_published_at.has_value() ||
-        c == clusters.end() || pending.contains(id)) {
+        c == clusters.end() || pending.contains(id) || renders_.contains(id)) {
       continue;
     }
     const auto ack = acks_.find(id);

@@ -29,6 +29,9 @@ class FakeDispatchStore final : public DispatchStore, public FakeLockedStore {
   absl::StatusOr<bool> MarkDeletionConfirmed(const std::string& resource_id) override;
   absl::StatusOr<std::vector<std::string>> ConfirmedDeletions() override;
   absl::Status Forget(const std::string& resource_id) override;
+  absl::Status PutManifestRender(const ManifestRender& render) override;
+  absl::StatusOr<std::optional<ManifestRender>> GetManifestRender(
+      const std::string& resource_id) override;
   absl::StatusOr<std::vector<UnacknowledgedResource>> UnacknowledgedResources(
       const AckWindow& window) override;
 
@@ -44,10 +47,14 @@ class FakeDispatchStore final : public DispatchStore, public FakeLockedStore {
                      std::chrono::system_clock::time_point reported_at);
   int record_calls() const;
   int mark_published_calls() const;
+  // Payloads of the kManifestRenderChannel notifications sent, in order.
+  std::vector<std::string> manifest_render_notifications() const;
 
  private:
   std::map<std::string, DispatchedResource> resources_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, OutboxEntry> outbox_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, ManifestRender> renders_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> render_notifications_ ABSL_GUARDED_BY(mu_);
   int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   int record_calls_ ABSL_GUARDED_BY(mu_) = 0;
   bool hold_warm_load_ ABSL_GUARDED_BY(mu_) = false;

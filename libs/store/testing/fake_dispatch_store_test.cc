@@ -42,5 +42,30 @@ TEST(FakeDispatchStoreTest, RecordsTheNotificationOfEachConfirmedDeletion) {
   EXPECT_EQ(store.ConfirmedDeletions().status().code(), absl::StatusCode::kUnavailable);
 }
 
+TEST(FakeDispatchStoreTest, NotifiesEveryManifestRenderWrite) {
+  FakeDispatchStore store;
+  DispatchChange bundle;
+  bundle.resource.resource_id = "00000000-0000-5000-8000-000000000003";
+  bundle.resource.cluster = "c1";
+  bundle.event.resource_id = bundle.resource.resource_id;
+  bundle.event.cluster = "c1";
+  bundle.manifest_render = ManifestRender{.resource_id = bundle.resource.resource_id,
+                                          .revision = "sha-1",
+                                          .source_type = "",
+                                          .render_error = std::nullopt};
+  DispatchChange app = bundle;
+  app.resource.resource_id = app.event.resource_id = "00000000-0000-5000-8000-000000000004";
+  app.manifest_render.reset();
+  ASSERT_TRUE(store.Record({bundle, app}).ok());
+  ASSERT_TRUE(store
+                  .PutManifestRender({.resource_id = bundle.resource.resource_id,
+                                      .revision = "sha-1",
+                                      .source_type = "",
+                                      .render_error = "broken"})
+                  .ok());
+  EXPECT_EQ(store.manifest_render_notifications(),
+            (std::vector<std::string>{bundle.resource.resource_id, bundle.resource.resource_id}));
+}
+
 }  // namespace
 }  // namespace mmi::store::testing

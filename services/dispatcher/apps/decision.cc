@@ -59,7 +59,8 @@ Decision Invalid(std::string why) {
 
 // A live pull-model Application whose cluster exists: create, update or nothing.
 Decision DecideSpec(const Observation& seen, const json& app, const ReconcilerSettings& settings) {
-  auto dispatch = BuildDispatch(app, settings.payload);
+  auto dispatch = seen.prepared != nullptr ? absl::StatusOr<Dispatch>(*seen.prepared)
+                                           : BuildDispatch(app, settings.payload);
   if (!dispatch.ok()) {
     return Invalid(std::string(dispatch.status().message()));
   }

@@ -41,6 +41,9 @@ struct Observation {
   const DispatchState* state = nullptr;        // every tracked resource (same work name elsewhere)
   const ClusterDirectory* clusters = nullptr;  // which ManagedClusters exist
   std::chrono::steady_clock::time_point now;   // monotonic
+  // Manifest delivery: the dispatch of the Application's last good render (ManifestDelivery),
+  // sent in place of the one BuildDispatch() makes; nullptr: Application delivery.
+  const Dispatch* prepared = nullptr;
 };
 
 struct Decision {
@@ -73,6 +76,9 @@ struct Decision {
   std::string cluster;        // kPark, skipped_local_cluster: the target cluster
   std::string conflict_with;  // "invalid": the key that already has this work name
   std::string adopted_hash;   // kAdoptStripped: the payload hash now tracked
+  // kPublishSpec of a manifest bundle: its manifest_renders row, recorded with it (set by the
+  // reconciler from its ManifestPlan, not by Decide()).
+  std::optional<store::ManifestRender> manifest_render;
 };
 
 Decision Decide(const Observation& seen, const ReconcilerSettings& settings);

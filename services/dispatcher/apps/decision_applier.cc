@@ -143,6 +143,7 @@ void DecisionApplier::PublishSpec(const std::string& key, const json& app, const
       OutboxEventFor(row, d.create ? store::OutboxAction::kCreate : store::OutboxAction::kUpdate,
                      *std::move(encoded));
   pc.event = *std::move(event);
+  pc.change.manifest_render = d.manifest_render;
   if (dispatch.carries_operation || dispatch.carries_refresh) {
     pc.strip = PropagatedRequestOf(app);
     pc.request_free_hash = dispatch.request_free_hash;

@@ -34,14 +34,6 @@ std::string Sha1Hex(const std::string& text) {
   return out;
 }
 
-std::string PayloadHash(const cloudevents::ManifestBundle& bundle,
-                        const cloudevents::ObjectMeta& work_meta) {
-  const json hashed = {{"bundle", cloudevents::ToJson(bundle)},
-                       {"labels", work_meta.labels},
-                       {"annotations", work_meta.annotations}};
-  return cloudevents::Sha256Hex(hashed.dump());
-}
-
 // The bundle as the hub shows it once the dispatcher stripped the propagated request: the spoke
 // Application without `operation` and the refresh annotation.
 cloudevents::ManifestBundle BundleWithoutRequest(cloudevents::ManifestBundle bundle) {
@@ -180,7 +172,15 @@ absl::StatusOr<json> BuildSpokeApplication(const json& hub_app, const PayloadSet
   return spoke;
 }
 
-absl::StatusOr<Dispatch> BuildDispatch(const json& hub_app, const PayloadSettings& settings) {
+std::string PayloadHashOf(const cloudevents::ManifestBundle& bundle,
+                          const cloudevents::ObjectMeta& work_meta) {
+  const json hashed = {{"bundle", cloudevents::ToJson(bundle)},
+                       {"labels", work_meta.labels},
+                       {"annotations", work_meta.annotations}};
+  return cloudevents::Sha256Hex(hashed.dump());
+}
+
+absl::StatusOr<Dispatch> DispatchIdentityOf(const json& hub_app, const PayloadSettings& settings) {
   const auto cluster = PullModelCluster(hub_app);
   if (!cluster) {
     return absl::InvalidArgumentError(absl::StrCat("not a pull-model Application: needs label ",
@@ -205,6 +205,28 @@ absl::StatusOr<Dispatch> BuildDispatch(const json& hub_app, const PayloadSetting
   d.work_name = absl::StrCat(d.hub_namespace, "-", d.hub_name);
   d.resource_id = cloudevents::WorkResourceId(settings.source_id, d.cluster, d.work_name);
 
+  d.work_meta.name = d.work_name;
+  d.work_meta.namespace_ = d.cluster;
+  d.work_meta.uid = d.resource_id;
+  if (d.appset) {
+    d.work_meta.labels[kAppSetLabel] = "true";
+    d.work_meta.labels[kAppSetHashLabel] = AppSetHash(*d.appset);
+    d.work_meta.annotations[kHostingAppSetAnnotation] =
+        absl::StrCat(d.appset->namespace_, "/", d.appset->name);
+  } else {
+    d.work_meta.labels[kPullLabel] = "true";
+  }
+  d.work_meta.annotations[kHubAppNamespaceAnnotation] = d.hub_namespace;
+  d.work_meta.annotations[kHubAppNameAnnotation] = d.hub_name;
+  return d;
+}
+
+absl::StatusOr<Dispatch> BuildDispatch(const json& hub_app, const PayloadSettings& settings) {
+  absl::StatusOr<Dispatch> identity = DispatchIdentityOf(hub_app, settings);
+  if (!identity.ok()) {
+    return identity.status();
+  }
+  Dispatch d = *std::move(identity);
   auto spoke = BuildSpokeApplication(hub_app, settings);
   if (!spoke.ok()) {
     return spoke.status();
@@ -237,23 +259,9 @@ absl::StatusOr<Dispatch> BuildDispatch(const json& hub_app, const PayloadSetting
   d.bundle.manifests.push_back(*std::move(spoke));
   d.bundle.manifest_configs.push_back(std::move(config));
 
-  d.work_meta.name = d.work_name;
-  d.work_meta.namespace_ = d.cluster;
-  d.work_meta.uid = d.resource_id;
-  if (d.appset) {
-    d.work_meta.labels[kAppSetLabel] = "true";
-    d.work_meta.labels[kAppSetHashLabel] = AppSetHash(*d.appset);
-    d.work_meta.annotations[kHostingAppSetAnnotation] =
-        absl::StrCat(d.appset->namespace_, "/", d.appset->name);
-  } else {
-    d.work_meta.labels[kPullLabel] = "true";
-  }
-  d.work_meta.annotations[kHubAppNamespaceAnnotation] = d.hub_namespace;
-  d.work_meta.annotations[kHubAppNameAnnotation] = d.hub_name;
-
-  d.payload_hash = PayloadHash(d.bundle, d.work_meta);
+  d.payload_hash = PayloadHashOf(d.bundle, d.work_meta);
   d.request_free_hash = d.carries_operation || d.carries_refresh
-                            ? PayloadHash(BundleWithoutRequest(d.bundle), d.work_meta)
+                            ? PayloadHashOf(BundleWithoutRequest(d.bundle), d.work_meta)
                             : d.payload_hash;
   return d;
 }

@@ -99,6 +99,17 @@ struct Dispatch {
 absl::StatusOr<Dispatch> BuildDispatch(const nlohmann::json& hub_app,
                                        const PayloadSettings& settings);
 
+// What both delivery modes send alike for `hub_app` (a pull-model Application): the cluster, hub
+// and ApplicationSet names, the work name, the resource id and the work metadata (labels and
+// annotations). The bundle, the hashes and the request flags are left empty for the caller
+// (BuildDispatch; manifest delivery's BuildManifestDispatch) to fill.
+absl::StatusOr<Dispatch> DispatchIdentityOf(const nlohmann::json& hub_app,
+                                            const PayloadSettings& settings);
+
+// Dispatch::payload_hash of that bundle and work metadata.
+std::string PayloadHashOf(const cloudevents::ManifestBundle& bundle,
+                          const cloudevents::ObjectMeta& work_meta);
+
 // `bundle` with `version` stamped into kDispatchVersionAnnotation of its Application manifest (the
 // first manifest, when it is an argoproj.io Application; any other bundle is returned as is).
 cloudevents::ManifestBundle StampDispatchVersion(cloudevents::ManifestBundle bundle,

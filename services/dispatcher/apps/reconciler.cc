@@ -63,6 +63,13 @@ Reconciler::Reconciler(ReconcilerDeps deps, ReconcilerSettings settings)
                 .loaded = [this] { return loader_.loaded(); }},
                settings_),
       loader_(LoaderDeps(deps), settings_),
+      manifests_(deps.manifests),
+      manifest_writes_({.workers = deps.workers,
+                        .store = deps.store,
+                        .hub = deps.hub,
+                        .metrics = metrics_,
+                        .clock = clock_},
+                       settings_),
       ack_check_(settings_.ack_check.enabled
                      ? std::make_unique<AckCheck>(
                            AckCheck::Deps{.loop = loop_,
@@ -349,13 +356,85 @@ bool Reconciler::Reconcile(const std::string& key, bool absence_is_final,
     return false;
   }
   TrackedResource* t = state_.FindByKey(key);
+  std::optional<Dispatch> prepared;
+  std::optional<store::ManifestRender> render;
+  if (manifests_ != nullptr) {
+    if (app == nullptr || !PullModelCluster(*app)) {
+      manifests_->Forget(key);
+      manifest_writes_.Forget(key, "");
+    } else if (!DeletionTimestampOf(*app) && (t == nullptr || !t->busy) &&
+               !PlanManifests(key, *app, t, prepared, render)) {
+      return true;
+    }
+  }
   const Observation seen{.key = key,
                          .app = app.get(),
                          .tracked = t,
                          .state = &state_,
                          .clusters = &clusters_,
-                         .now = clock_.MonotonicNow()};
-  applier_.Apply(key, app.get(), t, Decide(seen, settings_), batch);
+                         .now = clock_.MonotonicNow(),
+                         .prepared = prepared ? &*prepared : nullptr};
+  Decision decision = Decide(seen, settings_);
+  if (render) {
+    if (decision.action == Decision::Action::kPublishSpec) {
+      decision.manifest_render = render;  // recorded with the bundle, one transaction
+      manifest_writes_.Recorded(*render);
+    } else if (t != nullptr && t->identity.resource_id == render->resource_id &&
+               t->state == store::DeletionState::kLive) {
+      // The bundle is unchanged (a new revision rendering the same output, a render error or
+      // its end): only the row, when it changed.
+      manifest_writes_.PutRender(*render);
+    }
+  }
+  applier_.Apply(key, app.get(), t, decision, batch);
+  return true;
+}
+
+bool Reconciler::PlanManifests(const std::string& key, const nlohmann::json& app,
+                               const TrackedResource* t, std::optional<Dispatch>& prepared,
+                               std::optional<store::ManifestRender>& render) {
+  const PropagatedRequest request = PropagatedRequestOf(app);
+  ManifestPlan plan = manifests_->Prepare(key, app, request.refresh.has_value());
+  switch (plan.kind) {
+    case ManifestPlan::Kind::kApplication:
+      manifest_writes_.Forget(key, "");
+      return true;
+    case ManifestPlan::Kind::kRefused:
+      if (t == nullptr) {
+        manifest_writes_.ShowProblem(key, app, plan.message);
+      } else {
+        // Delivered before (the other way, or before the refusal): left as it is on the spoke.
+        internal::ReconcilerLog().Warn(
+            "Application cannot be delivered as manifests; its last "
+            "delivery stays",
+            {{"resource", key}, {"error", plan.message}});
+      }
+      metrics_.Decision("manifests_refused");
+      return false;
+    case ManifestPlan::Kind::kPending:
+      metrics_.Decision("manifests_rendering");
+      return false;
+    case ManifestPlan::Kind::kRendered:
+      break;
+  }
+  if (request.refresh) {
+    // Asked and answered: the refresh annotation goes, as Argo CD's controller removes it.
+    const auto [ns, name] = kube::SplitObjectKey(key);
+    manifest_writes_.StripRefresh(std::string(ns), std::string(name), *request.refresh);
+  }
+  if (!plan.dispatch) {
+    // The first render failed: no bundle, no resource row for the status sink to show it by.
+    if (t == nullptr) {
+      manifest_writes_.ShowProblem(key, app, plan.render.render_error.value_or("no manifests"));
+    } else if (t->identity.resource_id == plan.render.resource_id &&
+               t->state == store::DeletionState::kLive) {
+      manifest_writes_.PutRender(plan.render);
+    }
+    return false;
+  }
+  manifest_writes_.Forget(key, "");
+  render = plan.render;
+  prepared = *std::move(plan.dispatch);
   return true;
 }
 

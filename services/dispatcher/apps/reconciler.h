@@ -64,6 +64,8 @@
 #include "services/dispatcher/apps/deletion_finisher.h"
 #include "services/dispatcher/apps/dispatch_state.h"
 #include "services/dispatcher/apps/managed_clusters.h"
+#include "services/dispatcher/apps/manifest_delivery.h"
+#include "services/dispatcher/apps/manifest_writes.h"
 #include "services/dispatcher/apps/metrics.h"
 #include "services/dispatcher/apps/outbox.h"
 #include "services/dispatcher/apps/outbox_gate.h"
@@ -90,6 +92,9 @@ struct ReconcilerDeps {
   // (DeletionCheck::Lookup, run on the worker pool). Empty: unconfirmed deletions wait for the
   // status sink's Deleted only.
   DeletionCheck::Lookup resource_exists = nullptr;
+  // Manifest delivery (ADR 0007; services/dispatcher/manifests). Null: every Application is
+  // delivered as an Application (builds without Argo CD's repo-server client).
+  ManifestDelivery* manifests = nullptr;
 };
 
 class Reconciler {
@@ -170,6 +175,12 @@ class Reconciler {
   // Decide() for `key`, then DecisionApplier::Apply(). False (nothing decided) when its
   // Application is absent and `absence_is_final` is not (the Application list is not complete).
   bool Reconcile(const std::string& key, bool absence_is_final, std::vector<PendingChange>& batch);
+  // Manifest delivery's part of Reconcile() for a live pull-model Application: false when the
+  // plan settles the key without a decision (refused, pending, no bundle yet); else `prepared`
+  // holds the bundle to decide on (unset: Application delivery) and `render` its row.
+  bool PlanManifests(const std::string& key, const nlohmann::json& app, const TrackedResource* t,
+                     std::optional<Dispatch>& prepared,
+                     std::optional<store::ManifestRender>& render);
   // Maestro's REST API answered 404 for `resource_id`, whose deletion waits for its
   // confirmation: finished as on the status sink's Deleted.
   void OnGoneFromMaestro(const std::string& resource_id);
@@ -210,6 +221,8 @@ class Reconciler {
   ChangeRecorder recorder_;
   DecisionApplier applier_;
   StateLoader loader_;
+  ManifestDelivery* const manifests_;  // null: no manifest delivery
+  ManifestWrites manifest_writes_;
   // dispatch.ackCheck.enabled: the end-to-end acknowledgement; else null.
   std::unique_ptr<AckCheck> ack_check_;
 };

@@ -45,6 +45,7 @@ void RenderCache::Render(const ManifestRequest& request, bool refresh, RenderDon
   const AppNameUse use = AppNameUseOf(request, source.type);
   if (use == AppNameUse::kUnknown && source.probing) {
     // The render under way tells whether this ask can share it.
+    // Counted once it is served: rendered again below, or given the probe's error.
     source.parked.push_back(Parked{.request = request, .done = std::move(done)});
     return;
   }
@@ -54,6 +55,7 @@ void RenderCache::Render(const ManifestRequest& request, bool refresh, RenderDon
                      result = RenderResult{source_key, nullptr, source.probe_error}]() mutable {
       std::move(done)(result);
     });
+    Count("hit");
     return;
   }
   const std::string key =
@@ -62,6 +64,7 @@ void RenderCache::Render(const ManifestRequest& request, bool refresh, RenderDon
   entry.last_asked = now;
   if (entry.busy) {
     entry.waiters.push_back(std::move(done));
+    Count("joined");
     return;
   }
   if (entry.rendered && !refresh && !Retryable(entry.error)) {
@@ -69,6 +72,7 @@ void RenderCache::Render(const ManifestRequest& request, bool refresh, RenderDon
                      result = RenderResult{key, entry.manifests, entry.error}]() mutable {
       std::move(done)(result);
     });
+    Count("hit");
     return;
   }
   entry.busy = true;
@@ -78,7 +82,14 @@ void RenderCache::Render(const ManifestRequest& request, bool refresh, RenderDon
     source.probing = true;
     entry.probe_for = source_key;
   }
+  Count("render");
   Enqueue(Job{.render = true, .key = key});
+}
+
+void RenderCache::Count(std::string_view outcome) {
+  if (deps_.on_ask) {
+    deps_.on_ask(outcome);
+  }
 }
 
 void RenderCache::Resolve(const ResolveRevisionRequest& request, bool refresh, ResolveDone done) {
@@ -184,6 +195,7 @@ void RenderCache::OnRendered(const std::string& key, absl::StatusOr<RenderedMani
       Render(ask.request, /*refresh=*/false, std::move(ask.done));  // the type is known now
     } else {
       std::move(ask.done)(result);  // the source failed to render: the same error for each
+      Count("joined");
     }
   }
   Pump();

@@ -37,8 +37,10 @@
 #include <chrono>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -90,6 +92,11 @@ class RenderCache {
     Executor& workers;
     const Clock& clock;
     argocd_repo::RepoServerClient& client;
+    // Told how each Render() ask was served, on the loop: "hit" (answered from the cache),
+    // "joined" (a render of its key or its source's type probe was under way) or "render" (a
+    // GenerateManifest call queued). The dispatcher counts them
+    // (mmi_dispatcher_render_asks_total{outcome}). May be empty.
+    std::function<void(std::string_view outcome)> on_ask = nullptr;
   };
   RenderCache(Deps deps, RenderCacheSettings settings);
   RenderCache(const RenderCache&) = delete;
@@ -150,6 +157,7 @@ class RenderCache {
   };
 
   void Enqueue(Job job);
+  void Count(std::string_view outcome);
   // Starts the queued calls the bound allows.
   void Pump();
   void OnRendered(const std::string& key, absl::StatusOr<argocd_repo::RenderedManifests> rendered);

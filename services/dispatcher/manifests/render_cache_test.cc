@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -91,7 +92,16 @@ class RenderCacheTest : public ::testing::Test {
 };
 
 TEST_F(RenderCacheTest, AFleetAskingAtOnceMakesOneRenderAndAllGetIt) {
-  const RenderCache& cache = Make();
+  std::map<std::string, int> asks;
+  cache_ = std::make_unique<RenderCache>(
+      RenderCache::Deps{
+          .loop = loop_,
+          .workers = workers_,
+          .clock = clock_,
+          .client = repo_,
+          .on_ask = [&asks](std::string_view outcome) { ++asks[std::string(outcome)]; }},
+      RenderCacheSettings{});
+  const RenderCache& cache = *cache_;
   repo_.SetDefaultManifests(Rendered("sha-1", "Kustomize"));
   const json kustomize = Source({{"kustomize", json::object()}});
   std::vector<RenderResult> results;
@@ -118,6 +128,8 @@ TEST_F(RenderCacheTest, AFleetAskingAtOnceMakesOneRenderAndAllGetIt) {
   RunAll();
   EXPECT_EQ(results.size(), 3001U);
   EXPECT_EQ(repo_.manifest_requests().size(), 1U);
+  // Each ask counted once, by how it was served.
+  EXPECT_EQ(asks, (std::map<std::string, int>{{"render", 1}, {"joined", 2999}, {"hit", 1}}));
   EXPECT_EQ(cache.renders(), 1U);
 }
 

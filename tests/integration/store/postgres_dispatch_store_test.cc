@@ -51,6 +51,12 @@ class OwningPostgresStore final : public DispatchStore {
     return store_.ConfirmedDeletions();
   }
   absl::Status Forget(const std::string& id) override { return store_.Forget(id); }
+  absl::Status PutManifestRender(const ManifestRender& r) override {
+    return store_.PutManifestRender(r);
+  }
+  absl::StatusOr<std::optional<ManifestRender>> GetManifestRender(const std::string& id) override {
+    return store_.GetManifestRender(id);
+  }
   absl::StatusOr<std::vector<UnacknowledgedResource>> UnacknowledgedResources(
       const AckWindow& window) override {
     return store_.UnacknowledgedResources(window);
@@ -126,6 +132,41 @@ TEST(PostgresDispatchStoreTest, NotifiesListenersWhenADeletionIsConfirmed) {
   auto confirmed = store.ConfirmedDeletions();
   ASSERT_TRUE(confirmed.ok()) << confirmed.status();
   EXPECT_EQ(*confirmed, std::vector<std::string>{change.resource.resource_id});
+}
+
+TEST(PostgresDispatchStoreTest, NotifiesTheSinkOfEveryManifestRenderWrite) {
+  const std::string dsn = FreshDatabase();
+  postgres::ConnectionPool pool({.dsn = dsn, .size = 1});
+  postgres::PostgresDispatchStore store(pool);
+  DispatchChange change;
+  change.resource.resource_id = "0d7d1e8c-5b9f-5a55-9a57-0c0b3f1e2a10";
+  change.resource.cluster = "cluster1";
+  change.resource.hub_namespace = "argocd";
+  change.resource.hub_name = "guestbook";
+  change.resource.hub_uid = "uid";
+  change.resource.work_name = "argocd-guestbook";
+  change.resource.payload_hash = "h";
+  change.resource.payload = "{}";
+  change.event.resource_id = change.resource.resource_id;
+  change.event.cluster = "cluster1";
+  change.event.event = R"({"specversion":"1.0","id":"e"})";
+  change.manifest_render = ManifestRender{.resource_id = change.resource.resource_id,
+                                          .revision = "sha-1",
+                                          .source_type = "Helm",
+                                          .render_error = std::nullopt};
+
+  pqxx::connection listen_conn(dsn);
+  Listener listener(listen_conn, kManifestRenderChannel);
+  listen_conn.await_notification(0, 1);  // make sure LISTEN is active
+  ASSERT_TRUE(store.Record({change}).ok());
+  postgres_peer::AwaitFirstNotification(listen_conn, listener);
+  EXPECT_EQ(listener.payloads, std::vector<std::string>{change.resource.resource_id});
+  ManifestRender failed = *change.manifest_render;
+  failed.render_error = "helm template: boom";
+  ASSERT_TRUE(store.PutManifestRender(failed).ok());
+  listener.payloads.clear();
+  postgres_peer::AwaitFirstNotification(listen_conn, listener);
+  EXPECT_EQ(listener.payloads, std::vector<std::string>{change.resource.resource_id});
 }
 
 TEST(PostgresDispatchStoreTest, ReportsALostDatabaseAsUnavailable) {

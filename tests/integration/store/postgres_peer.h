@@ -56,11 +56,12 @@ inline std::string FreshDatabase(const std::string& prefix) {
   return dsn;
 }
 
-// Receives notifications on the channel the dispatcher's deletion listener subscribes.
+// Receives notifications on one channel (default: the one the dispatcher's deletion listener
+// subscribes).
 class Listener final : public pqxx::notification_receiver {
  public:
-  explicit Listener(pqxx::connection& conn)
-      : pqxx::notification_receiver(conn, kDeletionConfirmedChannel) {}
+  explicit Listener(pqxx::connection& conn, const char* channel = kDeletionConfirmedChannel)
+      : pqxx::notification_receiver(conn, channel) {}
   void operator()(const std::string& payload, int /*backend_pid*/) override {
     payloads.push_back(payload);
   }

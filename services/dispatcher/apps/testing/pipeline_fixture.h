@@ -82,14 +82,14 @@ struct Process {
   Process(const Clock& clock, store::DispatchStore& store, kube::KubeClient& hub,
           const ObjectLister& apps, const ManagedClusterTracker& clusters,
           ReconcilerSettings settings = {}, OutboxSettings outbox_settings = {},
-          DeletionCheck::Lookup resource_exists = nullptr)
+          DeletionCheck::Lookup resource_exists = nullptr, ManifestDelivery* manifests = nullptr)
       : loop(clock, "loop"),
         workers(clock, "workers", 1),
         publisher(transport::testing::FakePublisher::Mode::kImmediate),
         metrics(registry, "fake"),
         outbox(loop, workers, store, publisher, clock, metrics, outbox_settings),
         reconciler(ReconcilerDeps{loop, workers, store, hub, apps, clusters, outbox, metrics, clock,
-                                  std::move(resource_exists)},
+                                  std::move(resource_exists), manifests},
                    std::move(settings)) {
     EXPECT_TRUE(publisher.Start().ok());
   }

@@ -61,10 +61,10 @@ class PipelineTest : public ::testing::Test {
   }
 
   // `resource_exists`: Maestro's REST look-up (gRPC), none by default.
-  Process& Start(ReconcilerSettings settings = {},
-                 DeletionCheck::Lookup resource_exists = nullptr) {
+  Process& Start(ReconcilerSettings settings = {}, DeletionCheck::Lookup resource_exists = nullptr,
+                 ManifestDelivery* manifests = nullptr) {
     process_ = std::make_unique<Process>(clock_, store_, hub_, apps_, clusters_, settings,
-                                         OutboxSettings{}, std::move(resource_exists));
+                                         OutboxSettings{}, std::move(resource_exists), manifests);
     clusters_.SetOnAdded(
         [this](const std::string& cluster) { process_->reconciler.OnClusterAdded(cluster); });
     process_->reconciler.Activate();

@@ -1,0 +1,167 @@
+#include "services/dispatcher/manifests/manifest_renderer.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "libs/kube_object/object.h"
+#include "services/dispatcher/manifests/delivery_mode.h"
+#include "services/dispatcher/manifests/manifest_dispatch.h"
+
+namespace mmi::dispatcher::manifests {
+
+using kube::ObjectAt;
+using kube::StringAt;
+using nlohmann::json;
+
+namespace {
+
+// Equal renders (a refresh renders again into a new object; only a change of content counts).
+bool SameRender(const std::shared_ptr<const argocd_repo::RenderedManifests>& a,
+                const std::shared_ptr<const argocd_repo::RenderedManifests>& b) {
+  if (a == b) {
+    return true;
+  }
+  return a && b && a->manifests == b->manifests && a->revision == b->revision &&
+         a->source_type == b->source_type;
+}
+
+ManifestPlan Refused(std::string message) {
+  ManifestPlan plan;
+  plan.kind = ManifestPlan::Kind::kRefused;
+  plan.message = std::move(message);
+  return plan;
+}
+
+}  // namespace
+
+ManifestRenderer::ManifestRenderer(Deps deps, ManifestRendererSettings settings)
+    : deps_(std::move(deps)), settings_(std::move(settings)) {}
+
+void ManifestRenderer::Forget(const std::string& key) { entries_.erase(key); }
+
+ManifestPlan ManifestRenderer::Prepare(const std::string& key, const json& app, bool refresh) {
+  const absl::StatusOr<DeliveryMode> mode = DeliveryModeOf(app);
+  if (!mode.ok() || *mode == DeliveryMode::kApplication) {
+    Forget(key);
+    return mode.ok() ? ManifestPlan{} : Refused(std::string(mode.status().message()));
+  }
+  if (!settings_.enabled || deps_.cache == nullptr) {
+    return Refused(kNotConfigured);
+  }
+  const json& spec = ObjectAt(app, "spec");
+  json repository = nullptr;  // public
+  if (deps_.secrets != nullptr) {
+    argocd_repo::RepositoryMatch match = deps_.secrets->Current()->Lookup(
+        StringAt(ObjectAt(spec, "source"), "repoURL"), StringAt(spec, "project"));
+    if (!match.skipped.empty()) {
+      // Rendering without the credentials the operator meant would fail later, or worse,
+      // render a public repository of the same URL: show the bad Secret instead (Argo CD does).
+      return Refused(absl::StrCat("repository credentials: ", match.skipped[0].error.message()));
+    }
+    repository = std::move(match.repository);
+  }
+  absl::StatusOr<argocd_repo::ResolveRevisionRequest> resolve =
+      argocd_repo::BuildResolveRevisionRequest(app, "", repository);
+  if (!resolve.ok()) {
+    return Refused(std::string(resolve.status().message()));
+  }
+  if (!tick_armed_ && deps_.loop != nullptr) {
+    tick_armed_ = true;
+    deps_.loop->PostAfter(settings_.resolve_interval, [this] { Tick(); });
+  }
+  Entry& entry = entries_[key];
+  const uint64_t ask = ++next_ask_;
+  entry.asked = ask;
+  deps_.cache->Resolve(*resolve, refresh,
+                       [this, key, ask, app, repository, refresh](const RevisionResult& r) {
+                         OnResolved(key, ask, app, repository, refresh, r);
+                       });
+
+  if (!entry.answered) {
+    ManifestPlan pending;
+    pending.kind = ManifestPlan::Kind::kPending;
+    return pending;
+  }
+  ManifestPlan plan;
+  plan.kind = ManifestPlan::Kind::kRendered;
+  plan.render.render_error = entry.error;
+  if (entry.last_good) {
+    plan.render.revision = entry.last_good->revision;
+    plan.render.source_type = entry.last_good->source_type;
+    absl::StatusOr<Dispatch> dispatch =
+        BuildManifestDispatch(app, entry.last_good->manifests, settings_.payload);
+    if (dispatch.ok()) {
+      plan.render.resource_id = dispatch->resource_id;
+      plan.dispatch = *std::move(dispatch);
+      return plan;
+    }
+    plan.render.render_error = std::string(dispatch.status().message());
+  }
+  if (absl::StatusOr<Dispatch> identity = DispatchIdentityOf(app, settings_.payload);
+      identity.ok()) {
+    plan.render.resource_id = identity->resource_id;
+  }
+  return plan;
+}
+
+void ManifestRenderer::Tick() {
+  tick_armed_ = false;
+  std::vector<std::string> keys;
+  keys.reserve(entries_.size());
+  for (const auto& [key, entry] : entries_) {
+    keys.push_back(key);
+  }
+  for (const std::string& key : keys) {
+    if (deps_.on_changed) {
+      deps_.on_changed(key);
+    }
+  }
+  if (!entries_.empty() && deps_.loop != nullptr) {
+    tick_armed_ = true;
+    deps_.loop->PostAfter(settings_.resolve_interval, [this] { Tick(); });
+  }
+}
+
+void ManifestRenderer::OnResolved(const std::string& key, uint64_t ask, const json& app,
+                                  const json& repository, bool refresh,
+                                  const RevisionResult& revision) {
+  if (!revision.error.ok()) {
+    // The last good bundle stays; the hub shows why the revision could not be resolved.
+    Settle(key, ask, nullptr, absl::StrCat("resolving the revision: ", revision.error.message()));
+    return;
+  }
+  absl::StatusOr<argocd_repo::ManifestRequest> request =
+      argocd_repo::BuildManifestRequest(app, revision.revision, settings_.render, repository);
+  if (!request.ok()) {
+    Settle(key, ask, nullptr, std::string(request.status().message()));
+    return;
+  }
+  deps_.cache->Render(*request, refresh, [this, key, ask](const RenderResult& r) {
+    Settle(key, ask, r.manifests,
+           r.error.ok() ? std::nullopt : std::optional<std::string>(r.error.message()));
+  });
+}
+
+void ManifestRenderer::Settle(const std::string& key, uint64_t ask,
+                              std::shared_ptr<const argocd_repo::RenderedManifests> good,
+                              std::optional<std::string> error) {
+  auto it = entries_.find(key);
+  if (it == entries_.end() || it->second.asked != ask) {
+    return;  // forgotten, or a newer ask answers (the cache joins them: same answer or newer)
+  }
+  Entry& entry = it->second;
+  if (!good) {
+    good = entry.last_good;  // an error keeps the last good bundle
+  }
+  const bool changed =
+      !entry.answered || !SameRender(good, entry.last_good) || error != entry.error;
+  entry.answered = true;
+  entry.last_good = std::move(good);
+  entry.error = std::move(error);
+  if (changed && deps_.on_changed) {
+    deps_.on_changed(key);
+  }
+}
+
+}  // namespace mmi::dispatcher::manifests

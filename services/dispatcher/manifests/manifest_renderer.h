@@ -1,0 +1,94 @@
+// ManifestRenderer: what one hub Application in manifest delivery sends now (issue 38 items 2
+// and 4; ADR 0007), for the reconcile loop: the delivery mode, the revision resolved and the
+// source rendered through the RenderCache with the repository's credentials, and the bundle of
+// the last good render.
+//
+//   Prepare(key, app, refresh): answers at once from what is known, and asks the RenderCache for
+//   the revision (the cache asks the repo-server at most every resolve_interval, at once with
+//   `refresh`) and then for the render of that revision. When an answer changes what Prepare
+//   would answer for `key` (a new bundle, a new revision, an error or its end), `on_changed(key)`
+//   runs on the loop: the reconciler decides the key again and calls Prepare again.
+//
+// Answers: ManifestPlan (apps/manifest_delivery.h). A failed render keeps the last good bundle:
+// only the row's error changes. A repository Secret that would have matched but is bad refuses
+// the Application (Argo CD fails it too) rather than render it without credentials.
+//
+// Threads: the loop only (as RenderCache). Collaborators are borrowed and must outlive it; the
+// RenderCache's answers call back into it, so stop the loop before destroying it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "libs/argocd_repo/request_builder.h"
+#include "libs/common/loop.h"
+#include "libs/store/dispatch_store.h"
+#include "nlohmann/json.hpp"
+#include "services/dispatcher/apps/manifest_delivery.h"
+#include "services/dispatcher/apps/payload.h"
+#include "services/dispatcher/manifests/render_cache.h"
+#include "services/dispatcher/manifests/repo_secrets.h"
+
+namespace mmi::dispatcher::manifests {
+
+// The refusal when manifests.repoServer.address is empty.
+inline constexpr char kNotConfigured[] =
+    "manifest delivery is not configured: the dispatcher has no repo-server "
+    "(manifests.repoServer.address)";
+
+struct ManifestRendererSettings {
+  bool enabled = false;  // manifests.repoServer.address set
+  // manifests.resolveInterval: every key rendered is decided again this often, so that its
+  // Prepare() asks the cache for the revision again (the cache asks the repo-server at most
+  // this often per source): a new commit rolls out without a change on the hub.
+  std::chrono::nanoseconds resolve_interval = std::chrono::seconds(180);
+  argocd_repo::RenderSettings render;
+  PayloadSettings payload;
+};
+
+class ManifestRenderer final : public ManifestDelivery {
+ public:
+  struct Deps {
+    RenderCache* cache = nullptr;    // null when the mode is off
+    RepoSecrets* secrets = nullptr;  // null: every repository is public
+    Loop* loop = nullptr;            // the reconcile loop, for the resolveInterval timer
+    std::function<void(const std::string& key)> on_changed;
+  };
+  ManifestRenderer(Deps deps, ManifestRendererSettings settings);
+
+  ManifestPlan Prepare(const std::string& key, const nlohmann::json& app, bool refresh) override;
+  // Also when the key's Application left manifest delivery.
+  void Forget(const std::string& key) override;
+
+ private:
+  struct Entry {
+    std::shared_ptr<const argocd_repo::RenderedManifests> last_good;
+    std::optional<std::string> error;
+    bool answered = false;  // a render (or its refusal) has answered
+    uint64_t asked = 0;     // the newest ask; older answers are dropped
+  };
+
+  // Renders at the resolved revision (`refresh` renders again even a key rendered before).
+  void OnResolved(const std::string& key, uint64_t ask, const nlohmann::json& app,
+                  const nlohmann::json& repository, bool refresh, const RevisionResult& revision);
+  // Records an answer for `key` and tells on_changed when it changes what Prepare answers.
+  void Settle(const std::string& key, uint64_t ask,
+              std::shared_ptr<const argocd_repo::RenderedManifests> good,
+              std::optional<std::string> error);
+
+  // Every resolve_interval while keys are held: on_changed for each of them.
+  void Tick();
+
+  Deps deps_;
+  const ManifestRendererSettings settings_;
+  absl::flat_hash_map<std::string, Entry> entries_;
+  uint64_t next_ask_ = 0;
+  bool tick_armed_ = false;
+};
+
+}  // namespace mmi::dispatcher::manifests

@@ -1,0 +1,230 @@
+#include "services/dispatcher/manifests/manifest_renderer.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "libs/argocd_repo/testing/fake_repo_server_client.h"
+#include "libs/common/loop.h"
+#include "libs/common/testing/fake_clock.h"
+#include "services/dispatcher/manifests/delivery_mode.h"
+
+namespace mmi::dispatcher::manifests {
+namespace {
+
+using nlohmann::json;
+using Kind = ManifestPlan::Kind;
+
+json HubApp(const std::string& delivery = kDeliveryManifests) {
+  json app = {{"apiVersion", "argoproj.io/v1alpha1"},
+              {"kind", "Application"},
+              {"metadata",
+               {{"name", "guestbook"},
+                {"namespace", "argocd"},
+                {"labels", {{kPullLabel, "true"}}},
+                {"annotations", {{kClusterAnnotation, "cluster1"}}}}},
+              {"spec",
+               {{"project", "default"},
+                {"destination", {{"server", kInClusterServer}, {"namespace", "guestbook"}}},
+                {"source",
+                 {{"repoURL", "https://git.example/apps.git"},
+                  {"path", "guestbook"},
+                  {"targetRevision", "main"}}}}}};
+  if (!delivery.empty()) {
+    app["metadata"]["annotations"][kDeliveryAnnotation] = delivery;
+  }
+  return app;
+}
+
+argocd_repo::RenderedManifests Rendered(const std::string& revision, int replicas = 1) {
+  return {
+      .manifests =
+          {R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"ui","namespace":"guestbook"},"spec":{"replicas":)" +
+           std::to_string(replicas) + "}}"},
+      .revision = revision,
+      .source_type = "Directory"};
+}
+
+ManifestRendererSettings SettingsFor(bool enabled) {
+  ManifestRendererSettings settings;
+  settings.enabled = enabled;
+  return settings;
+}
+
+argocd_repo::ResolvedRevision Resolved(const std::string& revision) {
+  return {.revision = revision, .ambiguous_revision = "main (" + revision + ")"};
+}
+
+// The loop and the worker pool are not started: RunAll() runs their tasks on the test's thread.
+class ManifestRendererTest : public ::testing::Test {
+ protected:
+  ManifestRenderer& Make(bool enabled = true) {
+    renderer_ = std::make_unique<ManifestRenderer>(
+        ManifestRenderer::Deps{
+            .cache = enabled ? &cache_ : nullptr,
+            .secrets = nullptr,
+            .loop = &loop_,
+            .on_changed = [this](const std::string& key) { changed_.push_back(key); }},
+        SettingsFor(enabled));
+    return *renderer_;
+  }
+  void RunAll() {
+    while (workers_.RunUntilIdleForTest() + loop_.RunUntilIdleForTest() > 0) {
+    }
+  }
+
+  mmi::testing::FakeClock clock_;
+  Loop loop_{clock_, "test-loop"};
+  WorkerPool workers_{clock_, "test-workers", 1};
+  argocd_repo::testing::FakeRepoServerClient repo_;
+  RenderCache cache_{
+      RenderCache::Deps{.loop = loop_, .workers = workers_, .clock = clock_, .client = repo_},
+      RenderCacheSettings{}};
+  std::unique_ptr<ManifestRenderer> renderer_;
+  std::vector<std::string> changed_;
+};
+
+TEST_F(ManifestRendererTest, ApplicationDeliveryAndRefusalsNeverAskTheRepoServer) {
+  ManifestRenderer& renderer = Make();
+  EXPECT_EQ(renderer.Prepare("argocd/guestbook", HubApp(""), false).kind, Kind::kApplication);
+  EXPECT_EQ(renderer.Prepare("argocd/guestbook", HubApp("application"), false).kind,
+            Kind::kApplication);
+  const ManifestPlan typo = renderer.Prepare("argocd/guestbook", HubApp("manifest"), false);
+  EXPECT_EQ(typo.kind, Kind::kRefused);
+  EXPECT_NE(typo.message.find("unknown delivery mode"), std::string::npos) << typo.message;
+  RunAll();
+  EXPECT_TRUE(repo_.resolve_requests().empty());
+  EXPECT_TRUE(repo_.manifest_requests().empty());
+
+  ManifestRenderer& off = Make(/*enabled=*/false);
+  const ManifestPlan refused = off.Prepare("argocd/guestbook", HubApp(), false);
+  EXPECT_EQ(refused.kind, Kind::kRefused);
+  EXPECT_EQ(refused.message, kNotConfigured);
+}
+
+TEST_F(ManifestRendererTest, ResolvesRendersAndTellsOnceThenAnswersTheBundle) {
+  ManifestRenderer& renderer = Make();
+  repo_.SetRevision("main", Resolved("sha-1"));
+  repo_.SetDefaultManifests(Rendered("sha-1"));
+  EXPECT_EQ(renderer.Prepare("argocd/guestbook", HubApp(), false).kind, Kind::kPending);
+  RunAll();
+  EXPECT_EQ(changed_, std::vector<std::string>{"argocd/guestbook"});
+  ASSERT_EQ(repo_.manifest_requests().size(), 1U);
+
+  const ManifestPlan plan = renderer.Prepare("argocd/guestbook", HubApp(), false);
+  ASSERT_EQ(plan.kind, Kind::kRendered);
+  ASSERT_TRUE(plan.dispatch.has_value());
+  EXPECT_EQ(plan.dispatch->bundle.manifests.size(), 1U);
+  EXPECT_EQ(plan.render.resource_id, plan.dispatch->resource_id);
+  EXPECT_EQ(plan.render.revision, "sha-1");
+  EXPECT_EQ(plan.render.source_type, "Directory");
+  EXPECT_FALSE(plan.render.render_error.has_value());
+  RunAll();
+  // The same answer again: nothing changed, nobody told, no new render.
+  EXPECT_EQ(changed_.size(), 1U);
+  EXPECT_EQ(repo_.manifest_requests().size(), 1U);
+}
+
+TEST_F(ManifestRendererTest, ARenderErrorKeepsTheLastGoodBundleAndShowsTheError) {
+  ManifestRenderer& renderer = Make();
+  repo_.SetRevision("main", Resolved("sha-1"));
+  repo_.SetDefaultManifests(Rendered("sha-1"));
+  renderer.Prepare("argocd/guestbook", HubApp(), false);
+  RunAll();
+  const ManifestPlan good = renderer.Prepare("argocd/guestbook", HubApp(), false);
+  ASSERT_TRUE(good.dispatch.has_value());
+
+  // A broken commit: the refresh resolves it at once, its render fails.
+  repo_.SetRevision("main", Resolved("sha-2"));
+  repo_.SetDefaultManifests(absl::FailedPreconditionError("kustomize build: broken"));
+  renderer.Prepare("argocd/guestbook", HubApp(), /*refresh=*/true);
+  RunAll();
+  EXPECT_EQ(changed_.size(), 2U);
+  const ManifestPlan broken = renderer.Prepare("argocd/guestbook", HubApp(), false);
+  ASSERT_EQ(broken.kind, Kind::kRendered);
+  ASSERT_TRUE(broken.dispatch.has_value());
+  EXPECT_EQ(broken.dispatch->payload_hash, good.dispatch->payload_hash);  // nothing new is sent
+  EXPECT_EQ(broken.render.revision, "sha-1");  // the revision of what the spoke runs
+  ASSERT_TRUE(broken.render.render_error.has_value());
+  EXPECT_NE(broken.render.render_error->find("kustomize build: broken"), std::string::npos);
+
+  // The fix: a new bundle, the error gone.
+  repo_.SetRevision("main", Resolved("sha-3"));
+  repo_.SetDefaultManifests(Rendered("sha-3", 2));
+  renderer.Prepare("argocd/guestbook", HubApp(), /*refresh=*/true);
+  RunAll();
+  const ManifestPlan fixed = renderer.Prepare("argocd/guestbook", HubApp(), false);
+  ASSERT_TRUE(fixed.dispatch.has_value());
+  EXPECT_NE(fixed.dispatch->payload_hash, good.dispatch->payload_hash);
+  EXPECT_EQ(fixed.render.revision, "sha-3");
+  EXPECT_FALSE(fixed.render.render_error.has_value());
+}
+
+TEST_F(ManifestRendererTest, AFirstRenderFailingHasNoBundleButItsErrorAndResourceId) {
+  ManifestRenderer& renderer = Make();
+  repo_.SetRevision("main", Resolved("sha-1"));
+  repo_.SetDefaultManifests(absl::FailedPreconditionError("helm template: boom"));
+  renderer.Prepare("argocd/guestbook", HubApp(), false);
+  RunAll();
+  const ManifestPlan plan = renderer.Prepare("argocd/guestbook", HubApp(), false);
+  ASSERT_EQ(plan.kind, Kind::kRendered);
+  EXPECT_FALSE(plan.dispatch.has_value());
+  EXPECT_EQ(plan.render.revision, "");
+  EXPECT_FALSE(plan.render.resource_id.empty());
+  ASSERT_TRUE(plan.render.render_error.has_value());
+  EXPECT_NE(plan.render.render_error->find("helm template: boom"), std::string::npos);
+
+  // A revision that cannot be resolved is shown the same way.
+  repo_.SetRevision("main", absl::FailedPreconditionError("unable to resolve 'main'"));
+  renderer.Prepare("argocd/guestbook", HubApp(), /*refresh=*/true);
+  RunAll();
+  const ManifestPlan unresolved = renderer.Prepare("argocd/guestbook", HubApp(), false);
+  ASSERT_TRUE(unresolved.render.render_error.has_value());
+  EXPECT_NE(unresolved.render.render_error->find("resolving the revision"), std::string::npos)
+      << *unresolved.render.render_error;
+}
+
+TEST_F(ManifestRendererTest, ANewCommitRollsOutAfterTheResolveIntervalWithoutAHubChange) {
+  ManifestRenderer& renderer = Make();
+  repo_.SetRevision("main", Resolved("sha-1"));
+  repo_.SetDefaultManifests(Rendered("sha-1"));
+  renderer.Prepare("argocd/guestbook", HubApp(), false);
+  RunAll();
+  ASSERT_EQ(changed_.size(), 1U);
+  repo_.SetRevision("main", Resolved("sha-2"));
+  repo_.SetDefaultManifests(Rendered("sha-2", 3));
+  clock_.Advance(std::chrono::seconds(179));
+  RunAll();
+  EXPECT_EQ(changed_.size(), 1U);
+  clock_.Advance(std::chrono::seconds(1));
+  RunAll();
+  ASSERT_EQ(changed_.size(), 2U);                         // the timer: decide the key again
+  renderer.Prepare("argocd/guestbook", HubApp(), false);  // what the reconciler then does
+  RunAll();
+  ASSERT_EQ(changed_.size(), 3U);  // the new commit's render
+  const ManifestPlan plan = renderer.Prepare("argocd/guestbook", HubApp(), false);
+  EXPECT_EQ(plan.render.revision, "sha-2");
+  EXPECT_EQ(repo_.resolve_requests().size(), 2U);
+}
+
+TEST_F(ManifestRendererTest, AFleetOnOneSourceSharesOneRender) {
+  ManifestRenderer& renderer = Make();
+  repo_.SetRevision("main", Resolved("sha-1"));
+  repo_.SetDefaultManifests(Rendered("sha-1"));
+  std::vector<std::string> hashes;
+  for (int i = 0; i < 50; ++i) {
+    json app = HubApp();
+    app["metadata"]["name"] = "guestbook-" + std::to_string(i);
+    app["metadata"]["annotations"][kClusterAnnotation] = "cluster" + std::to_string(i);
+    renderer.Prepare("argocd/guestbook-" + std::to_string(i), app, false);
+  }
+  RunAll();
+  EXPECT_EQ(changed_.size(), 50U);
+  EXPECT_EQ(repo_.resolve_requests().size(), 1U);
+  EXPECT_EQ(repo_.manifest_requests().size(), 1U);
+}
+
+}  // namespace
+}  // namespace mmi::dispatcher::manifests
