@@ -45,7 +45,7 @@ std::string MetadataApp(const cloudevents::Event& event) {
 }
 
 // The value names of the Application manifest's JSONPaths feedback rule
-// (services/dispatcher/apps/payload.cc).
+// (services/dispatcher/apps/payload: BuildDispatch, kDispatchVersionFeedback).
 constexpr std::string_view kStatusFeedback = "status";
 constexpr std::string_view kDispatchVersionFeedback = "dispatchVersion";
 
