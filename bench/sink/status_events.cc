@@ -51,6 +51,9 @@ json Condition(const char* type, const char* reason, const char* message) {
 json StatusData(const std::string& app, const json& app_status) {
   json feedback = {{"name", "status"},
                    {"fieldValue", {{"type", "JsonRaw"}, {"jsonRaw", app_status.dump()}}}};
+  // The end-to-end acknowledgement's value (the dispatcher's `dispatch-version` annotation).
+  json dispatch_version = {{"name", "dispatchVersion"},
+                           {"fieldValue", {{"type", "String"}, {"string", "1"}}}};
   json manifest = {
       {"resourceMeta",
        {{"ordinal", 0},
@@ -60,7 +63,7 @@ json StatusData(const std::string& app, const json& app_status) {
         {"resource", "applications"},
         {"name", app},
         {"namespace", "openshift-gitops"}}},
-      {"statusFeedback", {{"values", json::array({feedback})}}},
+      {"statusFeedback", {{"values", json::array({feedback, dispatch_version})}}},
       {"conditions",
        json::array({Condition("Applied", "AppliedManifestComplete", "Apply manifest complete"),
                     Condition("StatusFeedbackSynced", "StatusFeedbackSynced", "")})}};

@@ -1,8 +1,9 @@
 // The status events the sink bench feeds the sink: what a Maestro work agent reports for one
 // Argo CD Application (maestro-protocol.md §2.7, agent leg, as in the captured agent events):
 // Applied/Available conditions, the Application's `.status` as a JsonRaw feedback value grown
-// with `resources` entries up to a target size, the `metadata` extension naming the hub
-// Application, and a `statushash` computed as the agent does. Pure; shared by the publisher and
+// with `resources` entries up to a target size and its `dispatchVersion` String value (the
+// end-to-end acknowledgement, docs/reliability.md finding 6), the `metadata` extension naming the
+// hub Application, and a `statushash` computed as the agent does. Pure; shared by the publisher and
 // the in-process stage measures.
 #pragma once
 

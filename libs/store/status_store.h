@@ -45,6 +45,10 @@ struct AppliedStatus {
   std::optional<std::string> appset_name;
   // When reconciledAt/observedAt were last written (every hub write carries them).
   std::optional<std::chrono::system_clock::time_point> volatile_written_at;
+  // The dispatch version the agent reported it applied (its `dispatchVersion` feedback value,
+  // end-to-end acknowledgement: docs/reliability.md finding 6), as the sink saves it (the highest
+  // it has seen); nullopt when none was. The dispatcher republishes what is not acknowledged.
+  std::optional<int32_t> acked_version;
   friend bool operator==(const AppliedStatus&, const AppliedStatus&) = default;
 };
 

@@ -97,6 +97,15 @@ cloudevents::Event StatusEventOf(int seq, const json& status) {
   return StatusEvent(seq, FeedbackData(status.dump()));
 }
 
+// A status event whose Application also reports the dispatch version it applied (the
+// dispatcher's `dispatchVersion` feedback value).
+cloudevents::Event AckingStatusEvent(int seq, const json& status, const std::string& version) {
+  json data = json::parse(FeedbackData(status.dump()));
+  data["resourceStatus"][0]["statusFeedback"]["values"].push_back(
+      {{"name", "dispatchVersion"}, {"fieldValue", {{"type", "String"}, {"string", version}}}});
+  return StatusEvent(seq, data.dump());
+}
+
 class SinkTest : public ::testing::Test {
  protected:
   SinkTest() {
@@ -326,6 +335,41 @@ TEST_F(SinkTest, ARestartResumesFromTheStoreWithoutRewriting) {
   restarted.RunUntilIdleForTest();
   EXPECT_EQ(Patches(), before_restart + 1);
   EXPECT_EQ(PatchedHealth().back(), "Healthy");
+  restarted.Stop(std::chrono::milliseconds(0));
+}
+
+// End-to-end acknowledgement (docs/reliability.md finding 6): the version the agent applied is
+// saved with its status; a republish that changes only it is saved with no hub PATCH; a
+// restarted sink does not save it again.
+TEST_F(SinkTest, SavesTheAcknowledgedDispatchVersionAndResumesIt) {
+  StartSink();
+  Deliver(AckingStatusEvent(1, Status("Healthy"), "3"));
+  ASSERT_TRUE(store_.AppliedForTest(kResource).has_value());
+  EXPECT_EQ(store_.AppliedForTest(kResource)->acked_version, 3);
+  const size_t patches = Patches();
+
+  Deliver(AckingStatusEvent(2, Status("Healthy"), "4"));
+  EXPECT_EQ(Patches(), patches);
+  EXPECT_EQ(store_.AppliedForTest(kResource)->acked_version, 4);
+  Deliver(AckingStatusEvent(3, Status("Healthy", "2026-06-01T10:00:09Z"), "2"));
+  EXPECT_EQ(store_.AppliedForTest(kResource)->acked_version, 4) << "an older version is ignored";
+  sink_->Stop(std::chrono::milliseconds(0));
+  sink_.reset();
+
+  transport::testing::FakeSubscriber subscriber2;
+  Sink restarted(settings_, subscriber2, publisher_, store_, writer_, executor_, clock_, metrics_);
+  ASSERT_TRUE(restarted.Resume().ok());
+  ASSERT_TRUE(restarted.StartWithoutThreadForTest().ok());
+  restarted.RunUntilIdleForTest();
+  const int saves = store_.save_calls();
+  // The agent's answer to the resync, a refresh carrying the same version: nothing to save.
+  auto id =
+      subscriber2.Deliver(AckingStatusEvent(4, Status("Healthy", "2026-06-01T10:00:12Z"), "4"));
+  ASSERT_TRUE(id.ok());
+  restarted.RunUntilIdleForTest();
+  EXPECT_TRUE(subscriber2.acked(*id));
+  EXPECT_EQ(store_.save_calls(), saves);
+  EXPECT_EQ(Patches(), patches);
   restarted.Stop(std::chrono::milliseconds(0));
 }
 

@@ -49,7 +49,8 @@ std::string Timestamp(std::chrono::system_clock::time_point t) {
 
 constexpr char kAppliedColumns[] =
     "resource_id::text, last_sequence_id, status_hash, material_hash, sync_status, health_status, "
-    "appset_namespace, appset_name, (extract(epoch from volatile_written_at) * 1000000)::bigint";
+    "appset_namespace, appset_name, (extract(epoch from volatile_written_at) * 1000000)::bigint, "
+    "acked_version";
 
 AppliedStatus AppliedFromRow(const pqxx::row& r) {
   AppliedStatus s;
@@ -65,6 +66,9 @@ AppliedStatus AppliedFromRow(const pqxx::row& r) {
     s.volatile_written_at = std::chrono::system_clock::time_point(
         std::chrono::duration_cast<std::chrono::system_clock::duration>(
             std::chrono::microseconds(r[8].as<int64_t>())));
+  }
+  if (!r[9].is_null()) {
+    s.acked_version = r[9].as<int32_t>();
   }
   return s;
 }
@@ -154,16 +158,17 @@ absl::Status PostgresStatusStore::SaveAppliedStatuses(const std::vector<AppliedS
       std::string sql =
           "INSERT INTO resource_status (resource_id, last_sequence_id, status_hash, material_hash, "
           "sync_status, health_status, appset_namespace, appset_name, volatile_written_at, "
-          "applied_at) VALUES ";
+          "acked_version, applied_at) VALUES ";
       const size_t end = std::min(rows.size(), start + kRowsPerStatement);
       for (size_t i = start; i < end; ++i) {
         const AppliedStatus& s = *rows[i];
-        absl::StrAppend(
-            &sql, i == start ? "" : ",", "(", tx.quote(s.resource_id), "::uuid,",
-            s.last_sequence_id, ",", tx.quote(s.status_hash), ",", tx.quote(s.material_hash), ",",
-            Optional(tx, s.sync_status), ",", Optional(tx, s.health_status), ",",
-            Optional(tx, s.appset_namespace), ",", Optional(tx, s.appset_name), ",",
-            s.volatile_written_at ? Timestamp(*s.volatile_written_at) : "NULL", ", now())");
+        absl::StrAppend(&sql, i == start ? "" : ",", "(", tx.quote(s.resource_id), "::uuid,",
+                        s.last_sequence_id, ",", tx.quote(s.status_hash), ",",
+                        tx.quote(s.material_hash), ",", Optional(tx, s.sync_status), ",",
+                        Optional(tx, s.health_status), ",", Optional(tx, s.appset_namespace), ",",
+                        Optional(tx, s.appset_name), ",",
+                        s.volatile_written_at ? Timestamp(*s.volatile_written_at) : "NULL", ",",
+                        s.acked_version ? absl::StrCat(*s.acked_version) : "NULL", ", now())");
       }
       absl::StrAppend(
           &sql,
@@ -171,7 +176,8 @@ absl::Status PostgresStatusStore::SaveAppliedStatuses(const std::vector<AppliedS
           "status_hash = EXCLUDED.status_hash, material_hash = EXCLUDED.material_hash, "
           "sync_status = EXCLUDED.sync_status, health_status = EXCLUDED.health_status, "
           "appset_namespace = EXCLUDED.appset_namespace, appset_name = EXCLUDED.appset_name, "
-          "volatile_written_at = EXCLUDED.volatile_written_at, applied_at = now()");
+          "volatile_written_at = EXCLUDED.volatile_written_at, "
+          "acked_version = EXCLUDED.acked_version, applied_at = now()");
       tx.exec0(sql);
     }
     tx.commit();

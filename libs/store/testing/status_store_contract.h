@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <limits>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "libs/store/status_store.h"
@@ -100,6 +103,7 @@ TEST_P(StatusStoreContract, SavesAndReloadsAppliedStatuses) {
   newer.volatile_written_at.reset();
   newer.appset_name.reset();
   newer.appset_namespace.reset();
+  newer.acked_version = 3;
   ASSERT_TRUE(store_->SaveAppliedStatuses({newer}).ok());
 
   std::vector<AppliedStatus> all;
@@ -110,6 +114,27 @@ TEST_P(StatusStoreContract, SavesAndReloadsAppliedStatuses) {
   ASSERT_EQ(all.size(), 2U);
   EXPECT_EQ(all[0], newer);
   EXPECT_EQ(all[1], Applied(2, "OutOfSync", "Degraded"));
+}
+
+TEST_P(StatusStoreContract, SavesAndReloadsTheAcknowledgedVersion) {
+  AppliedStatus acked = Applied(1, "Synced", "Healthy");
+  acked.acked_version = 7;
+  AppliedStatus largest = Applied(2, "Synced", "Healthy");
+  largest.acked_version = std::numeric_limits<int32_t>::max();
+  AppliedStatus none = Applied(3, "Synced", "Healthy");
+  ASSERT_TRUE(store_->SaveAppliedStatuses({acked, largest, none}).ok());
+  // A later save writes the value it carries, also back to none (the sink never goes back).
+  AppliedStatus newer = largest;
+  newer.acked_version.reset();
+  ASSERT_TRUE(store_->SaveAppliedStatuses({newer}).ok());
+
+  std::map<std::string, std::optional<int32_t>> versions;
+  ASSERT_TRUE(store_
+                  ->ForEachAppliedStatus(
+                      [&](const AppliedStatus& s) { versions[s.resource_id] = s.acked_version; })
+                  .ok());
+  EXPECT_EQ(versions, (std::map<std::string, std::optional<int32_t>>{
+                          {Id(1), 7}, {Id(2), std::nullopt}, {Id(3), std::nullopt}}));
 }
 
 TEST_P(StatusStoreContract, CountsApplicationsPerAppSetBySyncAndHealth) {

@@ -1,5 +1,6 @@
 #include "services/status-sink/coalescing/coalescer.h"
 
+#include <algorithm>
 #include <compare>
 #include <utility>
 
@@ -28,6 +29,15 @@ bool IsNewer(int64_t candidate, int64_t stored) {
 
 bool IsVolatileWrite(const std::optional<WriteTask>& task) {
   return task && task->kind == TaskKind::kWrite && task->volatile_only;
+}
+
+std::optional<int32_t> Newest(std::optional<int32_t> a, std::optional<int32_t> b) {
+  return a && b ? std::max(*a, *b) : (a ? a : b);
+}
+
+// Whether `reported` acknowledges a version the store does not have: nullopt never does.
+bool AcksNewer(std::optional<int32_t> reported, std::optional<int32_t> saved) {
+  return reported && (!saved || *reported > *saved);
 }
 
 void MoveAcks(std::vector<Ack>& from, std::vector<Ack>& to) {
@@ -69,6 +79,11 @@ void Coalescer::Restore(const store::AppliedStatus& applied) {
   st.written_health = applied.health_status;
   st.latest_seq = applied.last_sequence_id;
   st.latest_hash = applied.status_hash;
+  st.applied_acked = applied.acked_version;
+}
+
+std::optional<int32_t> Coalescer::AckedOrInFlight(const State& state) {
+  return state.in_flight ? Newest(state.applied_acked, state.in_flight_acked) : state.applied_acked;
 }
 
 bool Coalescer::VolatileDue(const State& state) const {
@@ -191,10 +206,15 @@ Coalescer::OfferOutcome Coalescer::Offer(StatusUpdate update, Ack ack) {
     out.release.push_back(std::move(ack));
     return out;
   }
+  if (st.pending) {
+    // The acknowledgement of a report this one supersedes is not lost with it.
+    update.acked_version = Newest(update.acked_version, st.pending->update.acked_version);
+  }
+  const bool acks_newer = AcksNewer(update.acked_version, AckedOrInFlight(st));
   std::optional<std::string> material;  // computed once, when needed
   if (!st.pending && pending_count_ >= settings_.max_pending) {
     // Shed another resource's write only for a report that will need a slot itself.
-    bool needs_slot = update.deleted;
+    bool needs_slot = update.deleted || acks_newer;
     if (!needs_slot) {
       material = MaterialHashOf(update, settings_.ignore_resource_health_messages);
       needs_slot = *material != (st.in_flight ? st.in_flight_material : st.applied_material) ||
@@ -230,7 +250,7 @@ Coalescer::OfferOutcome Coalescer::Offer(StatusUpdate update, Ack ack) {
                                 : MaterialHashOf(update, settings_.ignore_resource_health_messages);
   task.update = std::move(update);
   const std::string& hub_material = st.in_flight ? st.in_flight_material : st.applied_material;
-  if (task.material_hash != hub_material) {
+  if (task.material_hash != hub_material || acks_newer) {
     SetPending(id, st, std::move(task));
     out.result = had_pending ? OfferResult::kCoalesced : OfferResult::kQueued;
     return out;
@@ -307,18 +327,23 @@ Coalescer::Ready Coalescer::TakeReady(std::size_t max) {
     st.pending.reset();
     --pending_count_;
     if (task.kind == TaskKind::kWrite && task.material_hash == st.applied_material) {
-      // A write that landed meanwhile already carries these material fields.
-      if (!VolatileDue(st)) {
+      // A write that landed meanwhile already carries these material fields (or the report
+      // brought only an acknowledgement).
+      if (VolatileDue(st)) {
+        task.volatile_only = true;
+      } else if (AcksNewer(task.update.acked_version, st.applied_acked)) {
+        task.kind = TaskKind::kSaveAcknowledgement;
+      } else {
         MoveAcks(task.acks, out.release);
         ++out.unchanged;
         st.applied_seq = st.latest_seq;
         st.applied_hash = st.latest_hash;
         continue;
       }
-      task.volatile_only = true;
     }
     st.in_flight = true;
     st.in_flight_material = task.material_hash;
+    st.in_flight_acked = task.update.acked_version;
     ++in_flight_count_;
     StatusTree(task.update);  // the hub write is made from the tree
     out.tasks.push_back(std::move(task));
@@ -340,7 +365,10 @@ store::AppliedStatus Coalescer::Written(const WriteTask& task) {
   }
   st.applied_hash = task.update.status_hash;
   st.applied_material = task.material_hash;
-  st.volatile_written_at = clock_.Now();
+  if (task.kind == TaskKind::kWrite) {  // a kSaveAcknowledgement wrote nothing onto the hub
+    st.volatile_written_at = clock_.Now();
+  }
+  st.applied_acked = Newest(st.applied_acked, task.update.acked_version);
   Enqueue(task.update.resource_id, st);
 
   row.last_sequence_id = st.applied_seq;
@@ -350,6 +378,7 @@ store::AppliedStatus Coalescer::Written(const WriteTask& task) {
   row.health_status = kube::FindString(kube::ObjectAt(task.update.status, "health"), "status");
   st.written_health = row.health_status;
   row.volatile_written_at = st.volatile_written_at;
+  row.acked_version = st.applied_acked;
   return row;
 }
 
@@ -385,6 +414,8 @@ void Coalescer::Requeue(WriteTask task, std::chrono::milliseconds delay) {
     MoveAcks(st.pending->acks, acks);
     st.pending->acks = std::move(acks);
     st.pending->attempts = task.attempts + 1;
+    st.pending->update.acked_version =
+        Newest(st.pending->update.acked_version, task.update.acked_version);
   } else {
     ++task.attempts;
     st.pending = std::move(task);

@@ -28,6 +28,16 @@
 //    only when none is left does Offer() answer kOverflow, and the caller drops the report and
 //    asks for a status resync later.
 //  * At most one write per resource is in flight; failed writes come back with a delay.
+//  * Acknowledgement (docs/reliability.md finding 6): a report whose `acked_version` (the
+//    dispatch version the agent applied) is newer than the one saved, or about to be, needs a
+//    task even when its `.status` is what the hub shows - a republish changes only the
+//    annotation. It counts as material for the queues (never volatile-only, never shed, acked
+//    once saved), and when it is taken while the hub already has its material fields and no
+//    volatile write is due, it becomes a kSaveAcknowledgement task: the row is saved with no hub
+//    PATCH. That is cheaper than a PATCH of unchanged content: every dispatch is acknowledged,
+//    often by a report whose status has not moved yet, and hub writes are the sink's bottleneck
+//    while store saves are batched. An older or equal version changes nothing; the saved one
+//    only grows (a superseded or retried report's version carries over to the one replacing it).
 //
 // Not thread-safe: owned by the sink's loop thread. The clock is borrowed.
 #pragma once
@@ -72,7 +82,8 @@ enum class OfferResult {
 };
 std::string_view OfferResultName(OfferResult result);
 
-enum class TaskKind { kWrite, kConfirmDeletion };
+// kSaveAcknowledgement: the hub has the status already, only the row (its acked_version) is new.
+enum class TaskKind { kWrite, kConfirmDeletion, kSaveAcknowledgement };
 
 // NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json moves do not throw.
 struct WriteTask {
@@ -110,8 +121,8 @@ class Coalescer {
   // Dropped / Requeue.
   Ready TakeReady(std::size_t max);
 
-  // The write landed: returns the row to persist (appset fields left empty) - the task's acks
-  // stay with the caller.
+  // The write landed, or a kSaveAcknowledgement task is to be saved: returns the row to persist
+  // (appset fields left empty) - the task's acks stay with the caller.
   store::AppliedStatus Written(const WriteTask& task);
   // The task is abandoned (hub app gone, invalid): no state change besides ending the flight.
   void Dropped(const WriteTask& task);
@@ -151,6 +162,7 @@ class Coalescer {
     std::string applied_material;
     std::optional<std::chrono::system_clock::time_point> volatile_written_at;
     std::optional<std::string> written_health;  // the hub's health.status, as last written
+    std::optional<int32_t> applied_acked;       // the acked_version saved (or restored)
     // The last accepted report (ordering and dedupe).
     int64_t latest_seq = 0;
     std::string latest_hash;
@@ -160,9 +172,12 @@ class Coalescer {
     bool queued_volatile = false;  // present in ready_volatile_
     bool in_flight = false;
     std::string in_flight_material;
+    std::optional<int32_t> in_flight_acked;
   };
 
   bool VolatileDue(const State& state) const;
+  // The acknowledged version the store has, or will have once the task in flight is saved.
+  static std::optional<int32_t> AckedOrInFlight(const State& state);
   void SetPending(const std::string& id, State& state, WriteTask task);
   // Offer() of a report whose material fields the hub has (or is about to have): a pending
   // report of it is superseded (its acks go to `release`); a volatile-only write when due,

@@ -29,6 +29,13 @@ StatusUpdate Update(int seq, const json& status, const std::string& id = "r1") {
   return u;
 }
 
+// `u` acknowledging dispatch version `version` (the agent's status hash covers it).
+StatusUpdate Acking(StatusUpdate u, std::optional<int32_t> version) {
+  u.acked_version = version;
+  u.status_hash += "-acked-" + (version ? std::to_string(*version) : std::string("none"));
+  return u;
+}
+
 class CoalescerTest : public ::testing::Test {
  protected:
   Ack MakeAck() {
@@ -377,6 +384,131 @@ TEST(MaterialHashTest, IgnoresVolatileAndStaticFieldsOnly) {
   r2["resources"][0]["health"]["message"] = "2 of 2";
   EXPECT_NE(MaterialHash(r1, false), MaterialHash(r2, false));
   EXPECT_EQ(MaterialHash(r1, true), MaterialHash(r2, true));
+}
+
+// End-to-end acknowledgement (coalescer.h): a newer acked_version alone is saved, with no hub
+// PATCH; an older or equal one changes nothing.
+TEST_F(CoalescerTest, ANewerAcknowledgementAloneIsSavedWithoutAHubWrite) {
+  Offer(Acking(Update(1, Status("Healthy")), 1));
+  auto first = coalescer_.TakeReady(10);
+  ASSERT_EQ(first.tasks.size(), 1U);
+  EXPECT_EQ(coalescer_.Written(first.tasks[0]).acked_version, 1);
+  ReleaseAll(first.tasks[0].acks);
+  const auto written_at = clock_.Now();
+  clock_.Advance(minutes(1));
+
+  // A republish of the same content: only the annotation, so only the version, moved.
+  EXPECT_EQ(Offer(Acking(Update(2, Status("Healthy")), 2)), OfferResult::kQueued);
+  EXPECT_EQ(acked_, 1) << "acknowledged once saved, not when admitted";
+  auto ready = coalescer_.TakeReady(10);
+  ASSERT_EQ(ready.tasks.size(), 1U);
+  EXPECT_EQ(ready.tasks[0].kind, TaskKind::kSaveAcknowledgement);
+  EXPECT_FALSE(ready.tasks[0].volatile_only);
+  const auto row = coalescer_.Written(ready.tasks[0]);
+  EXPECT_EQ(row.acked_version, 2);
+  EXPECT_EQ(row.last_sequence_id, kSeqBase + (int64_t{2} << 22));
+  EXPECT_EQ(row.health_status, "Healthy");
+  EXPECT_EQ(row.volatile_written_at, written_at) << "nothing was written onto the hub";
+  EXPECT_EQ(coalescer_.in_flight(), 0U);
+}
+
+TEST_F(CoalescerTest, AnOlderOrEqualAcknowledgementChangesNothing) {
+  Offer(Acking(Update(1, Status("Healthy")), 5));
+  EXPECT_EQ(WriteAll(), 1);
+  // Refreshes (reconciledAt moved, within the volatile interval).
+  EXPECT_EQ(Offer(Acking(Update(2, Status("Healthy", "2026-06-01T10:00:02Z")), 5)),
+            OfferResult::kUnchanged);
+  EXPECT_EQ(Offer(Acking(Update(3, Status("Healthy", "2026-06-01T10:00:03Z")), 4)),
+            OfferResult::kUnchanged);
+  EXPECT_EQ(Offer(Acking(Update(4, Status("Healthy", "2026-06-01T10:00:04Z")), std::nullopt)),
+            OfferResult::kUnchanged);
+  EXPECT_EQ(WriteAll(), 0);
+  // A material change reported with an older version: written, and the saved version stays.
+  EXPECT_EQ(Offer(Acking(Update(5, Status("Degraded")), 3)), OfferResult::kQueued);
+  auto ready = coalescer_.TakeReady(10);
+  ASSERT_EQ(ready.tasks.size(), 1U);
+  EXPECT_EQ(ready.tasks[0].kind, TaskKind::kWrite);
+  EXPECT_EQ(coalescer_.Written(ready.tasks[0]).acked_version, 5);
+}
+
+TEST_F(CoalescerTest, AnAcknowledgementWithAStatusChangeTakesTheWrite) {
+  Offer(Acking(Update(1, Status("Progressing")), 1));
+  EXPECT_EQ(WriteAll(), 1);
+  EXPECT_EQ(Offer(Acking(Update(2, Status("Healthy")), 2)), OfferResult::kQueued);
+  auto ready = coalescer_.TakeReady(10);
+  ASSERT_EQ(ready.tasks.size(), 1U);
+  EXPECT_EQ(ready.tasks[0].kind, TaskKind::kWrite);
+  EXPECT_EQ(coalescer_.Written(ready.tasks[0]).acked_version, 2);
+}
+
+// With a volatile write due, the acknowledgement rides on it (a PATCH of fresh reconciledAt),
+// but is held like a material one: never acknowledged at admission, never shed.
+TEST_F(CoalescerTest, AnAcknowledgementWithAVolatileWriteDueIsNeitherAckedEarlyNorShed) {
+  for (const char* id : {"r0", "r1", "r2"}) {
+    Offer(Acking(Update(1, Status("Healthy"), id), 1));
+  }
+  EXPECT_EQ(WriteAll(), 3);
+  EXPECT_EQ(acked_, 3);
+  clock_.Advance(minutes(6));
+  EXPECT_EQ(Offer(Acking(Update(2, Status("Healthy", "2026-06-01T10:06:00Z"), "r0"), 2)),
+            OfferResult::kQueued);
+  EXPECT_EQ(acked_, 3);
+  EXPECT_EQ(coalescer_.Sheddable(), 0U);
+  auto ready = coalescer_.TakeReady(10);
+  ASSERT_EQ(ready.tasks.size(), 1U);
+  EXPECT_EQ(ready.tasks[0].kind, TaskKind::kWrite);
+  EXPECT_TRUE(ready.tasks[0].volatile_only);
+  EXPECT_EQ(coalescer_.Written(ready.tasks[0]).acked_version, 2);
+}
+
+TEST_F(CoalescerTest, TheAcknowledgementOfASupersededReportCarriesOver) {
+  Offer(Acking(Update(1, Status("Healthy")), 1));
+  EXPECT_EQ(WriteAll(), 1);
+  Offer(Acking(Update(2, Status("Degraded")), 2));
+  // Back to what the hub shows, from an agent node that reports no version: the pending
+  // report's version is not lost with it.
+  EXPECT_EQ(Offer(Acking(Update(3, Status("Healthy")), std::nullopt)), OfferResult::kCoalesced);
+  auto ready = coalescer_.TakeReady(10);
+  ASSERT_EQ(ready.tasks.size(), 1U);
+  EXPECT_EQ(ready.tasks[0].kind, TaskKind::kSaveAcknowledgement);
+  EXPECT_EQ(ready.tasks[0].acks.size(), 2U);
+  EXPECT_EQ(coalescer_.Written(ready.tasks[0]).acked_version, 2);
+}
+
+TEST_F(CoalescerTest, AFailedWriteKeepsItsAcknowledgementForTheReportThatReplacesIt) {
+  Offer(Acking(Update(1, Status("Healthy")), 1));
+  EXPECT_EQ(WriteAll(), 1);
+  Offer(Acking(Update(2, Status("Degraded")), 2));
+  auto failing = coalescer_.TakeReady(10);
+  ASSERT_EQ(failing.tasks.size(), 1U);
+  Offer(Acking(Update(3, Status("Degraded", "2026-06-01T10:00:07Z")), std::nullopt));
+  Offer(Acking(Update(4, Status("Progressing")), std::nullopt));
+  coalescer_.Requeue(std::move(failing.tasks[0]), milliseconds(500));
+  clock_.Advance(milliseconds(500));
+  auto retried = coalescer_.TakeReady(10);
+  ASSERT_EQ(retried.tasks.size(), 1U);
+  EXPECT_EQ(retried.tasks[0].update.status["health"]["status"], "Progressing");
+  EXPECT_EQ(coalescer_.Written(retried.tasks[0]).acked_version, 2);
+}
+
+TEST_F(CoalescerTest, ARestoredAcknowledgementIsNotSavedAgain) {
+  store::AppliedStatus applied;
+  applied.resource_id = "r1";
+  applied.last_sequence_id = kSeqBase + (int64_t{1} << 22);
+  applied.status_hash = "restored";
+  applied.material_hash = MaterialHash(Status("Healthy"), false);
+  applied.volatile_written_at = clock_.Now();
+  applied.acked_version = 4;
+  coalescer_.Restore(applied);
+  // The agent's answer to the restarted sink's resync: what the store has already.
+  EXPECT_EQ(Offer(Acking(Update(2, Status("Healthy", "2026-06-01T10:00:02Z")), 4)),
+            OfferResult::kUnchanged);
+  EXPECT_EQ(WriteAll(), 0);
+  EXPECT_EQ(Offer(Acking(Update(3, Status("Healthy")), 5)), OfferResult::kQueued);
+  auto ready = coalescer_.TakeReady(10);
+  ASSERT_EQ(ready.tasks.size(), 1U);
+  EXPECT_EQ(ready.tasks[0].kind, TaskKind::kSaveAcknowledgement);
+  EXPECT_EQ(coalescer_.Written(ready.tasks[0]).acked_version, 5);
 }
 
 }  // namespace

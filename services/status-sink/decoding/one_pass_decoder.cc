@@ -148,13 +148,15 @@ bool ResourceMeta(const Member& member, std::string_view* group, std::string_vie
 }
 
 // What FeedbackStatus (status_report.h) picks: the first "status" value of the first
-// Application manifest that has one, as JSON text, with its material hash.
+// Application manifest that has one, as JSON text, with its material hash; and what
+// FeedbackAckedVersion picks: that manifest's first "dispatchVersion" value.
 struct Feedback {
   bool found = false;
   bool json_raw = false;
   bool object = false;
   std::string text;
   std::string material_hash;
+  std::optional<int32_t> acked_version;
 };
 
 struct PayloadReader {
@@ -166,8 +168,9 @@ struct PayloadReader {
   Feedback feedback;
 
   // FieldValueFromJson's checks; a JsonRaw value is parsed (the full path does that for
-  // every one). The `wanted` one (the Application's status) is kept in `feedback`.
-  bool FieldValue(const Member& member, bool wanted) {
+  // every one). The `wanted` one (the Application's status) is kept in `feedback`; a String or
+  // Integer is read into `version` when given (AckedVersionOf).
+  bool FieldValue(const Member& member, bool wanted, std::optional<int32_t>* version) {
     if (!IsObject(member)) {
       return false;  // required
     }
@@ -184,10 +187,22 @@ struct PayloadReader {
     std::int64_t integer = 0;
     std::string_view text;
     if (type == "Integer") {
-      return m[1].has_value() && Int64(m[1], &integer);
+      if (!m[1].has_value() || !Int64(m[1], &integer)) {
+        return false;
+      }
+      if (version != nullptr) {
+        *version = AckedVersionOf(integer);
+      }
+      return true;
     }
     if (type == "String") {
-      return m[2].has_value() && String(m[2], &text);
+      if (!m[2].has_value() || !String(m[2], &text)) {
+        return false;
+      }
+      if (version != nullptr) {
+        *version = AckedVersionOf(text);
+      }
+      return true;
     }
     if (type == "Boolean") {
       return m[3].has_value() && m[3]->is_bool();
@@ -217,7 +232,12 @@ struct PayloadReader {
       return false;
     }
     const auto m = Members<1>(*member, {"values"});
-    return ForEach(m[0], [&](const element& item) {
+    // The values may come in any order: this manifest's version counts once its status is the
+    // one picked.
+    bool status_here = false;
+    bool version_seen = false;
+    std::optional<int32_t> version;
+    const bool ok = ForEach(m[0], [&](const element& item) {
       if (!item.is_object()) {
         return false;
       }
@@ -226,8 +246,16 @@ struct PayloadReader {
       if (!String(v[0], &name)) {
         return false;
       }
-      return FieldValue(v[1], application && name == "status" && !feedback.found);
+      const bool wanted = application && name == "status" && !feedback.found;
+      status_here = status_here || wanted;
+      const bool version_wanted = application && name == "dispatchVersion" && !version_seen;
+      version_seen = version_seen || version_wanted;
+      return FieldValue(v[1], wanted, version_wanted ? &version : nullptr);
     });
+    if (status_here) {
+      feedback.acked_version = version;
+    }
+    return ok;
   }
 
   bool ResourceStatus(const Member& member) {
@@ -442,6 +470,7 @@ std::optional<std::variant<StatusReport, Rejection>> OnePassDecoder::Decode(
     report.update.status_text = std::move(payload.feedback.text);
     report.update.material_hash = std::move(payload.feedback.material_hash);
     report.update.material_hash_ignores_health_messages = ignore_resource_health_messages;
+    report.update.acked_version = payload.feedback.acked_version;
   }
   auto app = MetadataApp(event);
   if (!app.has_value()) {

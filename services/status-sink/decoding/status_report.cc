@@ -1,6 +1,9 @@
 #include "services/status-sink/decoding/status_report.h"
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -39,6 +42,30 @@ std::string MetadataApp(const cloudevents::Event& event) {
     return "";
   }
   return ns->second + "/" + name->second;
+}
+
+// The value names of the Application manifest's JSONPaths feedback rule
+// (services/dispatcher/apps/payload: BuildDispatch, kDispatchVersionFeedback).
+constexpr std::string_view kStatusFeedback = "status";
+constexpr std::string_view kDispatchVersionFeedback = "dispatchVersion";
+
+const cloudevents::FeedbackValue* FindFeedback(const cloudevents::ManifestCondition& manifest,
+                                               std::string_view name) {
+  auto it = std::ranges::find(manifest.status_feedback, name, &cloudevents::FeedbackValue::name);
+  return it == manifest.status_feedback.end() ? nullptr : &*it;
+}
+
+// The Application manifest whose feedback the sink reads: the first one with a "status" value.
+const cloudevents::ManifestCondition* StatusManifest(
+    const cloudevents::ManifestBundleStatus& status) {
+  for (const auto& manifest : status.resource_status) {
+    const auto& meta = manifest.resource_meta;
+    if (meta.kind == "Application" && (meta.group == "argoproj.io" || meta.group.empty()) &&
+        FindFeedback(manifest, kStatusFeedback) != nullptr) {
+      return &manifest;
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -87,6 +114,7 @@ std::variant<StatusReport, Rejection> DecodeStatusReportFull(const cloudevents::
       return Rejection{DropReason::kNoFeedback, "no status feedback yet"};
     }
     report.update.status = std::move(**feedback);
+    report.update.acked_version = FeedbackAckedVersion(*payload);
   }
   TakeEventFacts(event, report);
   report.metadata_app = MetadataApp(event);
@@ -107,30 +135,61 @@ void TakeEventFacts(const cloudevents::Event& event, StatusReport& report) {
 
 absl::StatusOr<std::optional<nlohmann::json>> FeedbackStatus(
     const cloudevents::ManifestBundleStatus& status) {
-  for (const auto& manifest : status.resource_status) {
-    const auto& meta = manifest.resource_meta;
-    if (meta.kind != "Application" || (meta.group != "argoproj.io" && !meta.group.empty())) {
-      continue;
-    }
-    for (const auto& value : manifest.status_feedback) {
-      if (value.name != "status") {
-        continue;
-      }
-      if (value.field_value.type != cloudevents::FieldValueType::kJsonRaw) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "statusFeedback value \"status\" of Application ", meta.namespace_, "/", meta.name,
-            " is ", std::string(cloudevents::FieldValueTypeName(value.field_value.type)),
-            ", expected JsonRaw (check the work's feedbackRules)"));
-      }
-      if (!value.field_value.json_raw_value.is_object()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("statusFeedback value \"status\" of Application ", meta.namespace_, "/",
-                         meta.name, " is not a JSON object"));
-      }
-      return std::optional<nlohmann::json>(value.field_value.json_raw_value);
-    }
+  const cloudevents::ManifestCondition* manifest = StatusManifest(status);
+  if (manifest == nullptr) {
+    return std::optional<nlohmann::json>();
   }
-  return std::optional<nlohmann::json>();
+  const auto& meta = manifest->resource_meta;
+  const auto& value = *FindFeedback(*manifest, kStatusFeedback);
+  if (value.field_value.type != cloudevents::FieldValueType::kJsonRaw) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "statusFeedback value \"status\" of Application ", meta.namespace_, "/", meta.name, " is ",
+        std::string(cloudevents::FieldValueTypeName(value.field_value.type)),
+        ", expected JsonRaw (check the work's feedbackRules)"));
+  }
+  if (!value.field_value.json_raw_value.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("statusFeedback value \"status\" of Application ", meta.namespace_, "/",
+                     meta.name, " is not a JSON object"));
+  }
+  return std::optional<nlohmann::json>(value.field_value.json_raw_value);
+}
+
+std::optional<int32_t> FeedbackAckedVersion(const cloudevents::ManifestBundleStatus& status) {
+  const cloudevents::ManifestCondition* manifest = StatusManifest(status);
+  const cloudevents::FeedbackValue* value =
+      manifest == nullptr ? nullptr : FindFeedback(*manifest, kDispatchVersionFeedback);
+  if (value == nullptr) {
+    return std::nullopt;
+  }
+  if (value->field_value.type == cloudevents::FieldValueType::kString) {
+    return AckedVersionOf(value->field_value.string);
+  }
+  if (value->field_value.type == cloudevents::FieldValueType::kInteger) {
+    return AckedVersionOf(value->field_value.integer);
+  }
+  return std::nullopt;  // Boolean or JsonRaw: not what the dispatcher's rule yields
+}
+
+std::optional<int32_t> AckedVersionOf(std::string_view text) {
+  // Digits only (from_chars would take a leading minus), all of them, within int32_t.
+  int32_t value = 0;
+  const char* end = text.data() + text.size();
+  if (text.empty() || !absl::ascii_isdigit(static_cast<unsigned char>(text.front()))) {
+    return std::nullopt;
+  }
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc() || stop != end) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<int32_t> AckedVersionOf(int64_t value) {
+  if (value < 0 || value > std::numeric_limits<int32_t>::max()) {
+    return std::nullopt;
+  }
+  return static_cast<int32_t>(value);
 }
 
 }  // namespace mmi::status_sink

@@ -1,6 +1,7 @@
 // One received status event decoded into what the sink needs (pure, no I/O): the resource id,
 // the reporting cluster, the sequence id and status hash, the Application's `status` feedback
-// value or the deletion, and the hub Application the ManifestWork's metadata names.
+// value (and its `dispatchVersion`) or the deletion, and the hub Application the ManifestWork's
+// metadata names.
 //
 // A status event that is not one, cannot be decoded or carries no status feedback yet comes
 // back as a `Rejection` naming the DropReason the sink counts it under and a detail for the log.
@@ -8,8 +9,10 @@
 // between it and the one-pass decoder (one_pass_decoder.h), which both include this header.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 
 #include "absl/status/statusor.h"
@@ -49,9 +52,20 @@ void TakeEventFacts(const cloudevents::Event& event, StatusReport& report);
 // events.
 std::variant<StatusReport, Rejection> DecodeStatusReportFull(const cloudevents::Event& event);
 
-// The feedback value named "status" of the Application manifest in `status`. nullopt when the
+// The feedback value named "status" of the Application manifest in `status` (the first
+// Application manifest that has one). nullopt when the
 // agent has not reported one yet; kInvalidArgument when it is not JsonRaw holding an object.
 absl::StatusOr<std::optional<nlohmann::json>> FeedbackStatus(
     const cloudevents::ManifestBundleStatus& status);
+
+// The first feedback value named "dispatchVersion" of the manifest FeedbackStatus reads, as
+// AckedVersionOf reads it; nullopt when there is none or it is of another type.
+std::optional<int32_t> FeedbackAckedVersion(const cloudevents::ManifestBundleStatus& status);
+
+// A `dispatchVersion` feedback value (the dispatcher's `dispatched_resources.version`, an
+// integer from 0): the value of a String of decimal digits or of an Integer, when in
+// [0, INT32_MAX]; else nullopt.
+std::optional<int32_t> AckedVersionOf(std::string_view text);
+std::optional<int32_t> AckedVersionOf(int64_t value);
 
 }  // namespace mmi::status_sink

@@ -5,8 +5,10 @@
 // (fuzz/corpus/). And the one-pass decoder really answers for the agent's status updates.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -170,6 +172,89 @@ TEST(StatusReportEquivalenceTest, MaterialHashesOfTheOnePassDecoderAreTheFullPat
       ASSERT_NE(report, nullptr);
       EXPECT_FALSE(report->update.material_hash.empty());
       EXPECT_EQ(report->update.material_hash_ignores_health_messages, ignore_health_messages);
+    }
+  }
+}
+
+// `data` of the captured status update with `values` added to the Application manifest's
+// feedback values, after its status (or before it).
+std::string WithValues(const json& values, bool before = false) {
+  json data = json::parse(*CapturedStatusUpdate().data);
+  for (auto& manifest : data["resourceStatus"]) {
+    if (manifest["resourceMeta"]["kind"] == "Application") {
+      auto& list = manifest["statusFeedback"]["values"];
+      list.insert(before ? list.begin() : list.end(), values.begin(), values.end());
+    }
+  }
+  return data.dump();
+}
+
+json DispatchVersion(const json& field_value) {
+  return json{{"name", "dispatchVersion"}, {"fieldValue", field_value}};
+}
+
+// The `dispatchVersion` feedback value (end-to-end acknowledgement): with, without and with a
+// malformed one, both paths read the same version, and the one-pass decoder answers itself for
+// every well-formed event.
+TEST(StatusReportEquivalenceTest, DispatchVersionsDecodeAlike) {
+  struct Case {
+    std::string name;
+    std::string data;
+    std::optional<int32_t> want;  // for a report
+    bool one_pass_answers = true;
+  };
+  const json seven = DispatchVersion({{"type", "String"}, {"string", "7"}});
+  // The version on a manifest before the Application's, which has none.
+  json other_manifest = json::parse(WithValues(json::array()));
+  other_manifest["resourceStatus"].insert(
+      other_manifest["resourceStatus"].begin(),
+      json{{"resourceMeta", {{"kind", "ConfigMap"}, {"name", "x"}}},
+           {"statusFeedback", {{"values", json::array({seven})}}}});
+  const std::vector<Case> cases = {
+      {"without", WithValues(json::array()), std::nullopt},
+      {"String", WithValues(json::array({seven})), 7},
+      {"String before the status", WithValues(json::array({seven}), /*before=*/true), 7},
+      {"Integer",
+       WithValues(json::array({DispatchVersion({{"type", "Integer"}, {"integer", 12}})})), 12},
+      {"largest",
+       WithValues(json::array({DispatchVersion({{"type", "String"}, {"string", "2147483647"}})})),
+       2147483647},
+      {"the first of two",
+       WithValues(json::array({seven, DispatchVersion({{"type", "String"}, {"string", "8"}})})), 7},
+      {"not digits",
+       WithValues(json::array({DispatchVersion({{"type", "String"}, {"string", "7a"}})})),
+       std::nullopt},
+      {"signed", WithValues(json::array({DispatchVersion({{"type", "String"}, {"string", "-7"}})})),
+       std::nullopt},
+      {"beyond int32",
+       WithValues(json::array({DispatchVersion({{"type", "Integer"}, {"integer", 2147483648}})})),
+       std::nullopt},
+      {"Boolean",
+       WithValues(json::array({DispatchVersion({{"type", "Boolean"}, {"boolean", true}})})),
+       std::nullopt},
+      {"JsonRaw",
+       WithValues(json::array({DispatchVersion({{"type", "JsonRaw"}, {"jsonRaw", "7"}})})),
+       std::nullopt},
+      {"on another manifest", other_manifest.dump(), std::nullopt},
+      // Malformed values: the full path rejects the event, the one-pass decoder leaves it to it.
+      {"String without its string",
+       WithValues(json::array({DispatchVersion({{"type", "String"}})})), std::nullopt, false},
+      {"Integer of 1.5",
+       WithValues(json::array({DispatchVersion({{"type", "Integer"}, {"integer", 1.5}})})),
+       std::nullopt, false},
+  };
+  OnePassDecoder one_pass;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto event = CapturedStatusUpdate();
+    event.data = c.data;
+    EXPECT_EQ(SameAnswer(event), "");
+    auto answer = one_pass.Decode(event);
+    ASSERT_EQ(answer.has_value(), c.one_pass_answers);
+    if (answer.has_value()) {
+      const auto* report = std::get_if<StatusReport>(&*answer);
+      ASSERT_NE(report, nullptr);
+      EXPECT_EQ(report->update.acked_version, c.want);
     }
   }
 }

@@ -2,6 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "libs/cloudevents/object_meta.h"
 #include "libs/cloudevents/sequence_id.h"
 #include "libs/cloudevents/status_hash.h"
@@ -35,15 +42,19 @@ json Condition(const std::string& type) {
                        {"message", ""}}});
 }
 
-// The data of a status event whose Application reports `health`.
-std::string FeedbackData(const std::string& health) {
+// The data of a status event whose Application reports `health`, and the feedback values
+// `more` after its status.
+std::string FeedbackData(const std::string& health, const json& more = json::array()) {
   const json status = {{"health", {{"status", health}}}, {"sync", {{"status", "Synced"}}}};
-  return json{{"conditions", Condition("Applied")},
-              {"resourceStatus",
-               ResourceStatus(json::array(
-                   {{{"name", "status"},
-                     {"fieldValue", {{"type", "JsonRaw"}, {"jsonRaw", status.dump()}}}}}))}}
+  json values = json::array(
+      {{{"name", "status"}, {"fieldValue", {{"type", "JsonRaw"}, {"jsonRaw", status.dump()}}}}});
+  values.insert(values.end(), more.begin(), more.end());
+  return json{{"conditions", Condition("Applied")}, {"resourceStatus", ResourceStatus(values)}}
       .dump();
+}
+
+json DispatchVersion(const json& field_value) {
+  return json{{"name", "dispatchVersion"}, {"fieldValue", field_value}};
 }
 
 cloudevents::SequenceId Sequence() {
@@ -181,6 +192,96 @@ TEST(StatusReportTest, AReportWithoutStatusFeedbackYetIsRejectedAsNoFeedback) {
       json{{"conditions", Condition("Applied")}, {"resourceStatus", ResourceStatus(json::array())}}
           .dump();
   EXPECT_EQ(RejectedAs(StatusEvent(data)), DropReason::kNoFeedback);
+}
+
+TEST(StatusReportTest, CarriesTheDispatchVersionTheAgentReportsOnBothPaths) {
+  struct Case {
+    std::string name;
+    json more;  // feedback values after the status
+    std::optional<int32_t> want;
+  };
+  const std::vector<Case> cases = {
+      {"String", json::array({DispatchVersion({{"type", "String"}, {"string", "7"}})}), 7},
+      {"Integer", json::array({DispatchVersion({{"type", "Integer"}, {"integer", 7}})}), 7},
+      {"absent", json::array(), std::nullopt},
+      {"not a number", json::array({DispatchVersion({{"type", "String"}, {"string", "x"}})}),
+       std::nullopt},
+      {"negative", json::array({DispatchVersion({{"type", "Integer"}, {"integer", -1}})}),
+       std::nullopt},
+      {"beyond int32",
+       json::array({DispatchVersion({{"type", "String"}, {"string", "2147483648"}})}),
+       std::nullopt},
+      {"Boolean", json::array({DispatchVersion({{"type", "Boolean"}, {"boolean", true}})}),
+       std::nullopt},
+      {"the first counts",
+       json::array({DispatchVersion({{"type", "String"}, {"string", "3"}}),
+                    DispatchVersion({{"type", "String"}, {"string", "4"}})}),
+       3},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto event = StatusEvent(FeedbackData("Healthy", c.more));
+    EXPECT_EQ(Decoded(event).update.acked_version, c.want);
+    auto full = DecodeStatusReportFull(event);
+    ASSERT_TRUE(std::holds_alternative<StatusReport>(full));
+    EXPECT_EQ(std::get<StatusReport>(full).update.acked_version, c.want);
+  }
+}
+
+TEST(StatusReportTest, OnlyTheDispatchVersionOfTheApplicationWhoseStatusIsReadCounts) {
+  json data = json::parse(FeedbackData("Healthy"));
+  // A version on another kind of manifest, before the Application's.
+  json other =
+      ResourceStatus(json::array({DispatchVersion({{"type", "String"}, {"string", "9"}})}))[0];
+  other["resourceMeta"]["kind"] = "ConfigMap";
+  other["resourceMeta"]["group"] = "";
+  data["resourceStatus"].insert(data["resourceStatus"].begin(), other);
+  EXPECT_EQ(Decoded(StatusEvent(data.dump())).update.acked_version, std::nullopt);
+  // The Application's own, listed before its status.
+  data["resourceStatus"][1]["statusFeedback"]["values"].insert(
+      data["resourceStatus"][1]["statusFeedback"]["values"].begin(),
+      DispatchVersion({{"type", "String"}, {"string", "5"}}));
+  EXPECT_EQ(Decoded(StatusEvent(data.dump())).update.acked_version, 5);
+}
+
+TEST(StatusReportTest, ADeletedReportCarriesNoDispatchVersion) {
+  json data = json::parse(FeedbackData(
+      "Healthy", json::array({DispatchVersion({{"type", "String"}, {"string", "7"}})})));
+  data["conditions"] = Condition("Deleted");
+  StatusReport report = Decoded(StatusEvent(data.dump()));
+  EXPECT_TRUE(report.update.deleted);
+  EXPECT_EQ(report.update.acked_version, std::nullopt);
+}
+
+TEST(AckedVersionOfTest, ReadsDecimalDigitsAndIntegersWithinInt32) {
+  const std::vector<std::pair<std::string, std::optional<int32_t>>> texts = {
+      {"7", 7},
+      {"0", 0},
+      {"007", 7},
+      {"2147483647", std::numeric_limits<int32_t>::max()},
+      {"2147483648", std::nullopt},
+      {"99999999999999999999", std::nullopt},
+      {"", std::nullopt},
+      {"-1", std::nullopt},
+      {"+7", std::nullopt},
+      {" 7", std::nullopt},
+      {"7 ", std::nullopt},
+      {"7a", std::nullopt},
+      {"0x7", std::nullopt},
+      {"7.0", std::nullopt}};
+  for (const auto& [text, want] : texts) {
+    EXPECT_EQ(AckedVersionOf(std::string_view(text)), want) << "\"" << text << "\"";
+  }
+  const std::vector<std::pair<int64_t, std::optional<int32_t>>> integers = {
+      {7, 7},
+      {0, 0},
+      {-1, std::nullopt},
+      {std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::max()},
+      {int64_t{std::numeric_limits<int32_t>::max()} + 1, std::nullopt},
+      {std::numeric_limits<int64_t>::min(), std::nullopt}};
+  for (const auto& [value, want] : integers) {
+    EXPECT_EQ(AckedVersionOf(value), want) << value;
+  }
 }
 
 cloudevents::ManifestBundleStatus WithFeedback(cloudevents::FieldValue value) {

@@ -31,6 +31,10 @@ struct StatusUpdate {
   std::string material_hash;
   bool material_hash_ignores_health_messages = false;
   std::optional<std::chrono::system_clock::time_point> event_time;  // the agent's `time`
+  // The dispatch version the agent applied: the Application manifest's `dispatchVersion`
+  // feedback value (end-to-end acknowledgement, docs/reliability.md finding 6). nullopt when
+  // absent, unparsable or out of range (never a rejection), and for a deletion.
+  std::optional<int32_t> acked_version;
 };
 
 // Members of an Application `.status` that are not material (coalescer.h's file comment).

@@ -80,6 +80,16 @@ void HubWrites::Dispatch(WriteTask task) {
     ConfirmDeletion(std::move(task));
     return;
   }
+  if (task.kind == TaskKind::kSaveAcknowledgement) {
+    // The hub shows this status already: only the acknowledged version is saved.
+    SinkLog().Debug("acknowledged dispatch version saved",
+                    {{"resource", task.update.resource_id},
+                     {"application", ref->hub_namespace + "/" + ref->hub_name},
+                     {"acked_version", task.update.acked_version.value_or(0)}});
+    Save(std::move(task), ref);
+    saver_.Flush();
+    return;
+  }
   auto patch = BuildStatusPatch(StatusTree(task.update), settings_.patch, clock_.Now());
   if (!patch.ok()) {
     metrics_.Write(WriteResult::kInvalid, {});
@@ -129,18 +139,13 @@ void HubWrites::OnWriteDone(WriteTask task, WriteOutcome outcome) {
   }
   switch (outcome.result) {
     case WriteResult::kOk: {
-      store::AppliedStatus row = coalescer_.Written(task);
-      if (ref != nullptr) {
-        row.appset_namespace = ref->appset_namespace;
-        row.appset_name = ref->appset_name;
-      }
       if (task.update.event_time) {
         metrics_.Lag(clock_.Now() - *task.update.event_time, task.volatile_only);
       }
       SinkLog().Debug("hub status written", {{"resource", task.update.resource_id},
                                              {"application", app},
                                              {"volatile_only", task.volatile_only}});
-      saver_.Add(std::move(row), std::move(task.acks));
+      Save(std::move(task), ref);
       break;
     }
     case WriteResult::kNotFound:
@@ -166,6 +171,15 @@ void HubWrites::OnWriteDone(WriteTask task, WriteOutcome outcome) {
   }
   saver_.Flush();
   Pump();
+}
+
+void HubWrites::Save(WriteTask task, const store::HubAppRef* ref) {
+  store::AppliedStatus row = coalescer_.Written(task);
+  if (ref != nullptr) {
+    row.appset_namespace = ref->appset_namespace;
+    row.appset_name = ref->appset_name;
+  }
+  saver_.Add(std::move(row), std::move(task.acks));
 }
 
 void HubWrites::OnDeletionDone(WriteTask task, absl::StatusOr<bool> confirmed) {

@@ -2,7 +2,9 @@
 // `max_in_flight` at a time), builds each hub status patch (status_patch.h), decides on a
 // Progressing write before a Healthy one (rolling_sync.h), hands the PATCH to the Writer and,
 // once it landed, the applied status to the AppliedStatusSaver (which acknowledges after the
-// save). A Deleted report is handed to the dispatcher instead (StatusStore::MarkDeletionConfirmed).
+// save). A report that only brought a newer acknowledged dispatch version goes to the saver with
+// no PATCH (TaskKind::kSaveAcknowledgement). A Deleted report is handed to the dispatcher instead
+// (StatusStore::MarkDeletionConfirmed).
 // Failed writes go back to the coalescer with backoff; the hopeless ones are counted, summed up
 // in the log and acknowledged.
 //
@@ -53,6 +55,8 @@ class HubWrites {
   void ConfirmDeletion(WriteTask task);
   void OnWriteDone(WriteTask task, WriteOutcome outcome);
   void OnDeletionDone(WriteTask task, absl::StatusOr<bool> confirmed);
+  // The task's status is on the hub: its row goes to the saver, which calls its acks once saved.
+  void Save(WriteTask task, const store::HubAppRef* ref);
   // The task is abandoned: the coalescer forgets its flight, its acks are called.
   void Drop(WriteTask& task);
   // "<namespace>/<name>" of the resource's hub Application; "" when not known.

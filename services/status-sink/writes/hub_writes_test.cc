@@ -56,14 +56,17 @@ class HubWritesTest : public ::testing::Test {
                 {"spec", {{"project", "default"}}}};
     ASSERT_TRUE(kube_.Create(ApplicationsRef("argocd"), app, {}).ok());
   }
-  void Offer(const std::string& health, bool deleted = false) {
+  void Offer(const std::string& health, bool deleted = false,
+             std::optional<int32_t> acked_version = std::nullopt) {
     StatusUpdate update;
     update.resource_id = kResource;
     update.deleted = deleted;
     if (!deleted) {
       update.status = {{"health", {{"status", health}}}, {"sync", {{"status", "Synced"}}}};
     }
-    update.status_hash = "hash-" + health + (deleted ? "-deleted" : "");
+    update.status_hash = "hash-" + health + (deleted ? "-deleted" : "") +
+                         (acked_version ? "-" + std::to_string(*acked_version) : "");
+    update.acked_version = acked_version;
     coalescer_.Offer(std::move(update), [this] { ++acked_; });
   }
 
@@ -96,6 +99,25 @@ TEST_F(HubWritesTest, PatchesAReadyStatusOntoTheHubAndAcknowledgesOnceSaved) {
   EXPECT_EQ(kube_.CountCalls("PATCH"), 1U);
   EXPECT_EQ(acked_, 1);
   EXPECT_TRUE(store_.AppliedForTest(kResource).has_value());
+  EXPECT_EQ(coalescer_.in_flight(), 0U);
+}
+
+TEST_F(HubWritesTest, ANewerAcknowledgementAloneIsSavedWithNoHubPatch) {
+  CreateHubApplication();
+  LookUp();
+  Offer("Healthy", false, 1);
+  writes_.Pump();
+  ASSERT_EQ(kube_.CountCalls("PATCH"), 1U);
+  ASSERT_TRUE(store_.AppliedForTest(kResource).has_value());
+  EXPECT_EQ(store_.AppliedForTest(kResource)->acked_version, 1);
+
+  // The same status, applied from a republished bundle (dispatch version 2).
+  Offer("Healthy", false, 2);
+  writes_.Pump();
+  EXPECT_EQ(kube_.CountCalls("PATCH"), 1U);
+  EXPECT_EQ(store_.AppliedForTest(kResource)->acked_version, 2);
+  EXPECT_EQ(store_.AppliedForTest(kResource)->status_hash, "hash-Healthy-2");
+  EXPECT_EQ(acked_, 2);
   EXPECT_EQ(coalescer_.in_flight(), 0U);
 }
 

@@ -40,6 +40,9 @@ inline std::string ReportDifference(const std::variant<StatusReport, Rejection>&
       u.status_hash != v.status_hash || u.deleted != v.deleted || u.event_time != v.event_time) {
     return "resource id, sequence id, status hash, deletion or event time differ";
   }
+  if (u.acked_version != v.acked_version) {
+    return "acknowledged dispatch versions differ";
+  }
   // The status as a tree (built from the text a decoder kept), and the material hash a decoder
   // computed against the other's tree.
   StatusUpdate tu = u;
