@@ -1,6 +1,9 @@
-// StatusStore on PostgreSQL: reads dispatched_resources (migrations/0001), owns resource_status
-// (migrations/0002).
+// StatusStore on PostgreSQL: reads dispatched_resources (migrations/0001) and manifest_renders
+// (migrations/0003), owns resource_status (migrations/0002).
 #pragma once
+
+#include <functional>
+#include <pqxx/pqxx>
 
 #include "libs/store/postgres/connection_pool.h"
 #include "libs/store/status_store.h"
@@ -14,6 +17,11 @@ class PostgresStatusStore final : public StatusStore {
 
   absl::StatusOr<std::vector<HubAppRef>> LookupHubApps(
       const std::vector<std::string>& resource_ids) override;
+  absl::StatusOr<std::vector<DispatchedPayload>> LookupPayloads(
+      const std::vector<std::string>& resource_ids) override;
+  absl::Status ForEachStaleManifestRender(
+      const std::function<void(const std::string& resource_id, const std::string& cluster)>& fn)
+      override;
   absl::Status ForEachAppliedStatus(const std::function<void(const AppliedStatus&)>& fn) override;
   absl::Status SaveAppliedStatuses(const std::vector<AppliedStatus>& statuses) override;
   absl::Status ForEachResyncEntry(const std::function<void(const ResyncEntry&)>& fn) override;
@@ -21,6 +29,12 @@ class PostgresStatusStore final : public StatusStore {
   absl::StatusOr<std::vector<AppSetCount>> AppSetCounts() override;
 
  private:
+  // Runs `select_in` (a SELECT ending in "... IN (") over the UUIDs of `resource_ids`, in
+  // statements of a bounded number of ids, calling `row` per row; `restart` before each attempt.
+  absl::Status SelectByIds(const char* what, const std::vector<std::string>& resource_ids,
+                           const std::string& select_in, const std::function<void()>& restart,
+                           const std::function<void(const pqxx::row&)>& row);
+
   ConnectionPool& pool_;
 };
 
