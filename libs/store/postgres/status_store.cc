@@ -74,24 +74,50 @@ AppliedStatus AppliedFromRow(const pqxx::row& r) {
   return s;
 }
 
+HubAppRef HubAppFromRow(const pqxx::row& r) {
+  HubAppRef ref;
+  ref.resource_id = r[0].as<std::string>();
+  ref.cluster = r[1].as<std::string>();
+  ref.hub_namespace = r[2].as<std::string>();
+  ref.hub_name = r[3].as<std::string>();
+  ref.appset_namespace = OptionalText(r[4]);
+  ref.appset_name = OptionalText(r[5]);
+  ref.deletion_state = static_cast<DeletionState>(r[6].as<int>());
+  if (r[7].as<bool>()) {  // a manifest_renders row: manifest delivery
+    ManifestRenderRef m;
+    m.revision = r[8].as<std::string>();
+    m.source_type = r[9].as<std::string>();
+    m.render_error = OptionalText(r[10]);
+    m.payload_hash = r[11].as<std::string>();
+    m.version = r[12].as<int64_t>();
+    m.last_published_at = OptionalMicros(r[13]);
+    ref.manifest = std::move(m);
+  }
+  return ref;
+}
+
+DispatchedPayload PayloadFromRow(const pqxx::row& r) {
+  return {r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>()};
+}
+
 }  // namespace
 
-absl::Status PostgresStatusStore::SelectByIds(const char* what,
-                                              const std::vector<std::string>& resource_ids,
-                                              const std::string& select_in,
-                                              const std::function<void()>& restart,
-                                              const std::function<void(const pqxx::row&)>& row) {
+template <typename T>
+absl::StatusOr<std::vector<T>> PostgresStatusStore::SelectByIds(
+    const char* what, const std::vector<std::string>& resource_ids, const std::string& select_in,
+    T (*of)(const pqxx::row&)) {
   std::vector<std::string> ids;
   for (const auto& id : resource_ids) {
     if (IsUuid(id)) {
       ids.push_back(absl::AsciiStrToLower(id));
     }
   }
+  std::vector<T> out;
   if (ids.empty()) {
-    return absl::OkStatus();
+    return out;
   }
-  return pool_.Run(what, [&](pqxx::connection& conn) {
-    restart();  // a retried attempt starts over
+  absl::Status status = pool_.Run(what, [&](pqxx::connection& conn) {
+    out.clear();  // a retried attempt starts over
     pqxx::nontransaction tx(conn);
     for (size_t start = 0; start < ids.size(); start += kRowsPerStatement) {
       const size_t end = std::min(ids.size(), start + kRowsPerStatement);
@@ -100,16 +126,29 @@ absl::Status PostgresStatusStore::SelectByIds(const char* what,
         quoted.push_back(tx.quote(ids[i]));
       }
       for (const auto& r : tx.exec(absl::StrCat(select_in, absl::StrJoin(quoted, ","), ")"))) {
-        row(r);
+        out.push_back(of(r));
       }
     }
+  });
+  if (!status.ok()) {
+    return status;
+  }
+  return out;
+}
+
+absl::Status PostgresStatusStore::ForEachPage(const char* what, const std::string& select,
+                                              const std::function<void(const pqxx::row&)>& fn) {
+  return pool_.Run(what, [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    internal::ForEachByResourceId(tx, absl::StrCat(select, " LIMIT ", internal::kResourcePageSize),
+                                  fn);
+    tx.commit();
   });
 }
 
 absl::StatusOr<std::vector<HubAppRef>> PostgresStatusStore::LookupHubApps(
     const std::vector<std::string>& resource_ids) {
-  std::vector<HubAppRef> out;
-  absl::Status status = SelectByIds(
+  return SelectByIds(
       "look up hub applications", resource_ids,
       "SELECT d.resource_id::text, d.cluster, d.hub_namespace, d.hub_name, d.appset_namespace, "
       "d.appset_name, d.deletion_state, r.resource_id IS NOT NULL, r.revision, r.source_type, "
@@ -117,82 +156,37 @@ absl::StatusOr<std::vector<HubAppRef>> PostgresStatusStore::LookupHubApps(
       "(extract(epoch from d.last_published_at) * 1000000)::bigint "
       "FROM dispatched_resources d LEFT JOIN manifest_renders r "
       "ON r.resource_id = d.resource_id::text WHERE d.resource_id IN (",
-      [&out] { out.clear(); },
-      [&out](const pqxx::row& r) {
-        HubAppRef ref;
-        ref.resource_id = r[0].as<std::string>();
-        ref.cluster = r[1].as<std::string>();
-        ref.hub_namespace = r[2].as<std::string>();
-        ref.hub_name = r[3].as<std::string>();
-        ref.appset_namespace = OptionalText(r[4]);
-        ref.appset_name = OptionalText(r[5]);
-        ref.deletion_state = static_cast<DeletionState>(r[6].as<int>());
-        if (r[7].as<bool>()) {
-          ManifestRenderRef m;
-          m.revision = r[8].as<std::string>();
-          m.source_type = r[9].as<std::string>();
-          m.render_error = OptionalText(r[10]);
-          m.payload_hash = r[11].as<std::string>();
-          m.version = r[12].as<int64_t>();
-          m.last_published_at = OptionalMicros(r[13]);
-          ref.manifest = std::move(m);
-        }
-        out.push_back(std::move(ref));
-      });
-  if (!status.ok()) {
-    return status;
-  }
-  return out;
+      HubAppFromRow);
 }
 
 absl::StatusOr<std::vector<DispatchedPayload>> PostgresStatusStore::LookupPayloads(
     const std::vector<std::string>& resource_ids) {
-  std::vector<DispatchedPayload> out;
-  absl::Status status = SelectByIds(
-      "look up dispatched payloads", resource_ids,
-      "SELECT resource_id::text, payload_hash, payload FROM dispatched_resources "
-      "WHERE resource_id IN (",
-      [&out] { out.clear(); },
-      [&out](const pqxx::row& r) {
-        out.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>()});
-      });
-  if (!status.ok()) {
-    return status;
-  }
-  return out;
+  return SelectByIds("look up dispatched payloads", resource_ids,
+                     "SELECT resource_id::text, payload_hash, payload FROM dispatched_resources "
+                     "WHERE resource_id IN (",
+                     PayloadFromRow);
 }
 
 absl::Status PostgresStatusStore::ForEachStaleManifestRender(
     const std::function<void(const std::string& resource_id, const std::string& cluster)>& fn) {
-  return pool_.Run("list stale manifest renders", [&](pqxx::connection& conn) {
-    pqxx::work tx(conn);
-    internal::ForEachByResourceId(
-        tx,
-        absl::StrCat("SELECT d.resource_id::text, d.cluster FROM manifest_renders r"
-                     " JOIN dispatched_resources d ON d.resource_id::text = r.resource_id"
-                     " LEFT JOIN resource_status s ON s.resource_id = d.resource_id"
-                     " WHERE d.resource_id > $1::uuid"
-                     " AND (s.applied_at IS NULL OR r.updated_at >= s.applied_at)"
-                     " ORDER BY d.resource_id LIMIT ",
-                     internal::kResourcePageSize),
-        [&](const pqxx::row& r) { fn(r[0].as<std::string>(), r[1].as<std::string>()); });
-    tx.commit();
-  });
+  return ForEachPage(
+      "list stale manifest renders",
+      "SELECT d.resource_id::text, d.cluster FROM manifest_renders r"
+      " JOIN dispatched_resources d ON d.resource_id::text = r.resource_id"
+      " LEFT JOIN resource_status s ON s.resource_id = d.resource_id"
+      " WHERE d.resource_id > $1::uuid"
+      " AND (s.applied_at IS NULL OR r.updated_at >= s.applied_at)"
+      " ORDER BY d.resource_id",
+      [&](const pqxx::row& r) { fn(r[0].as<std::string>(), r[1].as<std::string>()); });
 }
 
 absl::Status PostgresStatusStore::ForEachAppliedStatus(
     const std::function<void(const AppliedStatus&)>& fn) {
-  return pool_.Run("load applied statuses", [&](pqxx::connection& conn) {
-    pqxx::work tx(conn);
-    internal::ForEachByResourceId(
-        tx,
-        absl::StrCat("SELECT ", kAppliedColumns,
-                     " FROM resource_status WHERE resource_id > $1::uuid ORDER BY resource_id"
-                     " LIMIT ",
-                     internal::kResourcePageSize),
-        [&](const pqxx::row& r) { fn(AppliedFromRow(r)); });
-    tx.commit();
-  });
+  return ForEachPage("load applied statuses",
+                     absl::StrCat("SELECT ", kAppliedColumns,
+                                  " FROM resource_status WHERE resource_id > $1::uuid"
+                                  " ORDER BY resource_id"),
+                     [&](const pqxx::row& r) { fn(AppliedFromRow(r)); });
 }
 
 absl::Status PostgresStatusStore::SaveAppliedStatuses(const std::vector<AppliedStatus>& statuses) {
@@ -245,20 +239,14 @@ absl::Status PostgresStatusStore::SaveAppliedStatuses(const std::vector<AppliedS
 
 absl::Status PostgresStatusStore::ForEachResyncEntry(
     const std::function<void(const ResyncEntry&)>& fn) {
-  return pool_.Run("list resync entries", [&](pqxx::connection& conn) {
-    pqxx::work tx(conn);
-    internal::ForEachByResourceId(
-        tx,
-        absl::StrCat("SELECT d.resource_id::text, d.cluster, coalesce(s.status_hash, '')"
-                     " FROM dispatched_resources d LEFT JOIN resource_status s"
-                     " ON s.resource_id = d.resource_id WHERE d.resource_id > $1::uuid"
-                     " ORDER BY d.resource_id LIMIT ",
-                     internal::kResourcePageSize),
-        [&](const pqxx::row& r) {
-          fn(ResyncEntry{r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>()});
-        });
-    tx.commit();
-  });
+  return ForEachPage(
+      "list resync entries",
+      "SELECT d.resource_id::text, d.cluster, coalesce(s.status_hash, '')"
+      " FROM dispatched_resources d LEFT JOIN resource_status s"
+      " ON s.resource_id = d.resource_id WHERE d.resource_id > $1::uuid ORDER BY d.resource_id",
+      [&](const pqxx::row& r) {
+        fn(ResyncEntry{r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>()});
+      });
 }
 
 absl::StatusOr<bool> PostgresStatusStore::MarkDeletionConfirmed(const std::string& resource_id) {

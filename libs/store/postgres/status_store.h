@@ -30,10 +30,16 @@ class PostgresStatusStore final : public StatusStore {
 
  private:
   // Runs `select_in` (a SELECT ending in "... IN (") over the UUIDs of `resource_ids`, in
-  // statements of a bounded number of ids, calling `row` per row; `restart` before each attempt.
-  absl::Status SelectByIds(const char* what, const std::vector<std::string>& resource_ids,
-                           const std::string& select_in, const std::function<void()>& restart,
-                           const std::function<void(const pqxx::row&)>& row);
+  // statements of a bounded number of ids; `of` maps each row.
+  template <typename T>
+  absl::StatusOr<std::vector<T>> SelectByIds(const char* what,
+                                             const std::vector<std::string>& resource_ids,
+                                             const std::string& select_in,
+                                             T (*of)(const pqxx::row&));
+  // Runs `select` (keyset-paged by resource id: `> $1::uuid ... ORDER BY` the id, no LIMIT) in
+  // one transaction and calls `fn` per row.
+  absl::Status ForEachPage(const char* what, const std::string& select,
+                           const std::function<void(const pqxx::row&)>& fn);
 
   ConnectionPool& pool_;
 };
