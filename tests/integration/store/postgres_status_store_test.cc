@@ -6,6 +6,9 @@
 #include <chrono>
 #include <pqxx/pqxx>
 
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "libs/store/postgres/notification_listener.h"
 #include "libs/store/postgres/status_store.h"
 #include "libs/store/testing/status_store_contract.h"
 #include "tests/integration/store/postgres_peer.h"
@@ -142,6 +145,67 @@ TEST(PostgresStatusStoreTest, NotifiesTheDispatcherWhenADeletionIsConfirmed) {
   pqxx::connection check(dsn);
   pqxx::nontransaction tx(check);
   EXPECT_EQ(tx.exec1("SELECT deletion_state FROM dispatched_resources")[0].as<int>(), 2);
+}
+
+// The status sink's listener: the renders changed while nobody listened come from the sweep on
+// connecting, later ones from the dispatcher's NOTIFY, all through the one callback.
+TEST(PostgresStatusStoreTest, TheManifestRenderListenerSweepsThenReceivesNotifications) {
+  const std::string dsn = FreshDatabase();
+  postgres::ConnectionPool pool({.dsn = dsn, .size = 1});
+  postgres::PostgresStatusStore store(pool);
+  const std::string missed = "00000000-0000-5000-8000-000000000001";
+  const std::string notified = "00000000-0000-5000-8000-000000000002";
+  HubAppRef ref{missed,
+                "cluster1",
+                "argocd",
+                "app-1",
+                std::nullopt,
+                std::nullopt,
+                DeletionState::kLive,
+                ManifestRenderRef{.revision = "9f2c4e1",
+                                  .source_type = "Directory",
+                                  .render_error = std::nullopt,
+                                  .payload_hash = "h",
+                                  .version = 1,
+                                  .last_published_at = std::nullopt}};
+  SeedWithPayload(dsn, ref, "{}");  // rendered, never written by the sink: stale
+
+  struct Seen {
+    absl::Mutex mu;
+    std::vector<std::string> ids ABSL_GUARDED_BY(mu);
+    size_t wanted = 0;
+    // Waits for `n` ids; the limit guards against a hang, it is not a timing assertion.
+    std::vector<std::string> Await(size_t n) {
+      absl::MutexLock lock(&mu);
+      wanted = n;
+      mu.AwaitWithTimeout(
+          absl::Condition(
+              +[](Seen* s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return s->ids.size() >= s->wanted; },
+              this),
+          absl::Seconds(60));
+      return ids;
+    }
+  };
+  Seen seen;
+  postgres::NotificationListener listener(
+      {.dsn = dsn, .channel = kManifestRenderChannel, .what = "manifest render changes"},
+      [&store](const postgres::NotificationListener::Callback& report) {
+        return store.ForEachStaleManifestRender(
+            [&report](const std::string& id, const std::string& /*cluster*/) { report(id); });
+      });
+  listener.Start([&seen](const std::string& id) {
+    absl::MutexLock lock(&seen.mu);
+    seen.ids.push_back(id);
+  });
+  EXPECT_EQ(seen.Await(1), std::vector<std::string>{missed}) << "the sweep on connecting";
+  {
+    pqxx::connection conn(dsn);
+    pqxx::work tx(conn);
+    tx.exec0("NOTIFY " + std::string(kManifestRenderChannel) + ", " + tx.quote(notified));
+    tx.commit();
+  }
+  EXPECT_EQ(seen.Await(2), (std::vector<std::string>{missed, notified}));
+  listener.Stop();
 }
 
 TEST(PostgresStatusStoreTest, ReportsALostDatabaseAsUnavailable) {
