@@ -33,7 +33,8 @@ void HubApps::Forget(const std::string& resource_id) {
 }
 
 void HubApps::Refresh(const std::string& resource_id) {
-  refs_.erase(resource_id);
+  // The cached record stays until the lookup replaces it: a write waiting in the coalescer needs
+  // it, and a report built on it meanwhile is asked for again by refreshed_.
   awaiting_[resource_id];  // no report waits for it: the lookup calls refreshed_ instead
   refresh_.insert(resource_id);
   StartLookup();

@@ -62,8 +62,8 @@ class HubApps {
   const store::HubAppRef* Find(const std::string& resource_id) const;
   // Drops `resource_id` from the cache (its deletion was handed to the dispatcher).
   void Forget(const std::string& resource_id);
-  // Reads `resource_id` again with the next lookup (its manifest render changed) and calls
-  // `refreshed` with what was found; an unknown resource is ignored.
+  // Reads `resource_id` again with the next lookup (its manifest render changed), replaces the
+  // cached record and calls `refreshed` with it; an unknown resource is ignored.
   void Refresh(const std::string& resource_id);
 
   // Whether `max_awaiting` reports wait already (the caller drops the next one as lost).
