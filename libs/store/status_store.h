@@ -46,7 +46,7 @@ struct HubAppRef {
   std::optional<std::string> appset_name;
   DeletionState deletion_state = DeletionState::kLive;
   // Set when the resource is delivered as rendered manifests; nullopt for Application delivery.
-  std::optional<ManifestRenderRef> manifest;
+  std::optional<ManifestRenderRef> manifest = std::nullopt;
   friend bool operator==(const HubAppRef&, const HubAppRef&) = default;
 };
 
