@@ -140,5 +140,8 @@ class DispatchStore {
 
 // The channel both stores' MarkDeletionConfirmed notify (payload: the resource id).
 inline constexpr char kDeletionConfirmedChannel[] = "mmi_deletion_confirmed";
+// The channel every write of a `manifest_renders` row notifies (payload: the resource id): the
+// status sink asks the agent again and rewrites the Application's status.
+inline constexpr char kManifestRenderChannel[] = "mmi_manifest_render";
 
 }  // namespace mmi::store

@@ -139,9 +139,7 @@ class StatusStore {
 };
 
 // MarkDeletionConfirmed notifies kDeletionConfirmedChannel (dispatch_store.h).
-
-// The dispatcher notifies this channel (payload: the resource id) in every transaction that
-// writes a `manifest_renders` row: the sink asks the agent again and rewrites the status.
-inline constexpr char kManifestRenderChannel[] = "mmi_manifest_render";
+// The dispatcher notifies kManifestRenderChannel (dispatch_store.h) with every write of a
+// `manifest_renders` row.
 
 }  // namespace mmi::store
