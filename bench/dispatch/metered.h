@@ -66,6 +66,10 @@ class MeteredStore final : public store::DispatchStore {
       const std::string& resource_id) override {
     return inner_.GetManifestRender(resource_id);
   }
+  absl::StatusOr<std::vector<store::UnacknowledgedResource>> UnacknowledgedResources(
+      const store::AckWindow& window) override {
+    return inner_.UnacknowledgedResources(window);
+  }
 
   const CallCost& record() const { return record_; }
   const CallCost& mark() const { return mark_; }

@@ -21,6 +21,21 @@
 
 namespace mmi::store {
 
+// A resource in manifest delivery (a `manifest_renders` row, migrations/0003, whose presence is
+// the mode) with what the sink needs of its bundle besides the manifests: those are the
+// dispatched payload, shared by every cluster of one render, so they are read apart
+// (LookupPayloads) and only for a payload hash the sink has not seen.
+struct ManifestRenderRef {
+  std::string revision;                     // of the manifests last sent
+  std::string source_type;                  // Helm | Kustomize | Directory | Plugin | ""
+  std::optional<std::string> render_error;  // of the latest render; nullopt when it succeeded
+  std::string payload_hash;                 // dispatched_resources.payload_hash
+  int64_t version = 0;                      // the bundle generation last sent
+  // When the broker accepted the bundle; nullopt while pending.
+  std::optional<std::chrono::system_clock::time_point> last_published_at;
+  friend bool operator==(const ManifestRenderRef&, const ManifestRenderRef&) = default;
+};
+
 // The hub Application a dispatched resource reports for.
 struct HubAppRef {
   std::string resource_id;  // UUID, lower case
@@ -30,7 +45,17 @@ struct HubAppRef {
   std::optional<std::string> appset_namespace;
   std::optional<std::string> appset_name;
   DeletionState deletion_state = DeletionState::kLive;
+  // Set when the resource is delivered as rendered manifests; nullopt for Application delivery.
+  std::optional<ManifestRenderRef> manifest = std::nullopt;
   friend bool operator==(const HubAppRef&, const HubAppRef&) = default;
+};
+
+// The bundle last dispatched for one resource (dispatched_resources.payload).
+struct DispatchedPayload {
+  std::string resource_id;
+  std::string payload_hash;
+  std::string payload;  // the ManifestBundle JSON
+  friend bool operator==(const DispatchedPayload&, const DispatchedPayload&) = default;
 };
 
 // The last status the sink applied to the hub for one resource (one `resource_status` row).
@@ -76,9 +101,22 @@ class StatusStore {
   virtual ~StatusStore() = default;
 
   // The hub Applications of the given resource ids, in no particular order; ids without a
-  // dispatched resource (or not UUIDs) are simply absent from the answer.
+  // dispatched resource (or not UUIDs) are simply absent from the answer. Resources in manifest
+  // delivery carry their `manifest_renders` row, version and publication time (one statement).
   virtual absl::StatusOr<std::vector<HubAppRef>> LookupHubApps(
       const std::vector<std::string>& resource_ids) = 0;
+
+  // The dispatched payloads of the given resource ids, in no particular order; unknown ids (or
+  // not UUIDs) are absent.
+  virtual absl::StatusOr<std::vector<DispatchedPayload>> LookupPayloads(
+      const std::vector<std::string>& resource_ids) = 0;
+
+  // Resources in manifest delivery whose `manifest_renders` row changed after the sink last
+  // saved their applied status (or that have none): what a missed `mmi_manifest_render`
+  // notification may have left unwritten. Calls `fn` with (resource id, cluster).
+  virtual absl::Status ForEachStaleManifestRender(
+      const std::function<void(const std::string& resource_id, const std::string& cluster)>&
+          fn) = 0;
 
   // Calls `fn` for every stored applied status, in no particular order (start-up resume).
   virtual absl::Status ForEachAppliedStatus(
@@ -105,5 +143,7 @@ class StatusStore {
 };
 
 // MarkDeletionConfirmed notifies kDeletionConfirmedChannel (dispatch_store.h).
+// The dispatcher notifies kManifestRenderChannel (dispatch_store.h) with every write of a
+// `manifest_renders` row.
 
 }  // namespace mmi::store

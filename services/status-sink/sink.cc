@@ -33,17 +33,23 @@ Sink::Sink(SinkSettings settings, transport::Subscriber& subscriber,
                                             .asks = settings_.lost_asks},
                                    .retry_backoff = settings_.retry_backoff},
               publisher, store, store_executor, on_loop_, clock, metrics, coalescer_),
-      hub_apps_(HubAppsSettings{.lookup_batch = settings_.lookup_batch,
-                                .max_awaiting = settings_.max_awaiting_lookup,
-                                .retry_backoff = settings_.retry_backoff},
-                store, store_executor, on_loop_, clock, metrics,
-                [this](const store::HubAppRef& ref, AwaitingReport item) {
-                  intake_.Admit(ref, std::move(item));
-                }),
-      intake_(IntakeSettings{.ignore_resource_health_messages =
-                                 settings_.coalescer.ignore_resource_health_messages,
-                             .max_pending = settings_.coalescer.max_pending},
-              coalescer_, hub_apps_, resync_, clock, metrics, [this] { hub_writes_.Pump(); }),
+      manifest_payloads_(settings_.max_manifest_payloads),
+      manifest_statuses_(manifest_payloads_, clock),
+      hub_apps_(
+          HubAppsSettings{.lookup_batch = settings_.lookup_batch,
+                          .max_awaiting = settings_.max_awaiting_lookup,
+                          .retry_backoff = settings_.retry_backoff},
+          store, store_executor, on_loop_, clock, metrics,
+          [this](const store::HubAppRef& ref, AwaitingReport item) {
+            intake_.Admit(ref, std::move(item));
+          },
+          &manifest_statuses_, [this](const store::HubAppRef& ref) { OnManifestRefreshed(ref); }),
+      intake_(
+          IntakeSettings{.ignore_resource_health_messages =
+                             settings_.coalescer.ignore_resource_health_messages,
+                         .max_pending = settings_.coalescer.max_pending},
+          coalescer_, hub_apps_, resync_, clock, metrics, [this] { hub_writes_.Pump(); },
+          &manifest_statuses_),
       saver_(AppliedStatusSaverSettings{.batch = settings_.persist_batch,
                                         .interval = settings_.persist_interval,
                                         .retry_backoff = settings_.retry_backoff},
@@ -147,6 +153,18 @@ void Sink::Stop(std::chrono::milliseconds drain) {
   loop_.Stop();
   // Only now: acknowledgements of what was drained must still reach the transport.
   subscriber_.Stop();
+}
+
+void Sink::ManifestRenderChanged(std::string resource_id) {
+  Post([this, id = std::move(resource_id)] { hub_apps_.Refresh(id); });
+}
+
+void Sink::OnManifestRefreshed(const store::HubAppRef& ref) {
+  if (!ref.manifest) {
+    return;  // back in Application delivery: its spoke Argo CD reports
+  }
+  coalescer_.ForgetHash(ref.resource_id);
+  resync_.RememberLost(ref.resource_id, ref.cluster);
 }
 
 void Sink::Post(Task task) {

@@ -40,6 +40,8 @@
 #include "services/status-sink/fleet_report.h"
 #include "services/status-sink/intake/hub_apps.h"
 #include "services/status-sink/intake/intake.h"
+#include "services/status-sink/intake/manifest_payloads.h"
+#include "services/status-sink/intake/manifest_statuses.h"
 #include "services/status-sink/metrics/metrics.h"
 #include "services/status-sink/resync/status_resync.h"
 #include "services/status-sink/writes/applied_status_saver.h"
@@ -71,6 +73,9 @@ struct SinkSettings {
   std::chrono::milliseconds lost_answer_timeout{300'000};
   int lost_asks = 3;
   std::chrono::milliseconds tick{50};  // loop wake-up for timers
+  // Manifest delivery: distinct rendered bundles whose manifests are held (ManifestPayloads); a
+  // render is shared by every cluster it goes to, so this bounds renders, not resources.
+  std::size_t max_manifest_payloads = 1'024;
   // (status.progressingBeforeHealthy) Before writing a Healthy status onto a hub Application
   // whose last written health was neither Healthy nor Progressing (first write, Missing,
   // Degraded, ...), write the same status with health Progressing, so that the ApplicationSet
@@ -111,6 +116,11 @@ class Sink {
   // reach the transport for up to `drain`, then stops the loop and the subscriber. Idempotent.
   void Stop(std::chrono::milliseconds drain);
 
+  // Thread-safe: the dispatcher changed the manifest render of `resource_id` (revision, source
+  // type or render error; LISTEN mmi_manifest_render). The sink reads its record again and asks
+  // the agent for its status once more, so the change reaches the hub without an agent event.
+  void ManifestRenderChanged(std::string resource_id);
+
   // Thread-safe readiness: resumed and subscribed.
   bool ready() const { return resumed_.load() && subscriber_.connected(); }
 
@@ -145,6 +155,9 @@ class Sink {
   // that failed or went unanswered since the last ones, at most once per kDropLogInterval (the
   // metrics count each one).
   void LogDrops(std::chrono::steady_clock::time_point now);
+  // A resource read again after ManifestRenderChanged(): its next report is no duplicate, and a
+  // status resync asks for it (the lost-report one, with no hash, so the agent resends).
+  void OnManifestRefreshed(const store::HubAppRef& ref);
 
   const SinkSettings settings_;
   transport::Subscriber& subscriber_;
@@ -179,6 +192,8 @@ class Sink {
   // Loop-owned, in dependency order (each borrows those above it).
   Coalescer coalescer_;
   StatusResync resync_;
+  ManifestPayloads manifest_payloads_;  // thread-safe: loaded on the store executor
+  ManifestStatuses manifest_statuses_;
   HubApps hub_apps_;
   Intake intake_;
   AppliedStatusSaver saver_;

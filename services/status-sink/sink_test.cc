@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +19,7 @@
 #include "libs/common/testing/inline_executor.h"
 #include "libs/common/testing/log_capture.h"
 #include "libs/kube/testing/fake_kube_client.h"
+#include "libs/kube_object/object.h"
 #include "libs/store/testing/fake_status_store.h"
 #include "libs/transport/metrics.h"
 #include "libs/transport/testing/fake_publisher.h"
@@ -1008,6 +1010,180 @@ TEST_F(SinkTest, EveryCapturedAgentStatusLandsOnTheHubAsItsFeedbackCarriesIt) {
   }
   EXPECT_EQ(landed, 18) << "the capture holds 18 status reports that carry the Application status";
   EXPECT_EQ(Dropped("malformed"), 0);
+}
+
+// Manifest delivery (issue #38 §5): the dispatcher rendered the bundle and recorded it with its
+// manifest_renders row; the agent reports the ManifestBundle's status, and the sink builds the
+// hub Application's status from both.
+
+constexpr char kRevision[] = "9f2c4e1";
+constexpr int kGeneration = 2;
+
+json RenderedService() {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", {{"name", "web"}, {"namespace", "shop"}}},
+          {"spec", {{"type", "ClusterIP"}}}};
+}
+
+std::string RenderedPayload() {
+  cloudevents::ManifestBundle bundle;
+  bundle.manifests = {RenderedService()};
+  auto encoded = cloudevents::EncodeManifestBundle(bundle);
+  EXPECT_TRUE(encoded.ok()) << encoded.status();
+  return encoded.value_or("");
+}
+
+// kResource in manifest delivery, as the dispatcher records it.
+store::HubAppRef ManifestResource(std::optional<std::string> render_error = std::nullopt) {
+  store::HubAppRef ref;
+  ref.resource_id = kResource;
+  ref.cluster = kCluster;
+  ref.hub_namespace = "argocd";
+  ref.hub_name = kAppName;
+  store::ManifestRenderRef render;
+  render.revision = kRevision;
+  render.source_type = "Directory";
+  render.render_error = std::move(render_error);
+  render.payload_hash = "bundle-hash-1";
+  render.version = kGeneration;
+  render.last_published_at = std::chrono::system_clock::from_time_t(1'800'000'000);
+  ref.manifest = std::move(render);
+  return ref;
+}
+
+// The agent's report once it applied generation `applied` of RenderedPayload().
+cloudevents::Event BundleStatusEvent(int seq, int applied) {
+  auto cond = [applied](const std::string& type, int64_t generation) {
+    return cloudevents::Condition{
+        .type = type,
+        .status = "True",
+        .observed_generation = generation,
+        .last_transition_time = std::chrono::system_clock::from_time_t(1'800'000'004),
+        .reason = "",
+        .message = ""};
+  };
+  cloudevents::FeedbackValue service_type{.name = "ServiceType", .field_value = {}};
+  service_type.field_value.type = cloudevents::FieldValueType::kString;
+  service_type.field_value.string = "ClusterIP";
+  cloudevents::ManifestBundleStatus status;
+  status.conditions = {cond("Applied", applied)};
+  status.resource_status = {
+      cloudevents::ManifestCondition{.resource_meta = {.ordinal = 0,
+                                                       .group = "",
+                                                       .version = "v1",
+                                                       .kind = "Service",
+                                                       .resource = "services",
+                                                       .name = "web",
+                                                       .namespace_ = "shop"},
+                                     .status_feedback = {service_type},
+                                     .conditions = {cond("Applied", applied), cond("Available", 0),
+                                                    cond("StatusFeedbackSynced", 0)}}};
+  auto data = cloudevents::EncodeManifestBundleStatus(status);
+  EXPECT_TRUE(data.ok()) << data.status();
+  cloudevents::Event event = StatusEvent(seq, data.value_or("{}"));
+  event.SetString(cloudevents::kExtResourceVersion, std::to_string(applied));
+  return event;
+}
+
+TEST_F(SinkTest, AManifestDeliveryReportBecomesTheHubStatusArgoCdWouldShow) {
+  store_.AddResourceForTest(ManifestResource(), RenderedPayload());
+  StartSink();
+  Deliver(BundleStatusEvent(1, kGeneration));
+  const json status = HubStatus();
+  EXPECT_EQ(status["sync"]["status"], "Synced");
+  EXPECT_EQ(status["sync"]["revision"], kRevision);
+  EXPECT_EQ(status["sync"]["comparedTo"]["destination"]["server"],
+            "https://kubernetes.default.svc");
+  EXPECT_EQ(status["health"]["status"], "Healthy");
+  EXPECT_EQ(status["health"]["lastTransitionTime"], kube::KubeTime(clock_.Now()));
+  ASSERT_EQ(status["resources"].size(), 1U);
+  EXPECT_EQ(status["resources"][0]["kind"], "Service");
+  EXPECT_EQ(status["resources"][0]["status"], "Synced");
+  EXPECT_EQ(status["resources"][0]["health"]["status"], "Healthy");
+  EXPECT_EQ(status["operationState"]["phase"], "Succeeded");
+  EXPECT_EQ(status["operationState"]["startedAt"], "2027-01-15T08:00:00Z");
+  ASSERT_EQ(status["history"].size(), 1U);
+  EXPECT_EQ(status["history"][0]["revision"], kRevision);
+  EXPECT_EQ(status["sourceType"], "Directory");
+  EXPECT_FALSE(status.contains("conditions"));
+  EXPECT_EQ(PatchedHealth(), (std::vector<std::string>{"Progressing", "Healthy"}))
+      << "Progressing before Healthy, as for Application delivery";
+  EXPECT_EQ(Dropped("no_feedback"), 0);
+  EXPECT_EQ(Dropped("malformed"), 0);
+  auto applied = store_.AppliedForTest(kResource);
+  ASSERT_TRUE(applied.has_value());
+  EXPECT_EQ(applied->sync_status, "Synced");
+
+  // The same report again (another sequence id): nothing to write.
+  const size_t patches = Patches();
+  Deliver(BundleStatusEvent(2, kGeneration));
+  EXPECT_EQ(Patches(), patches);
+  EXPECT_EQ(Dropped("duplicate"), 1);
+}
+
+TEST_F(SinkTest, ARenderErrorReachesTheConditionsWhileTheLastBundleStays) {
+  store_.AddResourceForTest(ManifestResource("rpc error: code = Unknown desc = kustomize failed"),
+                            RenderedPayload());
+  StartSink();
+  Deliver(BundleStatusEvent(1, kGeneration));
+  const json status = HubStatus();
+  EXPECT_EQ(status["sync"]["status"], "Unknown");
+  ASSERT_EQ(status["conditions"].size(), 1U);
+  EXPECT_EQ(status["conditions"][0]["type"], "ComparisonError");
+  EXPECT_EQ(status["conditions"][0]["message"],
+            "Failed to load target state: rpc error: code = Unknown desc = kustomize failed");
+  EXPECT_EQ(status["resources"][0]["status"], "Synced") << "the last good bundle is applied";
+}
+
+TEST_F(SinkTest, ARenderChangeWithoutAnAgentEventIsAskedForAndReachesTheHub) {
+  store_.AddResourceForTest(ManifestResource(), RenderedPayload());
+  StartSink();
+  Deliver(BundleStatusEvent(1, kGeneration));
+  EXPECT_FALSE(HubStatus().contains("conditions"));
+  const size_t published = publisher_.published().size();
+
+  // The next render fails: the dispatcher records the error and notifies.
+  store_.AddResourceForTest(ManifestResource("render timed out"), RenderedPayload());
+  sink_->ManifestRenderChanged(kResource);
+  clock_.Advance(settings_.status_resync_min_interval);
+  sink_->RunUntilIdleForTest();
+  ASSERT_EQ(publisher_.published().size(), published + 1);
+  const cloudevents::Event request = publisher_.published().back();
+  EXPECT_EQ(Listed(request), std::vector<std::string>{kResource});
+  auto hashes = cloudevents::DecodeResourceStatusHashList(request.data.value_or(""));
+  ASSERT_TRUE(hashes.ok()) << hashes.status();
+  EXPECT_EQ(hashes->status_hashes[0].status_hash, "") << "so the agent resends what it has";
+
+  // The agent answers with the status it already sent: the hub now shows the error.
+  Deliver(BundleStatusEvent(2, kGeneration));
+  const json status = HubStatus();
+  ASSERT_EQ(status["conditions"].size(), 1U);
+  EXPECT_EQ(status["conditions"][0]["message"], "Failed to load target state: render timed out");
+  EXPECT_EQ(Dropped("duplicate"), 0);
+}
+
+TEST_F(SinkTest, AReportAheadOfTheRecordReadsTheRecordAgain) {
+  store::HubAppRef old = ManifestResource();
+  old.manifest->version = kGeneration - 1;
+  store_.AddResourceForTest(old, RenderedPayload());
+  StartSink();
+  Deliver(BundleStatusEvent(1, kGeneration - 1));
+  EXPECT_EQ(HubStatus()["sync"]["status"], "Synced");
+  const int lookups = store_.lookup_calls();
+  // The dispatcher recorded generation 2; the agent's report of it comes first.
+  store_.AddResourceForTest(ManifestResource(), RenderedPayload());
+  Deliver(BundleStatusEvent(2, kGeneration));
+  EXPECT_EQ(store_.lookup_calls(), lookups + 1);
+  EXPECT_EQ(HubStatus()["sync"]["status"], "Synced");
+  EXPECT_EQ(HubStatus()["operationState"]["operation"]["sync"]["revision"], kRevision);
+}
+
+TEST_F(SinkTest, AnApplicationDeliveryReportWithoutFeedbackIsStillDropped) {
+  StartSink();
+  Deliver(BundleStatusEvent(1, kGeneration));  // kResource is in Application delivery here
+  EXPECT_EQ(Dropped("no_feedback"), 1);
+  EXPECT_EQ(Patches(), 0U);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "libs/service/run.h"
 #include "libs/service/schema.h"
 #include "libs/store/postgres/connection_pool.h"
+#include "libs/store/postgres/notification_listener.h"
 #include "libs/store/postgres/status_store.h"
 #include "libs/transport/factory.h"
 
@@ -37,6 +38,8 @@ struct StatusSinkApp::Components {
   std::unique_ptr<Writer> writer;
   std::unique_ptr<InformerRollingSyncLookup> rolling_sync;
   std::unique_ptr<Sink> sink;
+  // LISTEN mmi_manifest_render while leading: started after the sink, stopped before it.
+  std::unique_ptr<store::postgres::NotificationListener> renders;
   std::unique_ptr<service::LeaderCampaign> leader;
   std::unique_ptr<metrics::AdminServer> admin;
 };
@@ -83,6 +86,18 @@ absl::Status StatusSinkApp::Start() {
   c.sink = std::make_unique<Sink>(settings_.sink, *c.transport.subscriber, *c.transport.publisher,
                                   *c.store, *c.writer, *c.store_pool, clock, *c.metrics,
                                   c.rolling_sync.get());
+  c.renders = std::make_unique<store::postgres::NotificationListener>(
+      store::postgres::NotificationListenerSettings{.dsn = settings_.store.dsn,
+                                                    .channel = store::kManifestRenderChannel,
+                                                    .what = "manifest render changes",
+                                                    .logger = "status-sink.renders"},
+      // On every (re)connection: the renders changed since their status was last written.
+      [store = c.store.get()](const store::postgres::NotificationListener::Callback& missed) {
+        return store->ForEachStaleManifestRender(
+            [&missed](const std::string& resource_id, const std::string& /*cluster*/) {
+              missed(resource_id);
+            });
+      });
 
   // Readiness is about dependencies (broker connected; for the leader: resumed from the store
   // and subscribed), so a standby replica is ready. Leadership is the
@@ -130,7 +145,11 @@ void StatusSinkApp::StartLeading() {
     if (auto started = c_->sink->Start(); !started.ok()) {
       Log().Error("cannot start the status subscription", {{"error", started.ToString()}});
       RequestStop();
+      return;
     }
+    c_->renders->Start([sink = c_->sink.get()](const std::string& resource_id) {
+      sink->ManifestRenderChanged(resource_id);
+    });
   });
 }
 
@@ -162,6 +181,9 @@ void StatusSinkApp::Stop() {
   }
   Components& c = *c_;
   const bool lost = stop_.exit_code() != 0;
+  if (c.renders) {
+    c.renders->Stop();
+  }
   // Another replica may already lead after a lost lease: no drain then.
   if (c.sink) {
     c.sink->Stop(lost ? std::chrono::milliseconds(0) : settings_.shutdown_timeout);

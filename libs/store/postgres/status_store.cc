@@ -47,6 +47,15 @@ std::string Timestamp(std::chrono::system_clock::time_point t) {
   return absl::StrCat("(timestamptz 'epoch' + ", micros, " * interval '1 microsecond')");
 }
 
+std::optional<std::chrono::system_clock::time_point> OptionalMicros(const pqxx::field& f) {
+  if (f.is_null()) {
+    return std::nullopt;
+  }
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::microseconds(f.as<int64_t>())));
+}
+
 constexpr char kAppliedColumns[] =
     "resource_id::text, last_sequence_id, status_hash, material_hash, sync_status, health_status, "
     "appset_namespace, appset_name, (extract(epoch from volatile_written_at) * 1000000)::bigint, "
@@ -62,33 +71,57 @@ AppliedStatus AppliedFromRow(const pqxx::row& r) {
   s.health_status = OptionalText(r[5]);
   s.appset_namespace = OptionalText(r[6]);
   s.appset_name = OptionalText(r[7]);
-  if (!r[8].is_null()) {
-    s.volatile_written_at = std::chrono::system_clock::time_point(
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(
-            std::chrono::microseconds(r[8].as<int64_t>())));
-  }
+  s.volatile_written_at = OptionalMicros(r[8]);
   if (!r[9].is_null()) {
     s.acked_version = r[9].as<int32_t>();
   }
   return s;
 }
 
+HubAppRef HubAppFromRow(const pqxx::row& r) {
+  HubAppRef ref;
+  ref.resource_id = r[0].as<std::string>();
+  ref.cluster = r[1].as<std::string>();
+  ref.hub_namespace = r[2].as<std::string>();
+  ref.hub_name = r[3].as<std::string>();
+  ref.appset_namespace = OptionalText(r[4]);
+  ref.appset_name = OptionalText(r[5]);
+  ref.deletion_state = static_cast<DeletionState>(r[6].as<int>());
+  if (r[7].as<bool>()) {  // a manifest_renders row: manifest delivery
+    ManifestRenderRef m;
+    m.revision = r[8].as<std::string>();
+    m.source_type = r[9].as<std::string>();
+    m.render_error = OptionalText(r[10]);
+    m.payload_hash = r[11].as<std::string>();
+    m.version = r[12].as<int64_t>();
+    m.last_published_at = OptionalMicros(r[13]);
+    ref.manifest = std::move(m);
+  }
+  return ref;
+}
+
+DispatchedPayload PayloadFromRow(const pqxx::row& r) {
+  return {r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>()};
+}
+
 }  // namespace
 
-absl::StatusOr<std::vector<HubAppRef>> PostgresStatusStore::LookupHubApps(
-    const std::vector<std::string>& resource_ids) {
+template <typename T>
+absl::StatusOr<std::vector<T>> PostgresStatusStore::SelectByIds(
+    const char* what, const std::vector<std::string>& resource_ids, const std::string& select_in,
+    T (*of)(const pqxx::row&)) {
   std::vector<std::string> ids;
   for (const auto& id : resource_ids) {
     if (IsUuid(id)) {
       ids.push_back(absl::AsciiStrToLower(id));
     }
   }
-  std::vector<HubAppRef> out;
+  std::vector<T> out;
   if (ids.empty()) {
     return out;
   }
-  absl::Status status = pool_.Run("look up hub applications", [&](pqxx::connection& conn) {
-    out.clear();
+  absl::Status status = pool_.Run(what, [&](pqxx::connection& conn) {
+    out.clear();  // a retried attempt starts over
     pqxx::nontransaction tx(conn);
     for (size_t start = 0; start < ids.size(); start += kRowsPerStatement) {
       const size_t end = std::min(ids.size(), start + kRowsPerStatement);
@@ -96,20 +129,8 @@ absl::StatusOr<std::vector<HubAppRef>> PostgresStatusStore::LookupHubApps(
       for (size_t i = start; i < end; ++i) {
         quoted.push_back(tx.quote(ids[i]));
       }
-      const auto rows = tx.exec(absl::StrCat(
-          "SELECT resource_id::text, cluster, hub_namespace, hub_name, appset_namespace, "
-          "appset_name, deletion_state FROM dispatched_resources WHERE resource_id IN (",
-          absl::StrJoin(quoted, ","), ")"));
-      for (const auto& r : rows) {
-        HubAppRef ref;
-        ref.resource_id = r[0].as<std::string>();
-        ref.cluster = r[1].as<std::string>();
-        ref.hub_namespace = r[2].as<std::string>();
-        ref.hub_name = r[3].as<std::string>();
-        ref.appset_namespace = OptionalText(r[4]);
-        ref.appset_name = OptionalText(r[5]);
-        ref.deletion_state = static_cast<DeletionState>(r[6].as<int>());
-        out.push_back(std::move(ref));
+      for (const auto& r : tx.exec(absl::StrCat(select_in, absl::StrJoin(quoted, ","), ")"))) {
+        out.push_back(of(r));
       }
     }
   });
@@ -119,19 +140,57 @@ absl::StatusOr<std::vector<HubAppRef>> PostgresStatusStore::LookupHubApps(
   return out;
 }
 
-absl::Status PostgresStatusStore::ForEachAppliedStatus(
-    const std::function<void(const AppliedStatus&)>& fn) {
-  return pool_.Run("load applied statuses", [&](pqxx::connection& conn) {
+absl::Status PostgresStatusStore::ForEachPage(const char* what, const std::string& select,
+                                              const std::function<void(const pqxx::row&)>& fn) {
+  return pool_.Run(what, [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
-    internal::ForEachByResourceId(
-        tx,
-        absl::StrCat("SELECT ", kAppliedColumns,
-                     " FROM resource_status WHERE resource_id > $1::uuid ORDER BY resource_id"
-                     " LIMIT ",
-                     internal::kResourcePageSize),
-        [&](const pqxx::row& r) { fn(AppliedFromRow(r)); });
+    internal::ForEachByResourceId(tx, absl::StrCat(select, " LIMIT ", internal::kResourcePageSize),
+                                  fn);
     tx.commit();
   });
+}
+
+absl::StatusOr<std::vector<HubAppRef>> PostgresStatusStore::LookupHubApps(
+    const std::vector<std::string>& resource_ids) {
+  return SelectByIds(
+      "look up hub applications", resource_ids,
+      "SELECT d.resource_id::text, d.cluster, d.hub_namespace, d.hub_name, d.appset_namespace, "
+      "d.appset_name, d.deletion_state, r.resource_id IS NOT NULL, r.revision, r.source_type, "
+      "r.render_error, d.payload_hash, d.version, "
+      "(extract(epoch from d.last_published_at) * 1000000)::bigint "
+      "FROM dispatched_resources d LEFT JOIN manifest_renders r "
+      "ON r.resource_id = d.resource_id::text WHERE d.resource_id IN (",
+      HubAppFromRow);
+}
+
+absl::StatusOr<std::vector<DispatchedPayload>> PostgresStatusStore::LookupPayloads(
+    const std::vector<std::string>& resource_ids) {
+  return SelectByIds("look up dispatched payloads", resource_ids,
+                     "SELECT resource_id::text, payload_hash, payload FROM dispatched_resources "
+                     "WHERE resource_id IN (",
+                     PayloadFromRow);
+}
+
+absl::Status PostgresStatusStore::ForEachStaleManifestRender(
+    const std::function<void(const std::string& resource_id, const std::string& cluster)>& fn) {
+  return ForEachPage(
+      "list stale manifest renders",
+      "SELECT d.resource_id::text, d.cluster FROM manifest_renders r"
+      " JOIN dispatched_resources d ON d.resource_id::text = r.resource_id"
+      " LEFT JOIN resource_status s ON s.resource_id = d.resource_id"
+      " WHERE d.resource_id > $1::uuid"
+      " AND (s.applied_at IS NULL OR r.updated_at >= s.applied_at)"
+      " ORDER BY d.resource_id",
+      [&](const pqxx::row& r) { fn(r[0].as<std::string>(), r[1].as<std::string>()); });
+}
+
+absl::Status PostgresStatusStore::ForEachAppliedStatus(
+    const std::function<void(const AppliedStatus&)>& fn) {
+  return ForEachPage("load applied statuses",
+                     absl::StrCat("SELECT ", kAppliedColumns,
+                                  " FROM resource_status WHERE resource_id > $1::uuid"
+                                  " ORDER BY resource_id"),
+                     [&](const pqxx::row& r) { fn(AppliedFromRow(r)); });
 }
 
 absl::Status PostgresStatusStore::SaveAppliedStatuses(const std::vector<AppliedStatus>& statuses) {
@@ -186,20 +245,14 @@ absl::Status PostgresStatusStore::SaveAppliedStatuses(const std::vector<AppliedS
 
 absl::Status PostgresStatusStore::ForEachResyncEntry(
     const std::function<void(const ResyncEntry&)>& fn) {
-  return pool_.Run("list resync entries", [&](pqxx::connection& conn) {
-    pqxx::work tx(conn);
-    internal::ForEachByResourceId(
-        tx,
-        absl::StrCat("SELECT d.resource_id::text, d.cluster, coalesce(s.status_hash, '')"
-                     " FROM dispatched_resources d LEFT JOIN resource_status s"
-                     " ON s.resource_id = d.resource_id WHERE d.resource_id > $1::uuid"
-                     " ORDER BY d.resource_id LIMIT ",
-                     internal::kResourcePageSize),
-        [&](const pqxx::row& r) {
-          fn(ResyncEntry{r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>()});
-        });
-    tx.commit();
-  });
+  return ForEachPage(
+      "list resync entries",
+      "SELECT d.resource_id::text, d.cluster, coalesce(s.status_hash, '')"
+      " FROM dispatched_resources d LEFT JOIN resource_status s"
+      " ON s.resource_id = d.resource_id WHERE d.resource_id > $1::uuid ORDER BY d.resource_id",
+      [&](const pqxx::row& r) {
+        fn(ResyncEntry{r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>()});
+      });
 }
 
 absl::StatusOr<bool> PostgresStatusStore::MarkDeletionConfirmed(const std::string& resource_id) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <utility>
 
 namespace mmi::store::testing {
 
@@ -22,6 +23,50 @@ absl::StatusOr<std::vector<HubAppRef>> FakeStatusStore::LookupHubApps(
     }
   }
   return out;
+}
+
+absl::StatusOr<std::vector<DispatchedPayload>> FakeStatusStore::LookupPayloads(
+    const std::vector<std::string>& resource_ids) {
+  absl::MutexLock lock(&mu_);
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  std::map<std::string, DispatchedPayload> found;
+  for (const auto& id : resource_ids) {
+    auto payload = payloads_.find(id);
+    auto ref = resources_.find(id);
+    if (payload != payloads_.end() && ref != resources_.end()) {
+      found[id] = {id, ref->second.manifest ? ref->second.manifest->payload_hash : "",
+                   payload->second};
+    }
+  }
+  std::vector<DispatchedPayload> out;
+  for (auto& [id, p] : found) {
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+absl::Status FakeStatusStore::ForEachStaleManifestRender(
+    const std::function<void(const std::string& resource_id, const std::string& cluster)>& fn) {
+  std::vector<std::pair<std::string, std::string>> stale;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!fault_.ok()) {
+      return fault_;
+    }
+    for (const auto& [id, rendered] : rendered_at_) {
+      auto applied = applied_at_.find(id);
+      auto ref = resources_.find(id);
+      if (ref != resources_.end() && (applied == applied_at_.end() || rendered > applied->second)) {
+        stale.emplace_back(id, ref->second.cluster);
+      }
+    }
+  }
+  for (const auto& [id, cluster] : stale) {
+    fn(id, cluster);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status FakeStatusStore::ForEachAppliedStatus(
@@ -49,6 +94,7 @@ absl::Status FakeStatusStore::SaveAppliedStatuses(const std::vector<AppliedStatu
           std::chrono::time_point_cast<std::chrono::microseconds>(*stored.volatile_written_at);
     }
     applied_[s.resource_id] = std::move(stored);
+    applied_at_[s.resource_id] = ++writes_;
   }
   return absl::OkStatus();
 }
@@ -74,6 +120,7 @@ absl::StatusOr<bool> FakeStatusStore::MarkDeletionConfirmed(const std::string& r
     return false;
   }
   applied_.erase(resource_id);
+  applied_at_.erase(resource_id);
   return true;
 }
 
@@ -100,6 +147,17 @@ absl::StatusOr<std::vector<AppSetCount>> FakeStatusStore::AppSetCounts() {
 void FakeStatusStore::AddResourceForTest(const HubAppRef& ref) {
   absl::MutexLock lock(&mu_);
   resources_[ref.resource_id] = ref;
+}
+
+void FakeStatusStore::AddResourceForTest(const HubAppRef& ref, const std::string& payload) {
+  absl::MutexLock lock(&mu_);
+  resources_[ref.resource_id] = ref;
+  payloads_[ref.resource_id] = payload;
+  if (ref.manifest) {
+    rendered_at_[ref.resource_id] = ++writes_;
+  } else {
+    rendered_at_.erase(ref.resource_id);
+  }
 }
 
 std::optional<AppliedStatus> FakeStatusStore::AppliedForTest(const std::string& resource_id) const {

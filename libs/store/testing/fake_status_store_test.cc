@@ -11,7 +11,10 @@ namespace {
 StatusStoreUnderTest MakeFake() {
   auto store = std::make_unique<FakeStatusStore>();
   FakeStatusStore* raw = store.get();
-  return {std::move(store), [raw](const HubAppRef& ref) { raw->AddResourceForTest(ref); }};
+  return {std::move(store), [raw](const HubAppRef& ref) { raw->AddResourceForTest(ref); },
+          [raw](const HubAppRef& ref, const std::string& payload) {
+            raw->AddResourceForTest(ref, payload);
+          }};
 }
 
 INSTANTIATE_TEST_SUITE_P(Fake, StatusStoreContract,

@@ -13,6 +13,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "libs/store/status_store.h"
 
@@ -22,6 +24,9 @@ struct StatusStoreUnderTest {
   std::unique_ptr<StatusStore> store;
   // Records a dispatched resource (a dispatched_resources row).
   std::function<void(const HubAppRef&)> seed;
+  // Records a dispatched resource with its payload, version and publication time, and, for a
+  // `manifest` one, its manifest_renders row (written after every applied status saved so far).
+  std::function<void(const HubAppRef&, const std::string& payload)> seed_with_payload;
 };
 
 struct StatusStoreFactory {
@@ -37,6 +42,7 @@ class StatusStoreContract : public ::testing::TestWithParam<StatusStoreFactory> 
     auto made = GetParam().make();
     store_ = std::move(made.store);
     seed_ = std::move(made.seed);
+    seed_with_payload_ = std::move(made.seed_with_payload);
   }
 
   static std::string Id(int n) {
@@ -74,9 +80,86 @@ class StatusStoreContract : public ::testing::TestWithParam<StatusStoreFactory> 
     return s;
   }
 
+  static HubAppRef ManifestRef(int n, const std::string& cluster,
+                               std::optional<std::string> render_error = std::nullopt) {
+    HubAppRef r = Ref(n, cluster);
+    ManifestRenderRef m;
+    m.revision = "rev-" + std::to_string(n);
+    m.source_type = "Kustomize";
+    m.render_error = std::move(render_error);
+    m.payload_hash = "payload-hash-" + std::to_string(n % 2);
+    m.version = 3;
+    // Microseconds: what timestamptz keeps.
+    m.last_published_at =
+        std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000)) +
+        std::chrono::microseconds(125);
+    r.manifest = std::move(m);
+    return r;
+  }
+
+  static std::string Payload(int n) {
+    return "{\"manifests\":[{\"kind\":\"ConfigMap\",\"n\":" + std::to_string(n) + "}]}";
+  }
+
+  // Sorted by resource id.
+  std::vector<std::pair<std::string, std::string>> StaleRenders() {
+    std::vector<std::pair<std::string, std::string>> out;
+    EXPECT_TRUE(store_
+                    ->ForEachStaleManifestRender([&](const std::string& id, const std::string& c) {
+                      out.emplace_back(id, c);
+                    })
+                    .ok());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
   std::unique_ptr<StatusStore> store_;
   std::function<void(const HubAppRef&)> seed_;
+  std::function<void(const HubAppRef&, const std::string&)> seed_with_payload_;
 };
+
+TEST_P(StatusStoreContract, LookupCarriesTheManifestRenderOfResourcesInManifestDelivery) {
+  seed_with_payload_(ManifestRef(1, "c1"), Payload(1));
+  seed_with_payload_(ManifestRef(2, "c2", "rpc error: code = Unknown desc = kustomize failed"),
+                     Payload(2));
+  HubAppRef application = Ref(3, "c3");
+  seed_with_payload_(application, Payload(3));
+  auto got = store_->LookupHubApps({Id(1), Id(2), Id(3)});
+  ASSERT_TRUE(got.ok()) << got.status();
+  std::sort(got->begin(), got->end(),
+            [](const HubAppRef& a, const HubAppRef& b) { return a.resource_id < b.resource_id; });
+  ASSERT_EQ(got->size(), 3U);
+  EXPECT_EQ((*got)[0], ManifestRef(1, "c1"));
+  EXPECT_EQ((*got)[1], ManifestRef(2, "c2", "rpc error: code = Unknown desc = kustomize failed"));
+  EXPECT_EQ((*got)[2], application);  // Application delivery: no manifest render
+}
+
+TEST_P(StatusStoreContract, LooksUpPayloadsByResourceId) {
+  seed_with_payload_(ManifestRef(1, "c1"), Payload(1));
+  seed_with_payload_(ManifestRef(2, "c2"), Payload(2));
+  auto got = store_->LookupPayloads({Id(2), Id(9), "not-a-uuid"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  const std::vector<DispatchedPayload> expected = {{Id(2), "payload-hash-0", Payload(2)}};
+  EXPECT_EQ(*got, expected);
+  auto none = store_->LookupPayloads({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_P(StatusStoreContract, StaleManifestRendersAreThoseChangedSinceTheirStatusWasSaved) {
+  seed_with_payload_(ManifestRef(1, "c1"), Payload(1));
+  seed_with_payload_(ManifestRef(2, "c2"), Payload(2));
+  seed_with_payload_(Ref(3, "c3"), Payload(3));  // Application delivery: never listed
+  using Stale = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(StaleRenders(), (Stale{{Id(1), "c1"}, {Id(2), "c2"}}));  // no status saved yet
+  ASSERT_TRUE(
+      store_
+          ->SaveAppliedStatuses({Applied(1, "Synced", "Healthy"), Applied(2, "Synced", "Healthy")})
+          .ok());
+  EXPECT_EQ(StaleRenders(), Stale{});
+  seed_with_payload_(ManifestRef(2, "c2", "render failed"), Payload(2));  // a later render
+  EXPECT_EQ(StaleRenders(), (Stale{{Id(2), "c2"}}));
+}
 
 TEST_P(StatusStoreContract, LooksUpHubAppsInBatchesAndSkipsUnknownIds) {
   seed_(Ref(1, "c1"));

@@ -458,6 +458,13 @@ std::string Coalescer::LatestHash(const std::string& resource_id) const {
   return it == states_.end() ? std::string() : it->second.latest_hash;
 }
 
+void Coalescer::ForgetHash(const std::string& resource_id) {
+  auto it = states_.find(resource_id);
+  if (it != states_.end()) {
+    it->second.latest_hash.clear();
+  }
+}
+
 std::optional<std::chrono::steady_clock::time_point> Coalescer::NextRetry() const {
   if (delayed_.empty()) {
     return std::nullopt;

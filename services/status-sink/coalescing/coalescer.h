@@ -143,6 +143,10 @@ class Coalescer {
   // The last accepted statushash of a resource ("" when unknown): what a status resync request
   // should echo.
   std::string LatestHash(const std::string& resource_id) const;
+  // Forgets the last accepted statushash of a resource, so that the agent's next report of it is
+  // no duplicate even when its own status did not change: manifest delivery builds the status
+  // from the dispatcher's record too, which changed (a new revision or render error).
+  void ForgetHash(const std::string& resource_id);
   bool Knows(const std::string& resource_id) const { return states_.count(resource_id) > 0; }
 
   std::size_t pending() const { return pending_count_; }

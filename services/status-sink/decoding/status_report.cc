@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <limits>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -68,9 +69,10 @@ const cloudevents::ManifestCondition* StatusManifest(
   return nullptr;
 }
 
-}  // namespace
-
-std::variant<StatusReport, Rejection> DecodeStatusReportFull(const cloudevents::Event& event) {
+// The attributes and payload every status report has: resource id, sequence id, status hash,
+// Deleted, the event facts and the metadata's hub Application; `payload` gets the decoded status.
+std::variant<StatusReport, Rejection> DecodeEnvelope(const cloudevents::Event& event,
+                                                     cloudevents::ManifestBundleStatus& payload) {
   if (cloudevents::ClassifyReceived(event) != cloudevents::ReceivedKind::kStatus) {
     return Rejection{DropReason::kNotStatus, event.type};
   }
@@ -90,35 +92,64 @@ std::variant<StatusReport, Rejection> DecodeStatusReportFull(const cloudevents::
     }
     report.update.sequence_id = seq->Value();
   }
-  auto payload = cloudevents::ManifestBundleStatusOf(event);
-  if (!payload.ok()) {
-    return Malformed(payload.status());
+  auto decoded = cloudevents::ManifestBundleStatusOf(event);
+  if (!decoded.ok()) {
+    return Malformed(decoded.status());
   }
+  payload = *std::move(decoded);
   auto hash = event.StatusHash();
   if (hash.ok() && !hash->empty()) {
     report.update.status_hash = *hash;
   } else {
-    auto computed = cloudevents::StatusHash(*payload);
+    auto computed = cloudevents::StatusHash(payload);
     if (!computed.ok()) {
       return Malformed(computed.status());
     }
     report.update.status_hash = *computed;
   }
-  report.update.deleted = cloudevents::IsDeleted(*payload);
-  if (!report.update.deleted) {
-    auto feedback = FeedbackStatus(*payload);
-    if (!feedback.ok()) {
-      return Malformed(feedback.status());
-    }
-    if (!feedback->has_value()) {
-      return Rejection{DropReason::kNoFeedback, "no status feedback yet"};
-    }
-    report.update.status = std::move(**feedback);
-    report.update.acked_version = FeedbackAckedVersion(*payload);
-  }
+  report.update.deleted = cloudevents::IsDeleted(payload);
   TakeEventFacts(event, report);
   report.metadata_app = MetadataApp(event);
   return report;
+}
+
+}  // namespace
+
+std::variant<StatusReport, Rejection> DecodeStatusReportFull(const cloudevents::Event& event) {
+  cloudevents::ManifestBundleStatus payload;
+  auto decoded = DecodeEnvelope(event, payload);
+  auto* report = std::get_if<StatusReport>(&decoded);
+  if (report == nullptr || report->update.deleted) {
+    return decoded;
+  }
+  auto feedback = FeedbackStatus(payload);
+  if (!feedback.ok()) {
+    return Malformed(feedback.status());
+  }
+  if (!feedback->has_value()) {
+    return Rejection{DropReason::kNoFeedback, "no status feedback yet"};
+  }
+  report->update.status = std::move(**feedback);
+  report->update.acked_version = FeedbackAckedVersion(payload);
+  return decoded;
+}
+
+std::variant<StatusReport, Rejection> DecodeBundleReport(const cloudevents::Event& event) {
+  auto payload = std::make_shared<cloudevents::ManifestBundleStatus>();
+  auto decoded = DecodeEnvelope(event, *payload);
+  auto* report = std::get_if<StatusReport>(&decoded);
+  if (report == nullptr) {
+    return decoded;
+  }
+  if (event.HasExtension(cloudevents::kExtResourceVersion)) {
+    auto version = event.ResourceVersion();
+    if (!version.ok()) {
+      return Malformed(version.status());
+    }
+    report->bundle_generation = *version;
+  }
+  report->bundle_status = std::move(payload);
+  return decoded;
 }
 
 void TakeEventFacts(const cloudevents::Event& event, StatusReport& report) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +37,11 @@ struct StatusReport {
   // (ManifestWork annotations, hub-apis.md §5.1); empty when absent or unreadable. Only
   // cross-checked: the dispatcher's table stays authoritative.
   std::string metadata_app;
+  // Manifest delivery (DecodeBundleReport only): the agent's ManifestBundle status, from which
+  // the sink builds the status itself, and the event's `resourceversion` (the bundle generation
+  // it reports); null and 0 otherwise.
+  std::shared_ptr<const cloudevents::ManifestBundleStatus> bundle_status;
+  std::int64_t bundle_generation = 0;
 };
 
 // Why an event is not a usable status report.
@@ -43,6 +49,12 @@ struct Rejection {
   DropReason reason;  // kNotStatus, kMalformed or kNoFeedback
   std::string detail;
 };
+
+// For an event DecodeStatusReport rejected as kNoFeedback, which is how a bundle of rendered
+// manifests reports (it holds no Application): the same report with `bundle_status` and
+// `bundle_generation` set instead of `update.status`. The sink keeps it only for a resource in
+// manifest delivery; any other rejection is returned as DecodeStatusReportFull returns it.
+std::variant<StatusReport, Rejection> DecodeBundleReport(const cloudevents::Event& event);
 
 // What every decode path takes from the event's attributes alone: its time and its cluster.
 void TakeEventFacts(const cloudevents::Event& event, StatusReport& report);

@@ -6,7 +6,8 @@
 
 namespace mmi::status_sink {
 HubApps::HubApps(HubAppsSettings settings, store::StatusStore& store, Executor& store_executor,
-                 Executor& loop, const Clock& clock, SinkMetrics& metrics, Found found)
+                 Executor& loop, const Clock& clock, SinkMetrics& metrics, Found found,
+                 ManifestStatuses* manifests, Refreshed refreshed)
     : settings_(std::move(settings)),
       store_(store),
       store_executor_(store_executor),
@@ -14,6 +15,8 @@ HubApps::HubApps(HubAppsSettings settings, store::StatusStore& store, Executor& 
       clock_(clock),
       metrics_(metrics),
       found_(std::move(found)),
+      manifests_(manifests),
+      refreshed_(std::move(refreshed)),
       unknown_resource_(
           SinkLog(), "status events for resources the dispatcher does not know; dropped", clock) {}
 
@@ -22,7 +25,20 @@ const store::HubAppRef* HubApps::Find(const std::string& resource_id) const {
   return ref == refs_.end() ? nullptr : &ref->second;
 }
 
-void HubApps::Forget(const std::string& resource_id) { refs_.erase(resource_id); }
+void HubApps::Forget(const std::string& resource_id) {
+  refs_.erase(resource_id);
+  if (manifests_ != nullptr) {
+    manifests_->Forget(resource_id);
+  }
+}
+
+void HubApps::Refresh(const std::string& resource_id) {
+  // The cached record stays until the lookup replaces it: a write waiting in the coalescer needs
+  // it, and a report built on it meanwhile is asked for again by refreshed_.
+  awaiting_[resource_id];  // no report waits for it: the lookup calls refreshed_ instead
+  refresh_.insert(resource_id);
+  StartLookup();
+}
 
 void HubApps::Await(AwaitingReport item) {
   const std::string key = item.report.update.resource_id;
@@ -43,8 +59,14 @@ void HubApps::StartLookup() {
     ids.push_back(id);
   }
   in_flight_ = true;
-  store_executor_.Post([this, ids = std::move(ids)]() mutable {
+  ManifestPayloads* payloads = manifests_ != nullptr ? &manifests_->payloads() : nullptr;
+  store_executor_.Post([this, payloads, ids = std::move(ids)]() mutable {
     auto refs = store_.LookupHubApps(ids);
+    if (refs.ok() && payloads != nullptr) {
+      if (absl::Status loaded = payloads->Load(store_, *refs); !loaded.ok()) {
+        refs = loaded;  // retried as a failed lookup
+      }
+    }
     loop_.Post([this, ids = std::move(ids), refs = std::move(refs)]() mutable {
       OnLookupDone(std::move(ids), std::move(refs));
     });
@@ -74,6 +96,9 @@ void HubApps::OnLookupDone(std::vector<std::string> ids,
     }
     awaiting_count_ -= node.mapped().size();
     auto ref = refs_.find(id);
+    if (refresh_.erase(id) > 0 && ref != refs_.end() && refreshed_) {
+      refreshed_(ref->second);
+    }
     for (auto& item : node.mapped()) {
       if (ref == refs_.end()) {
         metrics_.Dropped(DropReason::kUnknownResource);

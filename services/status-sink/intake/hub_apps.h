@@ -1,7 +1,9 @@
 // Resource id -> hub Application for the status sink's loop: the dispatcher's table
 // (StatusStore::LookupHubApps), cached, and the reports waiting for a batched lookup of their
 // resource id. A report whose resource the store does not know is counted, summed up in the log
-// (log_summary.h) and acknowledged: dropped.
+// (log_summary.h) and acknowledged: dropped. For resources in manifest delivery the lookup also
+// loads the rendered manifests of payload hashes not held yet (ManifestPayloads), on the store
+// executor, so that turning a report into a status never waits for the store again.
 //
 // Not thread-safe: owned by the sink's loop thread. Store calls run on `store_executor` and their
 // results are posted to `loop`. Collaborators are borrowed and must outlive this object.
@@ -10,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +26,7 @@
 #include "libs/store/status_store.h"
 #include "services/status-sink/coalescing/coalescer.h"
 #include "services/status-sink/decoding/status_report.h"
+#include "services/status-sink/intake/manifest_statuses.h"
 #include "services/status-sink/metrics/metrics.h"
 
 namespace mmi::status_sink {
@@ -31,6 +35,7 @@ namespace mmi::status_sink {
 struct AwaitingReport {
   StatusReport report;
   Ack ack;
+  bool looked_up_again = false;  // manifest delivery: the record was read again for it
 };
 
 struct HubAppsSettings {
@@ -43,14 +48,23 @@ class HubApps {
  public:
   // Runs on the loop for each waiting report whose lookup found its hub Application.
   using Found = absl::AnyInvocable<void(const store::HubAppRef& ref, AwaitingReport item)>;
+  // Runs on the loop for each Refresh()ed resource the lookup found.
+  using Refreshed = absl::AnyInvocable<void(const store::HubAppRef& ref)>;
 
+  // `manifests` (nullable, borrowed): where the manifests of resources in manifest delivery are
+  // loaded (its ManifestPayloads), and what forgets a forgotten resource's kept status times;
+  // without it no manifests are loaded.
   HubApps(HubAppsSettings settings, store::StatusStore& store, Executor& store_executor,
-          Executor& loop, const Clock& clock, SinkMetrics& metrics, Found found);
+          Executor& loop, const Clock& clock, SinkMetrics& metrics, Found found,
+          ManifestStatuses* manifests = nullptr, Refreshed refreshed = nullptr);
 
   // The cached hub Application of `resource_id`; nullptr when not looked up (yet).
   const store::HubAppRef* Find(const std::string& resource_id) const;
   // Drops `resource_id` from the cache (its deletion was handed to the dispatcher).
   void Forget(const std::string& resource_id);
+  // Reads `resource_id` again with the next lookup (its manifest render changed), replaces the
+  // cached record and calls `refreshed` with it; an unknown resource is ignored.
+  void Refresh(const std::string& resource_id);
 
   // Whether `max_awaiting` reports wait already (the caller drops the next one as lost).
   bool Full() const { return awaiting_count_ >= settings_.max_awaiting; }
@@ -76,10 +90,13 @@ class HubApps {
   const Clock& clock_;
   SinkMetrics& metrics_;
   Found found_;
+  ManifestStatuses* manifests_;
+  Refreshed refreshed_;
   log::WarnSummary unknown_resource_;
 
   std::unordered_map<std::string, store::HubAppRef> refs_;
   std::map<std::string, std::vector<AwaitingReport>> awaiting_;
+  std::set<std::string> refresh_;  // ids in awaiting_ whose lookup calls refreshed_
   std::size_t awaiting_count_ = 0;
   bool in_flight_ = false;
   int failures_ = 0;

@@ -101,5 +101,45 @@ TEST_F(HubAppsTest, AFailedLookupIsRetriedAfterItsBackoff) {
   EXPECT_EQ(found_, (std::vector<std::string>{"app-r1"}));
 }
 
+// Manifest delivery: a changed render reads the record again (and the rendered manifests of a
+// new payload hash with it); the old record serves until the new one is there.
+TEST_F(HubAppsTest, ARefreshReplacesTheRecordAndLoadsTheManifestsOfItsPayload) {
+  ManifestPayloads payloads(/*max_payloads=*/8);
+  ManifestStatuses manifests(payloads, clock_);
+  std::vector<store::HubAppRef> refreshed;
+  HubApps hub_apps(
+      HubAppsSettings{}, store_, store_executor_, loop_, clock_, metrics_,
+      [](const store::HubAppRef&, AwaitingReport item) { std::move(item.ack)(); }, &manifests,
+      [&refreshed](const store::HubAppRef& ref) { refreshed.push_back(ref); });
+  hub_apps.Await(Report("r1"));
+  store_executor_.RunAll();
+  ASSERT_NE(hub_apps.Find("r1"), nullptr);
+  EXPECT_FALSE(hub_apps.Find("r1")->manifest.has_value());
+  EXPECT_TRUE(refreshed.empty()) << "a report's lookup is no refresh";
+
+  store::HubAppRef rendered = *hub_apps.Find("r1");
+  rendered.manifest = store::ManifestRenderRef{.revision = "9f2c4e1",
+                                               .source_type = "Directory",
+                                               .render_error = "render timed out",
+                                               .payload_hash = "render-a",
+                                               .version = 1,
+                                               .last_published_at = std::nullopt};
+  store_.AddResourceForTest(rendered, R"({"manifests":[{"apiVersion":"v1","kind":"ConfigMap",)"
+                                      R"("metadata":{"name":"settings"}}]})");
+  hub_apps.Refresh("r1");
+  EXPECT_FALSE(hub_apps.Find("r1")->manifest.has_value()) << "the old record until the lookup";
+  EXPECT_EQ(hub_apps.awaiting(), 0U) << "no report waits";
+  store_executor_.RunAll();
+  ASSERT_EQ(refreshed.size(), 1U);
+  EXPECT_EQ(refreshed[0], rendered);
+  EXPECT_EQ(*hub_apps.Find("r1"), rendered);
+  auto held = payloads.Find("render-a");
+  ASSERT_NE(held, nullptr);
+  EXPECT_EQ((*held)[0]["metadata"]["name"], "settings");
+  hub_apps.Refresh("gone");  // unknown: nothing to call
+  store_executor_.RunAll();
+  EXPECT_EQ(refreshed.size(), 1U);
+}
+
 }  // namespace
 }  // namespace mmi::status_sink

@@ -10,13 +10,14 @@
 namespace mmi::status_sink {
 Intake::Intake(IntakeSettings settings, Coalescer& coalescer, HubApps& hub_apps,
                StatusResync& resync, const Clock& clock, SinkMetrics& metrics,
-               absl::AnyInvocable<void()> admitted)
+               absl::AnyInvocable<void()> admitted, ManifestStatuses* manifests)
     : settings_(settings),
       coalescer_(coalescer),
       hub_apps_(hub_apps),
       resync_(resync),
       metrics_(metrics),
       admitted_(std::move(admitted)),
+      manifests_(manifests),
       malformed_(SinkLog(), "dropping malformed status events", clock),
       wrong_cluster_(SinkLog(), "status events from a cluster the resource was not dispatched to",
                      clock),
@@ -28,6 +29,15 @@ Intake::Intake(IntakeSettings settings, Coalescer& coalescer, HubApps& hub_apps,
 void Intake::Handle(const cloudevents::Event& event, Ack ack) {
   metrics_.Received();
   auto decoded = DecodeStatusReport(event, settings_.ignore_resource_health_messages);
+  if (manifests_ != nullptr && std::holds_alternative<Rejection>(decoded) &&
+      std::get<Rejection>(decoded).reason == DropReason::kNoFeedback) {
+    // Perhaps a bundle of rendered manifests: the lookup tells (a second parse, only for events
+    // that carry no Application).
+    auto bundle = DecodeBundleReport(event);
+    if (std::holds_alternative<StatusReport>(bundle)) {
+      decoded = std::move(bundle);
+    }
+  }
   if (auto* rejection = std::get_if<Rejection>(&decoded)) {
     metrics_.Dropped(rejection->reason);
     if (rejection->reason == DropReason::kMalformed) {
@@ -66,6 +76,10 @@ void Intake::Admit(const store::HubAppRef& ref, AwaitingReport item) {
     std::move(item.ack)();
     return;
   }
+  if (item.report.bundle_status != nullptr && !item.report.update.deleted &&
+      !BuildManifestStatus(ref, item)) {
+    return;
+  }
   if (!item.report.metadata_app.empty() &&
       item.report.metadata_app != ref.hub_namespace + "/" + ref.hub_name) {
     other_application_.Add(item.report.event_id,
@@ -83,6 +97,34 @@ void Intake::Admit(const store::HubAppRef& ref, AwaitingReport item) {
   }
   CountOffer(ref, outcome);
   admitted_();
+}
+
+bool Intake::BuildManifestStatus(const store::HubAppRef& ref, AwaitingReport& item) {
+  if (!ref.manifest) {
+    // Application delivery: the spoke's Argo CD has not reported yet.
+    metrics_.Dropped(DropReason::kNoFeedback);
+    std::move(item.ack)();
+    return false;
+  }
+  std::string detail;
+  ManifestBuild built = manifests_->Build(ref, item.report, item.looked_up_again, detail);
+  if (built == ManifestBuild::kLookUpAgain && !item.looked_up_again) {
+    item.looked_up_again = true;
+    hub_apps_.Await(std::move(item));  // the lookup replaces the cached record
+    return false;
+  }
+  if (built != ManifestBuild::kBuilt) {
+    metrics_.Dropped(DropReason::kMalformed);
+    malformed_.Add(item.report.event_id,
+                   {{"event_id", item.report.event_id},
+                    {"resource", ref.resource_id},
+                    {"error", built == ManifestBuild::kInvalid
+                                  ? detail
+                                  : "the rendered manifests of the resource are not held"}});
+    std::move(item.ack)();
+    return false;
+  }
+  return true;
 }
 
 void Intake::CountOffer(const store::HubAppRef& ref, const Coalescer::OfferOutcome& outcome) {

@@ -4,6 +4,11 @@
 // is counted (mmi_status_events_dropped_total) and its ack called; a report dropped for want of
 // room is handed to the StatusResync as lost, and summed up in the log (LogUnlogged).
 //
+// Manifest delivery: an event without the Application's status feedback is kept as the agent's
+// ManifestBundle status (DecodeBundleReport) until its lookup says the resource is in manifest
+// delivery; ManifestStatuses then builds the hub status, which is offered like any other. For
+// any other resource it is dropped as before (no_feedback).
+//
 // Not thread-safe: owned by the sink's loop thread. Collaborators are borrowed.
 #pragma once
 
@@ -17,6 +22,7 @@
 #include "libs/store/status_store.h"
 #include "services/status-sink/coalescing/coalescer.h"
 #include "services/status-sink/intake/hub_apps.h"
+#include "services/status-sink/intake/manifest_statuses.h"
 #include "services/status-sink/metrics/metrics.h"
 #include "services/status-sink/resync/status_resync.h"
 
@@ -30,8 +36,11 @@ struct IntakeSettings {
 class Intake {
  public:
   // `admitted` runs after each report offered to the coalescer (the sink starts writes then).
+  // `manifests` (nullable, borrowed) builds the statuses of resources in manifest delivery;
+  // without it their reports are dropped as no_feedback.
   Intake(IntakeSettings settings, Coalescer& coalescer, HubApps& hub_apps, StatusResync& resync,
-         const Clock& clock, SinkMetrics& metrics, absl::AnyInvocable<void()> admitted);
+         const Clock& clock, SinkMetrics& metrics, absl::AnyInvocable<void()> admitted,
+         ManifestStatuses* manifests = nullptr);
 
   // One event from the transport: decoded, then admitted or queued for its resource lookup.
   void Handle(const cloudevents::Event& event, Ack ack);
@@ -46,6 +55,9 @@ class Intake {
   void FlushWarnings();
 
  private:
+  // A report without an Application status: built for a resource in manifest delivery (true),
+  // else dropped or looked up again (false: the item is taken care of).
+  bool BuildManifestStatus(const store::HubAppRef& ref, AwaitingReport& item);
   // Counts the outcome of an Offer() of `ref`'s report.
   void CountOffer(const store::HubAppRef& ref, const Coalescer::OfferOutcome& outcome);
   void Overflowed(const std::string& resource_id, const std::string& cluster);
@@ -56,6 +68,7 @@ class Intake {
   StatusResync& resync_;
   SinkMetrics& metrics_;
   absl::AnyInvocable<void()> admitted_;
+  ManifestStatuses* manifests_;
   // Per-event warnings about bad or unmatched input, summed up (log_summary.h): an agent that
   // misbehaves cannot flood the log. The metrics count every event.
   log::WarnSummary malformed_;

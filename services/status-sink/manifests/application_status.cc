@@ -271,12 +271,12 @@ absl::StatusOr<std::vector<Row>> RowsOf(const ManifestStatusInput& input) {
   std::vector<Row> rows;
   if (input.bundle.has_value()) {
     const RenderedBundle& bundle = *input.bundle;
-    rows.reserve(bundle.manifests.size());
-    for (std::size_t i = 0; i < bundle.manifests.size(); ++i) {
-      if (absl::Status status = CheckManifest(bundle.manifests[i], i); !status.ok()) {
+    rows.reserve(bundle.Manifests().size());
+    for (std::size_t i = 0; i < bundle.Manifests().size(); ++i) {
+      if (absl::Status status = CheckManifest(bundle.Manifests()[i], i); !status.ok()) {
         return status;
       }
-      Row row = RowFor(bundle.manifests[i], i, bundle, input.report);
+      Row row = RowFor(bundle.Manifests()[i], i, bundle, input.report);
       if (row.resource.hook && !row.resource.live) {
         continue;  // Argo CD lists hooks only once they exist
       }
@@ -374,7 +374,7 @@ absl::StatusOr<nlohmann::json> ApplicationStatusOf(const ManifestStatusInput& in
   if (input.bundle.has_value()) {
     status["operationState"] = OperationState(*input.bundle, rows, failed, applied, input.source);
     nlohmann::json summary = nlohmann::json::object();
-    if (std::vector<std::string> images = ImagesOf(input.bundle->manifests); !images.empty()) {
+    if (std::vector<std::string> images = ImagesOf(input.bundle->Manifests()); !images.empty()) {
       summary["images"] = std::move(images);
     }
     status["summary"] = std::move(summary);

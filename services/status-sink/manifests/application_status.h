@@ -36,8 +36,14 @@ namespace mmi::status_sink {
 // The bundle the dispatcher rendered and sent (the last good one when a later render failed).
 struct RenderedBundle {
   std::vector<nlohmann::json> manifests;  // in bundle order: the agent's `ordinal`
-  std::string revision;                   // the resolved revision they were rendered from
-  std::int64_t generation = 0;            // the bundle generation (resourceversion) sent
+  // Set instead of `manifests` by the sink, which holds one copy per render for all the clusters
+  // it went to (borrowed for the call): no copy per report.
+  const std::vector<nlohmann::json>* shared_manifests = nullptr;
+  const std::vector<nlohmann::json>& Manifests() const {
+    return shared_manifests != nullptr ? *shared_manifests : manifests;
+  }
+  std::string revision;         // the resolved revision they were rendered from
+  std::int64_t generation = 0;  // the bundle generation (resourceversion) sent
   std::chrono::system_clock::time_point dispatched_at;  // operationState.startedAt
 };
 
