@@ -391,7 +391,9 @@ def check_commit_rolls_out(stack: Stack, repo: GitRepo) -> None:
     print(f"commit {sha[:8]} -> Synced/Healthy at it on the hub: {time.monotonic() - t:.1f}s "
           f"(resolveInterval {RESOLVE_INTERVAL}s)", flush=True)
     after = wait_for("a new pod running", lambda: [p for p in pods(stack, ns, running=True) if p not in before], 180)
-    check(bool(after), f"commit {sha[:8]} rolled out: new pod {after} (before: {before})")
+    # The old ReplicaSet's pod goes too (Running while it terminates): the next check compares pods.
+    gone = wait_for("the old pod gone", lambda: not set(before) & set(pods(stack, ns)), 120)
+    check(bool(after) and gone, f"commit {sha[:8]} rolled out: new pod {after}, old {before} gone")
     # The other variants read the same repository: the new revision shows on them too, with
     # nothing sent again (their rendered output did not change).
     others = [v for v in VARIANTS if v != "plain"]
