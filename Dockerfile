@@ -40,10 +40,17 @@ COPY . .
 # -g: the binaries are stripped, so debug info would only cost compile and link time. The compiler cache
 # survives between builds (BuildKit and buildah cache mount): a rebuild after a small change
 # recompiles what changed. MMI_BUILD_JOBS bounds the parallel compile jobs.
+# The dispatcher's Argo CD repo-server client (manifest delivery, ADR 0007) compiles the .proto
+# files of the pinned Argo CD and Kubernetes Go modules; there is no Go here, so
+# scripts/fetch-argocd-protos takes them from the Go module proxy (checked against
+# tests/peers/argocd/go.sum) into the module cache's layout, and ON makes a miss fail the build.
 ARG MMI_BUILD_JOBS=2
+ARG GOPROXY=https://proxy.golang.org
 RUN --mount=type=cache,id=mmi-ccache,target=/root/.cache/ccache \
-    rm -rf build/release \
+    rm -rf build/release /tmp/argocd-protos \
+ && GOPROXY="${GOPROXY}" python3 scripts/fetch-argocd-protos /tmp/argocd-protos \
  && cmake --preset release -DMMI_BUILD_TESTS=OFF -DMMI_WERROR=ON \
+      -DMMI_WITH_ARGOCD_REPO=ON -DMMI_GO_MODCACHE=/tmp/argocd-protos \
       -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" \
       -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
  && cmake --build --preset release --target dispatcher status-sink -j "${MMI_BUILD_JOBS}" \

@@ -3,6 +3,10 @@
 // (tests/peers/bin/start-git) holding examples/apps/guestbook-lite:
 //   - the plain YAML, Helm and Kustomize variants render, each with the commit's sha and its
 //     source type, from requests built as Argo CD's application-controller builds them;
+//   - the cmp/ variant renders through the repo-server's argocd-cmp-server sidecar (the
+//     `mmi-template` plugin of examples/manifest-delivery/cmp-plugin, which start-argocd runs
+//     for ROLE=hub), with the Application's plugin env; a template missing a value, or a plugin
+//     no sidecar serves, is a render error;
 //   - ResolveRevision of HEAD and of the branch gives the commit sha;
 //   - a commit with broken YAML gives kFailedPrecondition with the repo-server's error, while the
 //     previous commit still renders;
@@ -217,6 +221,52 @@ TEST_F(ArgoCdRepoServerTest, RendersThePlainHelmAndKustomizeVariants) {
   EXPECT_EQ(kustomize->source_type, "Kustomize");
   EXPECT_TRUE(Objects(*kustomize).count("Deployment/kz-guestbook-lite-x") == 1)
       << ::testing::PrintToString(Objects(*kustomize));
+}
+
+TEST_F(ArgoCdRepoServerTest, RendersThroughTheConfigManagementPluginSidecar) {
+  ASSERT_FALSE((*argocd_)->Get("CMP_PLUGIN_SOCKET").empty()) << "start-argocd ran no CMP sidecar";
+  auto client = Client();
+  ASSERT_NE(client, nullptr);
+  const std::string sha = Head("guestbook-lite");
+  const auto cmp_app = [&](json plugin) {
+    return Application("gl-cmp", {{"repoURL", Repo("guestbook-lite")},
+                                  {"path", "cmp"},
+                                  {"targetRevision", "main"},
+                                  {"plugin", std::move(plugin)}});
+  };
+
+  absl::StatusOr<RenderedManifests> rendered = Render(
+      *client,
+      cmp_app({{"name", "mmi-template"},
+               {"env", json::array({{{"name", "MESSAGE"}, {"value", "Hi & a|b/c from a CMP"}}})}}));
+  ASSERT_TRUE(rendered.ok()) << rendered.status();
+  EXPECT_EQ(rendered->revision, sha);
+  EXPECT_EQ(rendered->source_type, "Plugin");
+  EXPECT_EQ(Objects(*rendered),
+            (std::set<std::string>{"Namespace/guestbook-lite-cmp", "ConfigMap/guestbook-lite",
+                                   "Deployment/guestbook-lite", "Service/guestbook-lite"}));
+  std::string message;
+  for (const std::string& manifest : rendered->manifests) {
+    const json object = json::parse(manifest);
+    if (object.value("kind", "") == "ConfigMap") {
+      message = object["data"].value("message", "");
+    }
+  }
+  // The env value verbatim, sed's special characters included (the repo-server itself expands
+  // `$NAME` in plugin env values from the build environment, so none is used here).
+  EXPECT_EQ(message, "Hi & a|b/c from a CMP");
+
+  // The plugin's own error reaches the caller as a render error.
+  absl::StatusOr<RenderedManifests> missing = Render(*client, cmp_app({{"name", "mmi-template"}}));
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kFailedPrecondition) << missing.status();
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("${MESSAGE} has no value"));
+
+  // A plugin no sidecar serves.
+  absl::StatusOr<RenderedManifests> unknown =
+      Render(*client, cmp_app({{"name", "no-such-plugin"},
+                               {"env", json::array({{{"name", "MESSAGE"}, {"value", "x"}}})}}));
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kFailedPrecondition) << unknown.status();
+  EXPECT_THAT(std::string(unknown.status().message()), HasSubstr("no-such-plugin"));
 }
 
 TEST_F(ArgoCdRepoServerTest, ResolveRevisionOfHeadAndOfTheBranchGivesTheCommitSha) {

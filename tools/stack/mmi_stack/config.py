@@ -94,6 +94,9 @@ class StackConfig:
     real_spokes: int = 0
     node_spoke: bool = True
     spoke_resync: int = 180
+    # False: the real spokes run no Argo CD (manifest delivery, ADR 0007: the work agent applies
+    # what the hub's repo-server rendered); fleet-sim still applies their bundles.
+    spoke_argocd: bool = True
 
 
 # ------------------------------------------------------------------------------------------------

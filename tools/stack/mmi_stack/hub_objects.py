@@ -78,14 +78,16 @@ class HubObjectsMixin:
             objs.append(self.managed_cluster("local-cluster", local=True))
         self._parallel(self._apply, objs, concurrency)
 
-    def apply_examples(self) -> None:
+    def apply_examples(self, files: list[str] | None = None, rewrite: dict[str, str] | None = None) -> None:
         """Namespaces, the Argo CD server Service the GitOpsCluster controller looks for, every
         Kubernetes object of examples/ (kubectl apply --server-side), and the PlacementDecisions
         the placement controller would write for every Placement (all matching clusters, paged
-        at 100 per object)."""
+        at 100 per object). `files` (paths under examples/) replaces the top-level YAML files;
+        `rewrite` replaces text in them (e.g. a repoURL by a mirror's) after examples_text()."""
         namespaces = {ARGO_NAMESPACE}
-        files = sorted(f for f in os.listdir(EXAMPLES_DIR)
-                       if f.endswith((".yaml", ".yml")) and not f.startswith("values-"))
+        if files is None:
+            files = sorted(f for f in os.listdir(EXAMPLES_DIR)
+                           if f.endswith((".yaml", ".yml")) and not f.startswith("values-"))
         for f in files:
             with open(os.path.join(EXAMPLES_DIR, f), encoding="utf-8") as fh:
                 namespaces.update(re.findall(r"^\s+namespace:\s*([a-z0-9-]+)\s*$", fh.read(), re.M))
@@ -102,7 +104,10 @@ class HubObjectsMixin:
         docs = []
         for f in files:
             with open(os.path.join(EXAMPLES_DIR, f), encoding="utf-8") as fh:
-                docs.append(self.examples_text(fh.read()))
+                text = self.examples_text(fh.read())
+            for old, new in (rewrite or {}).items():
+                text = text.replace(old, new)
+            docs.append(text)
         self.kubectl("apply", "--server-side", "--field-manager=mmi-stack", "--force-conflicts", "-f", "-",
                      input="\n---\n".join(docs))
         self.write_placement_decisions()

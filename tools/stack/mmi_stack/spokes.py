@@ -91,7 +91,8 @@ class SpokesMixin:
 
     def start_real_spokes(self) -> None:
         """Every real spoke: its API server, the node for the first one (cfg.node_spoke), and Argo
-        CD's spoke role with cfg.spoke_resync as its reconciliation interval (no jitter).
+        CD's spoke role with cfg.spoke_resync as its reconciliation interval (no jitter; none
+        with cfg.spoke_argocd False).
         After start_peers(); before start_fleet_sim(), which gets their kubeconfigs. Idempotent."""
         if self.cfg.real_spokes == 0:
             return
@@ -104,9 +105,11 @@ class SpokesMixin:
                 self.start_peer("start-node", f"node-{name}", f"HUB={self.peers_dir}/spoke-{name}")
                 # start-node restarts the spoke's kube-apiserver (same URL, new PID).
                 kube = read_env_file(os.path.join(self.peers_dir, f"spoke-{name}", "env"))
-            argocd = self.start_peer("start-argocd", f"argocd-{name}", "ROLE=spoke",
-                                     f"KUBECONFIG={kube['KUBECONFIG']}", f"KUBECTL={kube['KUBECTL']}",
-                                     f"APP_RESYNC={self.cfg.spoke_resync}", "APP_RESYNC_JITTER=0")
+            argocd = {}
+            if self.cfg.spoke_argocd:
+                argocd = self.start_peer("start-argocd", f"argocd-{name}", "ROLE=spoke",
+                                         f"KUBECONFIG={kube['KUBECONFIG']}", f"KUBECTL={kube['KUBECTL']}",
+                                         f"APP_RESYNC={self.cfg.spoke_resync}", "APP_RESYNC_JITTER=0")
             self.spoke_envs[name] = {"kube": kube, "argocd": argocd}
             self.spoke_clients[name] = HubClient(kube)
         self._save_state()
