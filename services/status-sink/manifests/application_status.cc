@@ -157,15 +157,18 @@ nlohmann::json HealthJson(const ResourceHealth& health) {
   return out;
 }
 
-// Identity members of a ResourceStatus / ResourceResult, omitting empty ones as Argo CD does.
-nlohmann::json ResourceRef(const ManagedResource& r) {
+// Identity members of a resources[] entry (Argo CD's ResourceStatus), or, `all_members`, of a
+// syncResult.resources[] entry (ResourceResult). ResourceStatus omits an empty group and
+// namespace; ResourceResult has no omitempty on them and the Application CRD requires all five,
+// so the hub refuses a status whose cluster-scoped or core result leaves one out.
+nlohmann::json ResourceRef(const ManagedResource& r, bool all_members = false) {
   nlohmann::json out = nlohmann::json::object();
-  if (!r.group.empty()) {
+  if (all_members || !r.group.empty()) {
     out["group"] = r.group;
   }
   out["version"] = r.version;
   out["kind"] = r.kind;
-  if (!r.namespace_.empty()) {
+  if (all_members || !r.namespace_.empty()) {
     out["namespace"] = r.namespace_;
   }
   out["name"] = r.name;
@@ -247,7 +250,7 @@ nlohmann::json OperationState(const RenderedBundle& bundle, const std::vector<Ro
     if (row.applied_at.has_value()) {
       finished = std::max(finished, *row.applied_at);
     }
-    nlohmann::json result = ResourceRef(row.resource);
+    nlohmann::json result = ResourceRef(row.resource, /*all_members=*/true);
     const bool ok = row.apply_failure.empty() && row.synced;
     result["status"] = ok ? "Synced" : "SyncFailed";
     const std::string& message = ok ? row.applied_message : row.apply_failure;

@@ -162,9 +162,9 @@ TEST(ApplicationStatusTest, AnAppliedHealthyBundleIsTheWholeArgoCdStatus) {
         "revision": "9f2c4e1",
         "source": {"repoURL": "https://git.example/shop.git", "path": "web", "targetRevision": "main"},
         "resources": [
-          {"version": "v1", "kind": "ConfigMap", "namespace": "shop", "name": "settings",
+          {"group": "", "version": "v1", "kind": "ConfigMap", "namespace": "shop", "name": "settings",
            "status": "Synced", "message": "Apply manifest complete", "syncPhase": "Sync"},
-          {"version": "v1", "kind": "Service", "namespace": "shop", "name": "web",
+          {"group": "", "version": "v1", "kind": "Service", "namespace": "shop", "name": "web",
            "status": "Synced", "message": "Apply manifest complete", "syncPhase": "Sync"},
           {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "shop", "name": "web",
            "status": "Synced", "message": "Apply manifest complete", "syncPhase": "Sync"}
@@ -306,6 +306,40 @@ TEST(ApplicationStatusTest, EachRuleDecidesItsFields) {
   for (const Row& row : rows) {
     ExpectFacts(StatusOf(row.input), row.want, row.what);
   }
+}
+
+// The Application CRD requires every identity member of a syncResult entry (Argo CD's
+// ResourceResult has no omitempty): the hub refuses a status whose core, cluster-scoped
+// Namespace leaves out group or namespace. resources[] (ResourceStatus) omits them.
+TEST(ApplicationStatusTest, SyncResultsCarryEmptyGroupAndNamespace) {
+  RenderedBundle bundle = Bundle();
+  bundle.manifests.push_back(
+      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "shop"}}}});
+  ManifestBundleStatus agent = AgentStatus(3);
+  agent.resource_status.push_back(Reported(
+      3, "", "v1", "Namespace", "namespaces", "", "shop",
+      {Cond("Applied", "True", 3, "Apply manifest complete"), Cond("Available", "True", 0)}));
+  const nlohmann::json status = StatusOf(Input(std::move(bundle), &agent, 3));
+  auto namespace_entry = [](const nlohmann::json& entries) {
+    for (const nlohmann::json& entry : entries) {
+      if (entry.value("kind", "") == "Namespace") {
+        return entry;
+      }
+    }
+    return nlohmann::json();
+  };
+  EXPECT_EQ(namespace_entry(status["operationState"]["syncResult"]["resources"]),
+            (nlohmann::json{{"group", ""},
+                            {"version", "v1"},
+                            {"kind", "Namespace"},
+                            {"namespace", ""},
+                            {"name", "shop"},
+                            {"status", "Synced"},
+                            {"message", "Apply manifest complete"},
+                            {"syncPhase", "Sync"}}));
+  const nlohmann::json shown = namespace_entry(status["resources"]);
+  EXPECT_FALSE(shown.contains("group"));
+  EXPECT_FALSE(shown.contains("namespace"));
 }
 
 TEST(ApplicationStatusTest, ErrorsAreWordedAsArgoCdWordsThem) {
