@@ -23,15 +23,27 @@ const json& Metadata(const json& manifest) {
   return it != manifest.end() && it->is_object() ? *it : kEmpty;
 }
 
-// The manifestConfig naming this manifest (group, name, namespace), or nullptr.
+// The manifestConfig naming this manifest, or nullptr. The agent matches group, resource, name
+// and namespace (its RESTMapper gives the resource): a Service and a ConfigMap of one name in one
+// namespace have a config each. Without discovery the resource is kubectl's guess
+// (plan.ref.resource); when no config has the guessed resource, the only config naming the
+// object by group, name and namespace is taken (a kind whose plural the guess misses), never one
+// of several.
 const ManifestConfigOption* ConfigFor(const ManifestBundle& bundle, const ManifestPlan& plan) {
+  const ManifestConfigOption* only = nullptr;
+  int named = 0;
   for (const ManifestConfigOption& config : bundle.manifest_configs) {
     const ResourceIdentifier& id = config.resource_identifier;
-    if (id.group == plan.group && id.name == plan.name && id.namespace_ == plan.namespace_) {
+    if (id.group != plan.group || id.name != plan.name || id.namespace_ != plan.namespace_) {
+      continue;
+    }
+    if (id.resource == plan.ref.resource) {
       return &config;
     }
+    only = &config;
+    ++named;
   }
-  return nullptr;
+  return named == 1 ? only : nullptr;
 }
 
 // The keys of ".a.b[\"c\"]": a, b, c; empty when the path cannot be parsed.

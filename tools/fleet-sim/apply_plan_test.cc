@@ -143,6 +143,43 @@ TEST(PlanBundleTest, FollowsTheDeleteOption) {
   }
 }
 
+// What Argo CD renders for one app often names a ConfigMap, a Service and a Deployment alike:
+// each manifest takes the config of its own resource, as the agent's RESTMapper matches them.
+TEST(PlanBundleTest, MatchesConfigsByResourceToo) {
+  ManifestBundle bundle;
+  bundle.manifests = {Object("v1", "ConfigMap", "web", "demo"),
+                      Object("v1", "Service", "web", "demo"),
+                      Object("example.com/v1", "Octopus", "web", "demo")};
+  cloudevents::ManifestConfigOption configmap;
+  configmap.resource_identifier = {"", "configmaps", "web", "demo"};
+  configmap.update_strategy = cloudevents::UpdateStrategy{"CreateOnly", std::nullopt};
+  cloudevents::ManifestConfigOption service;
+  service.resource_identifier = {"", "services", "web", "demo"};
+  service.update_strategy = cloudevents::UpdateStrategy{"ServerSideApply", std::nullopt};
+  // An irregular plural kubectl's guess ("octopuses") misses: the only config naming it.
+  cloudevents::ManifestConfigOption octopus;
+  octopus.resource_identifier = {"example.com", "octopi", "web", "demo"};
+  bundle.manifest_configs = {configmap, service, octopus};
+
+  auto plan = PlanBundle(bundle);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->manifests.size(), 3u);
+  EXPECT_EQ(plan->manifests[0].ref.resource, "configmaps");
+  EXPECT_EQ(plan->manifests[0].mode, WriteMode::kCreateOnly);
+  EXPECT_EQ(plan->manifests[1].ref.resource, "services");
+  EXPECT_EQ(plan->manifests[1].mode, WriteMode::kServerSideApply);
+  EXPECT_EQ(plan->manifests[2].ref.resource, "octopi");
+
+  // Two configs naming the object, neither with the guessed resource: neither is taken.
+  bundle.manifests = {Object("example.com/v1", "Octopus", "web", "demo")};
+  cloudevents::ManifestConfigOption other = octopus;
+  other.resource_identifier.resource = "octopodes";
+  bundle.manifest_configs = {octopus, other};
+  plan = PlanBundle(bundle);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->manifests[0].ref.resource, "octopuses");
+}
+
 TEST(PlanBundleTest, RejectsUnnamedManifestsAndUnknownStrategies) {
   ManifestBundle unnamed;
   unnamed.manifests = {json{{"apiVersion", "v1"}, {"kind", "ConfigMap"}}};
