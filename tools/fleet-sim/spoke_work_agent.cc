@@ -396,6 +396,17 @@ std::vector<Event> SpokeWorkAgent::Resync() {
   for (auto it = works_.begin(); it != works_.end();) {
     Work& work = it->second;
     for (std::size_t i = 0; i < work.plan.manifests.size(); ++i) {
+      // The agent requeues a work whose apply failed (its controller returns the errors): a
+      // Deployment applied before the Namespace it lives in, in the repo-server's order, is
+      // applied again once that Namespace exists.
+      if (!work.deleting && !work.observed[i].applied.ok()) {
+        auto written = Write(work.plan.manifests[i]);
+        if (written.ok()) {
+          work.observed[i] = {absl::OkStatus(), *std::move(written)};
+          continue;
+        }
+        work.observed[i].applied = written.status();
+      }
       if (auto live = Read(work.plan.manifests[i]); live.ok()) {
         work.observed[i].live = *std::move(live);
       }

@@ -165,6 +165,21 @@ TEST_F(SpokeWorkAgentTest, AFailedApplyIsReportedNotReturned) {
             "Failed to apply manifest: namespaces \"demo\" not found");
 }
 
+TEST_F(SpokeWorkAgentTest, TheResyncAppliesAgainWhatFailed) {
+  kube_.FailNext("PATCH", absl::NotFoundError("namespaces \"demo\" not found"));
+  ASSERT_TRUE(agent_.Handle(Create(Bundle("ServerSideApply"))).ok());
+  EXPECT_FALSE(kube_.Get(kConfigMaps, "cm").ok());
+  const std::size_t patches = kube_.CountCalls("PATCH");
+  const std::vector<Event> resync = agent_.Resync();
+  EXPECT_EQ(kube_.CountCalls("PATCH"), patches + 1);  // only the failed manifest again
+  EXPECT_TRUE(kube_.Get(kConfigMaps, "cm").ok());
+  ASSERT_EQ(resync.size(), 1u);
+  const ManifestBundleStatus status = StatusOf(resync[0]);
+  EXPECT_EQ(ConditionStatus(status.conditions, "Applied"), "True");
+  EXPECT_TRUE(agent_.Resync().empty());  // nothing failed, nothing changed
+  EXPECT_EQ(kube_.CountCalls("PATCH"), patches + 1);
+}
+
 TEST_F(SpokeWorkAgentTest, ReportsDeletedOnlyOnceTheObjectsAreGone) {
   ASSERT_TRUE(agent_.Handle(Create(Bundle("ServerSideApply"))).ok());
   // A finalizer holds the Deployment, as Argo CD's resources-finalizer holds an Application.
