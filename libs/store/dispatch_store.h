@@ -113,7 +113,7 @@ struct UnacknowledgedResource {
 //  * C's agent reported anything at least `timeout` after t (it is alive but never applied B).
 struct AckWindow {
   std::chrono::seconds grace{30};
-  std::chrono::seconds timeout{300};
+  std::chrono::seconds timeout{120};
   int limit = 1000;  // at most this many, the longest published first
 };
 

@@ -92,9 +92,9 @@ TEST(SettingsTest, AcceptedEventsLingerTwentyMillisecondsBeforeLeavingTheOutbox)
 TEST(SettingsTest, TheAckCheckIsOnByDefaultAndItsWindowIsValidated) {
   const AckCheckSettings defaults;
   EXPECT_TRUE(defaults.enabled);
-  EXPECT_EQ(defaults.interval, std::chrono::seconds(30));
+  EXPECT_EQ(defaults.interval, std::chrono::seconds(15));
   EXPECT_EQ(defaults.grace, std::chrono::seconds(30));
-  EXPECT_EQ(defaults.timeout, std::chrono::seconds(300));
+  EXPECT_EQ(defaults.timeout, std::chrono::seconds(120));
   auto set = ParseSettingsYaml(
       "dispatch: {ackCheck: {enabled: false, interval: 10s, grace: 20s, timeout: 2m, "
       "maxPerCheck: 50, maxBackoff: 30m}}\n");

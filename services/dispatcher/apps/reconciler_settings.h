@@ -26,11 +26,11 @@ struct DeletionCheckSettings {
 // not acknowledged is published again.
 struct AckCheckSettings {
   bool enabled = true;                         // (enabled)
-  std::chrono::milliseconds interval{30'000};  // (interval) between two look-ups in the store
+  std::chrono::milliseconds interval{15'000};  // (interval) between two look-ups in the store
   // (grace, timeout, maxPerCheck) store::AckWindow: a later change of the same cluster
   // acknowledged `grace` after this one's publish, or any report `timeout` after it.
   std::chrono::seconds grace{30};
-  std::chrono::seconds timeout{300};
+  std::chrono::seconds timeout{120};
   int max_per_check = 1000;
   // The n-th republish of one unchanged resource waits grace x 2^n (at most `max_backoff`) after
   // the one before: an agent that keeps failing to apply it is not flooded.
