@@ -8,6 +8,7 @@
 #include "libs/kube_object/object.h"
 #include "libs/status_feedback/feedback_rules.h"
 #include "services/dispatcher/manifests/delivery_mode.h"
+#include "services/dispatcher/manifests/sync_order.h"
 
 namespace mmi::dispatcher::manifests {
 
@@ -81,16 +82,25 @@ absl::StatusOr<Dispatch> BuildManifestDispatch(const json& hub_app,
     return identity.status();
   }
   Dispatch d = *std::move(identity);
-  d.bundle.manifests.reserve(manifests.size());
-  d.bundle.manifest_configs.reserve(manifests.size());
+  std::vector<json> parsed_manifests;
+  std::vector<cloudevents::ManifestConfigOption> configs;
+  parsed_manifests.reserve(manifests.size());
+  configs.reserve(manifests.size());
   for (size_t i = 0; i < manifests.size(); ++i) {
     auto parsed = ManifestAndConfig(manifests[i], absl::StrCat("manifests[", i, "]"));
     if (!parsed.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("Application ", d.hub_namespace, "/",
                                                      d.hub_name, ": ", parsed.status().message()));
     }
-    d.bundle.manifests.push_back(std::move(parsed->first));
-    d.bundle.manifest_configs.push_back(std::move(parsed->second));
+    parsed_manifests.push_back(std::move(parsed->first));
+    configs.push_back(std::move(parsed->second));
+  }
+  // The agent applies them in the bundle's order: Argo CD's sync order, not the repo-server's.
+  d.bundle.manifests.reserve(manifests.size());
+  d.bundle.manifest_configs.reserve(manifests.size());
+  for (const size_t i : SyncOrder(parsed_manifests)) {
+    d.bundle.manifests.push_back(std::move(parsed_manifests[i]));
+    d.bundle.manifest_configs.push_back(std::move(configs[i]));
   }
   // Foreground: the agent deletes every applied object and waits for them before the bundle goes,
   // so the status sink's Deleted (and the hub finalizer's release) means the spoke is clean.

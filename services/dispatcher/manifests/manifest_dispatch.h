@@ -3,11 +3,11 @@
 //
 // Everything around the bundle is Application delivery's (apps/payload.h DispatchIdentityOf): the
 // resource id, work name and work labels, so the dispatched_resources row, the outbox and the
-// deletion flow are the same. The bundle itself carries the rendered manifests in the
-// repo-server's order, each with a `manifestConfigs` entry (server-side apply as field manager
-// `work-agent` with force, the status feedback rules of libs/status_feedback), and a Foreground
-// delete option, so deleting the bundle removes what was applied. The work metadata carries
-// `apps.open-cluster-management.io/delivery: manifests`.
+// deletion flow are the same. The bundle itself carries the rendered manifests in Argo CD's
+// sync order (sync_order.h), each with a `manifestConfigs` entry (server-side apply as field
+// manager `work-agent` with force, the status feedback rules of libs/status_feedback), and a
+// Foreground delete option, so deleting the bundle removes what was applied. The work metadata
+// carries `apps.open-cluster-management.io/delivery: manifests`.
 //
 // The revision is in neither the bundle nor its metadata: a new commit that renders the same
 // output has the same payload hash and sends nothing. The status sink reads the revision from
@@ -41,8 +41,9 @@ std::string GuessResourceOf(std::string_view kind);
 
 // The dispatch of `hub_app` (a pull-model Application in manifest mode) carrying `manifests`
 // (RenderedManifests::manifests: one Kubernetes object as JSON text each, in the repo-server's
-// order). kInvalidArgument from DispatchIdentityOf, or naming the manifest (`manifests[2]`) that
-// is not a JSON object with apiVersion, kind and metadata.name: the render cannot be delivered.
+// order; the bundle has them in sync order). kInvalidArgument from DispatchIdentityOf, or naming
+// the manifest (`manifests[2]`) that is not a JSON object with apiVersion, kind and metadata.name:
+// the render cannot be delivered.
 absl::StatusOr<Dispatch> BuildManifestDispatch(const nlohmann::json& hub_app,
                                                const std::vector<std::string>& manifests,
                                                const PayloadSettings& settings);
