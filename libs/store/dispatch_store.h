@@ -77,7 +77,11 @@ struct DispatchChange {
   DispatchedResource resource;
   OutboxEntry event;  // seq ignored on input
   // Set for a bundle of rendered manifests: its `manifest_renders` row, upserted (and notified
-  // on kManifestRenderChannel) in the same transaction as the resource row.
+  // on kManifestRenderChannel) in the same transaction as the resource row. Unset on a create or
+  // update: the resource is delivered as an Application (again), so a `manifest_renders` row it
+  // had from manifest delivery is removed in the same transaction, and its removal notified on
+  // kManifestRenderChannel (the sink maps its status as an Application's from then on). A
+  // delete request keeps the row: the deletion's status is still that of the manifests.
   std::optional<ManifestRender> manifest_render;
 };
 

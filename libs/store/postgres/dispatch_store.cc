@@ -360,9 +360,22 @@ absl::StatusOr<std::vector<int64_t>> PostgresDispatchStore::Record(
     rows.push_back(r);
   }
   std::map<std::string, const ManifestRender*> renders;  // the last of each resource, too
+  // Resources whose last change here sends an Application (a create or update without a render):
+  // a `manifest_renders` row they had from manifest delivery goes.
+  std::map<std::string, bool> as_application;
   for (const auto& c : changes) {
     if (c.manifest_render) {
       renders[c.manifest_render->resource_id] = &*c.manifest_render;
+    }
+    if (c.event.action != OutboxAction::kDelete) {
+      as_application[c.resource.resource_id] = !c.manifest_render.has_value();
+    }
+  }
+  std::vector<std::string> application_ids;
+  for (const auto& [id, application] : as_application) {
+    if (application) {
+      renders.erase(id);  // an earlier change in this batch rendered it: the last one wins
+      application_ids.push_back(id);
     }
   }
 
@@ -397,6 +410,13 @@ absl::StatusOr<std::vector<int64_t>> PostgresDispatchStore::Record(
     // Few per batch (manifest delivery only): one statement each keeps the SQL plain.
     for (const auto& [id, render] : renders) {
       UpsertManifestRender(tx, *render);
+    }
+    if (!application_ids.empty()) {
+      // One statement per batch; it finds a row only for a switch out of manifest delivery.
+      tx.exec_params(
+          "WITH gone AS (DELETE FROM manifest_renders WHERE resource_id = ANY($1::text[]) "
+          "RETURNING resource_id) SELECT pg_notify($2, resource_id) FROM gone",
+          ArrayLiteral(application_ids), std::string(kManifestRenderChannel));
     }
     tx.commit();
   });

@@ -335,6 +335,44 @@ TEST_P(DispatchStoreContract, KeepsTheManifestRenderOfAResourceUntilItIsForgotte
   EXPECT_FALSE(got->has_value());
 }
 
+// A resource switched from manifest delivery back to Application delivery (the annotation
+// removed): the Application's update removes the render row, so the sink maps its status as an
+// Application's; a delete request keeps it; within one batch the last change counts.
+TEST_P(DispatchStoreContract, AnApplicationUpdateEndsManifestDelivery) {
+  DispatchChange bundle = Change(7, "c1", OutboxAction::kCreate, 1);
+  const std::string id = bundle.resource.resource_id;
+  bundle.manifest_render = ManifestRender{
+      .resource_id = id, .revision = "sha-1", .source_type = "", .render_error = std::nullopt};
+  ASSERT_TRUE(store_->Record({bundle}).ok());
+  DispatchChange deleting = Change(7, "c1", OutboxAction::kDelete, 2);
+  deleting.resource.deletion_state = DeletionState::kDeleteRequested;
+  ASSERT_TRUE(store_->Record({deleting}).ok());
+  auto got = store_->GetManifestRender(id);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, bundle.manifest_render) << "a delete request keeps the render row";
+
+  DispatchChange application = Change(7, "c1", OutboxAction::kUpdate, 3);
+  ASSERT_TRUE(store_->Record({application}).ok());
+  got = store_->GetManifestRender(id);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_FALSE(got->has_value());
+
+  // Rendered and then sent as an Application in one batch: no row; the other way round: a row.
+  DispatchChange rendered = Change(7, "c1", OutboxAction::kUpdate, 4);
+  rendered.manifest_render = bundle.manifest_render;
+  DispatchChange as_app = Change(7, "c1", OutboxAction::kUpdate, 5);
+  ASSERT_TRUE(store_->Record({rendered, as_app}).ok());
+  got = store_->GetManifestRender(id);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_FALSE(got->has_value());
+  DispatchChange rendered_again = Change(7, "c1", OutboxAction::kUpdate, 7);
+  rendered_again.manifest_render = bundle.manifest_render;
+  ASSERT_TRUE(store_->Record({Change(7, "c1", OutboxAction::kUpdate, 6), rendered_again}).ok());
+  got = store_->GetManifestRender(id);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, bundle.manifest_render);
+}
+
 TEST_P(DispatchStoreContract, ListsWhatAReportingAgentHasNotAcknowledged) {
   using std::chrono::seconds;
   const auto t0 = std::chrono::system_clock::time_point(seconds(1'790'000'000));

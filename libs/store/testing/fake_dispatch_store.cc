@@ -149,6 +149,8 @@ absl::StatusOr<std::vector<int64_t>> FakeDispatchStore::Record(
     if (c.manifest_render) {
       renders_[c.manifest_render->resource_id] = *c.manifest_render;
       render_notifications_.push_back(c.manifest_render->resource_id);
+    } else if (c.event.action != OutboxAction::kDelete && renders_.erase(r.resource_id) > 0) {
+      render_notifications_.push_back(r.resource_id);  // back to Application delivery
     }
     resources_[r.resource_id] = std::move(r);
     OutboxEntry e = c.event;
