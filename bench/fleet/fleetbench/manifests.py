@@ -21,7 +21,6 @@ import urllib.request
 
 from . import procstat, prom
 from .common import NS, ScenarioFailure, log
-from .hub import APPS, parallel
 from .window import window
 
 DELIVERY_ANNOTATION = 'apps.open-cluster-management.io/delivery'
@@ -145,24 +144,7 @@ class ManifestsMixin:
             counts['at_revision'] += ok
             counts['with_status'] += has
 
-        if self.n_apps <= self.args.verify_list_max:
-            self.hub.list_all(f'{APPS}/namespaces/{NS}/applications', resource='applications',
-                              fn=check)
-        else:
-            import random
-            import threading
-            rnd = random.Random(11)
-            names = [f'{rnd.choice(self.clusters)}-{rnd.choice(self.appsets)}'
-                     for _ in range(self.args.verify_sample)]
-            lock = threading.Lock()
-
-            def get(name):
-                app = self.hub.get_json(f'{APPS}/namespaces/{NS}/applications/{name}',
-                                        resource='applications')
-                with lock:
-                    check(app)
-
-            parallel(names, get, 8)
+        self.each_hub_application(check, seed=11)
         return counts
 
     def sink_writes(self):
@@ -243,6 +225,19 @@ class ManifestsMixin:
                 'per_bundle_avg': round(float(one or 0)),
                 'bundles_per_cluster': len(self.appsets)}
 
+    def phase_figures(self, before, after, r_before):
+        """What a phase cost, between two snapshots: renders, spec and status events, hub
+        writes, each process's CPU."""
+        w = window(before, after)
+        renders = self.render_delta(r_before, self.render_snapshot())
+        return {'renders': renders, 'generate_manifest_calls': self.generate_calls(renders),
+                'distinct_render_requests': len(self.appsets),
+                'spec_events_published': w['broker_messages']['dispatcher_published'],
+                'spec_events_received_by_agents': w['broker_messages']['fleet_sim_specs_received'],
+                'status_events_received': w['status_sink']['events_received'],
+                'hub_writes': w['status_sink']['hub_writes'],
+                'processes': w['processes'], 'seconds': w['seconds']}
+
     def phase_change(self, name, generation, readme_note, res):
         """One commit to every source; until every hub Application is Synced/Healthy at it."""
         before, r_before = self.snapshot(), self.render_snapshot()
@@ -253,17 +248,9 @@ class ManifestsMixin:
         # What arrives after every status is on the hub: nothing should, but late spec events
         # would otherwise escape the count.
         time.sleep(self.args.settle_quiet)
-        after, r_after = self.snapshot(), self.render_snapshot()
-        w = window(before, after)
-        renders = self.render_delta(r_before, r_after)
+        after = self.snapshot()
         out = {'commit': sha, 'hub_all_at_revision_s': took, 'hub_counts': counts,
-               'renders': renders, 'generate_manifest_calls': self.generate_calls(renders),
-               'distinct_render_requests': len(self.appsets),
-               'spec_events_published': w['broker_messages']['dispatcher_published'],
-               'spec_events_received_by_agents': w['broker_messages']['fleet_sim_specs_received'],
-               'status_events_received': w['status_sink']['events_received'],
-               'hub_writes': w['status_sink']['hub_writes'],
-               'processes': w['processes'], 'seconds': w['seconds']}
+               **self.phase_figures(before, after, r_before)}
         if took is None:
             res['failures'].append(f'{name}: not every hub Application Synced/Healthy at '
                                    f'{sha[:8]} within {self.args.timeout} s ({counts})')
@@ -285,19 +272,12 @@ class ManifestsMixin:
         not_ready = self.wait_ready('dispatcher', started, 60)
         if not_ready:
             res['failures'].append(not_ready)
-        after, r_after = self.snapshot(), self.render_snapshot()
-        w = window(before, after)
-        renders = self.render_delta(r_before, r_after)
+        after = self.snapshot()
         published, acked = self.pg_progress()
         res['cold'] = {'commit': first_sha, 'dispatcher_ready_s': started['ready_s'],
                        'hub_all_synced_s': took, 'hub_counts': counts,
                        'published': published, 'acknowledged': acked,
-                       'renders': renders, 'generate_manifest_calls': self.generate_calls(renders),
-                       'distinct_render_requests': len(self.appsets),
-                       'spec_events_published': w['broker_messages']['dispatcher_published'],
-                       'status_events_received': w['status_sink']['events_received'],
-                       'hub_writes': w['status_sink']['hub_writes'],
-                       'processes': w['processes'], 'seconds': w['seconds']}
+                       **self.phase_figures(before, after, r_before)}
         if took is None:
             res['failures'].append(f'cold start: not every hub Application Synced/Healthy at '
                                    f'{first_sha[:8]} within {self.args.timeout} s ({counts})')
