@@ -150,9 +150,11 @@ class ManifestsMixin:
     def sink_writes(self):
         return prom.total(self.metrics('status-sink'), 'mmi_status_updates_total', {'result': 'ok'})
 
-    def await_hub_at(self, sha, t0, what, poll_s=3.0):
+    def await_hub_at(self, sha, t0, what, poll_s=3.0, marks=None):
         """Seconds from t0 until every checked hub Application is Synced/Healthy at sha (None at
-        --timeout), with the last counts. The hub is listed only once the sink has written as
+        --timeout), with the last counts and, in `marks`, the seconds until every Application
+        was published and had an agent status in PostgreSQL (cold start only: later phases
+        update rows that exist). The hub is listed only once the sink has written as
         many statuses as there are Applications since t0 (each one's revision changes): a LIST
         of the fleet every few seconds would load the hub the run measures."""
         last_log = 0.0
@@ -160,8 +162,15 @@ class ManifestsMixin:
         c = {'at_revision': 0, 'with_status': 0, 'checked': 0}
         expected = self.n_apps if self.n_apps <= self.args.verify_list_max else \
             self.args.verify_sample
+        marks = {} if marks is None else marks
         while True:
             el = time.monotonic() - t0
+            if 'all_acknowledged_s' not in marks:
+                published, acked = self.pg_progress()
+                if published >= self.n_apps:
+                    marks.setdefault('all_published_s', round(el, 1))
+                if acked >= self.n_apps:
+                    marks['all_acknowledged_s'] = round(el, 1)
             written = self.sink_writes() - writes_before
             # (after half the timeout the hub is listed anyway: the gate must not hide progress)
             if written >= self.n_apps or el > self.args.timeout / 2:
@@ -203,7 +212,11 @@ class ManifestsMixin:
         cpu = None
         if before['repo_server_cpu_s'] is not None and after['repo_server_cpu_s'] is not None:
             cpu = round(after['repo_server_cpu_s'] - before['repo_server_cpu_s'], 2)
-        return {'repo_server_calls': by_op, 'repo_server_cpu_seconds': cpu,
+        durations = {op: prom.summary(prom.bucket_delta(
+            d_b, d_a, 'mmi_repo_server_request_duration_seconds', {'operation': op}))
+            for op in by_op}
+        return {'repo_server_calls': by_op, 'repo_server_call_seconds': durations,
+                'repo_server_cpu_seconds': cpu,
                 'render_asks': {k[0]: int(v) for k, v in asks.items()},
                 'repo_server_git_requests': {k[0]: int(v) for k, v in git.items()}}
 
@@ -268,7 +281,8 @@ class ManifestsMixin:
         before, r_before = self.snapshot(), self.render_snapshot()
         t0 = time.monotonic()
         started = self.start_async('dispatcher')
-        took, counts = self.await_hub_at(first_sha, t0, 'cold start')
+        marks = {}
+        took, counts = self.await_hub_at(first_sha, t0, 'cold start', marks=marks)
         not_ready = self.wait_ready('dispatcher', started, 60)
         if not_ready:
             res['failures'].append(not_ready)
@@ -276,13 +290,15 @@ class ManifestsMixin:
         published, acked = self.pg_progress()
         res['cold'] = {'commit': first_sha, 'dispatcher_ready_s': started['ready_s'],
                        'hub_all_synced_s': took, 'hub_counts': counts,
-                       'published': published, 'acknowledged': acked,
+                       'published': published, 'acknowledged': acked, **marks,
                        **self.phase_figures(before, after, r_before)}
         if took is None:
             res['failures'].append(f'cold start: not every hub Application Synced/Healthy at '
                                    f'{first_sha[:8]} within {self.args.timeout} s ({counts})')
             return res
         res['cold_dispatch_per_s'] = round(n / took, 1)
+        if marks.get('all_published_s'):
+            res['cold_published_per_s'] = round(n / marks['all_published_s'], 1)
         res['bundle_bytes'] = self.bundle_bytes()
         res['revision_change'], _, _ = self.phase_change(
             'revision_change', 2, 'generation 2', res)
@@ -300,6 +316,8 @@ class ManifestsMixin:
         res['peak_rss_mib'] = {k: self.peak_rss_mib(k) for k in ('dispatcher', 'status-sink',
                                                                   'fleet-sim')}
         res['postgres'] = self.pg_tables()
+        # The machine may be shared (meta.machine has the load at the start).
+        res['load_average_at_end'] = [round(x, 2) for x in os.getloadavg()]
         noop = res['no_output_change']
         sent = sum(noop['spec_events_published'].values())
         if sent:
