@@ -248,6 +248,7 @@ class ManifestsMixin:
                 'spec_events_published': w['broker_messages']['dispatcher_published'],
                 'spec_events_received_by_agents': w['broker_messages']['fleet_sim_specs_received'],
                 'status_events_received': w['status_sink']['events_received'],
+                'status_events_dropped': w['status_sink']['events_dropped'],
                 'hub_writes': w['status_sink']['hub_writes'],
                 'processes': w['processes'], 'seconds': w['seconds']}
 
