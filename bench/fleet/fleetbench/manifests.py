@@ -249,6 +249,8 @@ class ManifestsMixin:
                 'spec_events_received_by_agents': w['broker_messages']['fleet_sim_specs_received'],
                 'status_events_received': w['status_sink']['events_received'],
                 'status_events_dropped': w['status_sink']['events_dropped'],
+                'agent_statuses_sent': w['broker_messages']['fleet_sim_statuses_sent'],
+                'status_resync_requests': w['status_sink']['resync_requests'],
                 'hub_writes': w['status_sink']['hub_writes'],
                 'processes': w['processes'], 'seconds': w['seconds']}
 
