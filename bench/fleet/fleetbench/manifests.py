@@ -279,7 +279,10 @@ class ManifestsMixin:
         first_sha = self.first_sha
         log(f'(f) manifest delivery: {n} Applications on {len(self.appsets)} sources at '
             f'{first_sha[:8]}; fleet-sim and status-sink, then the dispatcher')
-        st.start_fleet_sim(self.fleet_args())
+        # No refresh churn: it models Argo CD bumping an Application's reconciledAt, and a
+        # bundle of plain manifests has none (the agents would resend unchanged statuses).
+        st.start_fleet_sim(['--refresh-min', '1', '--refresh-max', '0', '--changes-per-minute',
+                            str(self.changes_per_minute)])
         st.start_status_sink()
         before, r_before = self.snapshot(), self.render_snapshot()
         t0 = time.monotonic()
