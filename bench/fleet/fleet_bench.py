@@ -26,6 +26,8 @@ from fleetbench.cli import parse_args  # noqa: E402
 from fleetbench.cold_start import ColdStartMixin  # noqa: E402
 from fleetbench.common import APPSET_PREFIX, SCENARIO_NAMES, iso_now, log, mib  # noqa: E402
 from fleetbench.goals import goals  # noqa: E402
+from fleetbench.manifests import ManifestsMixin  # noqa: E402
+from fleetbench.manifests_goals import manifest_goals  # noqa: E402
 from fleetbench.observe import ObserveMixin  # noqa: E402
 from fleetbench.report import git_commit, machine_info, print_report, write_json  # noqa: E402
 from fleetbench.scenarios import ScenariosMixin  # noqa: E402
@@ -36,10 +38,11 @@ from fleetbench.upstream import UpstreamMixin  # noqa: E402
 __all__ = ['FleetBench', 'iso_now', 'main', 'parse_args']
 
 
-class FleetBench(ObserveMixin, SeedingMixin, ColdStartMixin, ScenariosMixin, UpstreamMixin):
+class FleetBench(ObserveMixin, SeedingMixin, ColdStartMixin, ScenariosMixin, UpstreamMixin,
+                 ManifestsMixin):
     """One run: the fleet's names and size, the hub client, the report being built. Each mixin
     (bench/fleet/fleetbench/) holds one part: probes, setup, scenario (a), scenarios (b)-(e), the
-    upstream comparison."""
+    upstream comparison, scenario (f)."""
 
     def __init__(self, args, stack):
         self.args = args
@@ -50,6 +53,8 @@ class FleetBench(ObserveMixin, SeedingMixin, ColdStartMixin, ScenariosMixin, Ups
         self.hub = None
         self.report = {'scenarios': {}}
         self.changes_per_minute = max(1, round(self.n_apps * args.change_percent / 100.0))
+        # Scenario (f): the Applications are in manifest delivery (fleetbench/manifests.py).
+        self.manifest_mode = args.scenarios == 'f'
 
     def checkpoint(self):
         """The report so far, at --json, marked in progress: a full-scale run takes hours, and
@@ -82,8 +87,10 @@ class FleetBench(ObserveMixin, SeedingMixin, ColdStartMixin, ScenariosMixin, Ups
                 f'steady state ran {a.steady_seconds} s instead of the 600 s of the full scale')
         self.setup()
         self.checkpoint()
-        # (a) always runs: every other scenario needs a dispatched, acknowledged fleet.
-        for key in ['a'] + [s for s in scenarios if s != 'a']:
+        # (a) always runs: every other scenario needs a dispatched, acknowledged fleet; (f) runs
+        # alone, its own cold start included.
+        keys = ['f'] if self.manifest_mode else ['a'] + [s for s in scenarios if s != 'a']
+        for key in keys:
             label = f'{key}_{SCENARIO_NAMES[key]}'
             t = time.monotonic()
             try:
@@ -103,6 +110,9 @@ class FleetBench(ObserveMixin, SeedingMixin, ColdStartMixin, ScenariosMixin, Ups
                 log('cold start did not complete: the other scenarios run on the partial fleet')
         try:
             self.report['hub_etcd'] = self.etcd_db_size()
+            if self.manifest_mode:
+                raise RuntimeError('scenario (f): the upstream baseline is for Application '
+                                   'delivery')
             base = self.baseline()
             ours = self.ours_vs_upstream(base)
             # both or neither: print_report reads them together
@@ -117,7 +127,7 @@ class FleetBench(ObserveMixin, SeedingMixin, ColdStartMixin, ScenariosMixin, Ups
             if name in self.report['final_processes']:
                 self.report['final_processes'][name]['peak_rss_mib'] = self.peak_rss_mib(name)
         try:
-            self.report['goals'] = goals(self.report)
+            self.report['goals'] = (manifest_goals if self.manifest_mode else goals)(self.report)
         except Exception as e:  # noqa: BLE001 - a report problem, not the run's
             self.report['goals_error'] = f'{type(e).__name__}: {e}'
         self.report['meta']['finished'] = iso_now()

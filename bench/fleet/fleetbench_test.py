@@ -10,7 +10,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from fleetbench import baseline, goals, prom, restart_probe, scenarios  # noqa: E402
+from fleetbench import baseline, goals, manifests, manifests_goals, prom, restart_probe, scenarios  # noqa: E402
 
 TEXT = '''# HELP mmi_status_lag_seconds lag
 # TYPE mmi_status_lag_seconds histogram
@@ -252,6 +252,73 @@ class GoalsTest(unittest.TestCase):
         for r in rows:
             self.assertIsNone(r['met'], r['goal'])
         self.assertTrue(all('n/a' in line for line in goals.format_rows(rows)))
+
+
+def _f_report(applications, **phases):
+    f = {'revision_change': {'generate_manifest_calls': 10, 'distinct_render_requests': 10,
+                             'renders': {'render_asks': {'hit': 990, 'render': 10}}},
+         'cold': {'generate_manifest_calls': 10, 'distinct_render_requests': 10},
+         'no_output_change': {'spec_events_published': {}, 'generate_manifest_calls': 10},
+         'cold_dispatch_per_s': 50.0, 'bundle_bytes': {'per_cluster_avg': 12000},
+         'sink_cpu': {'us_per_event': 20.0}, 'dispatcher_peak_rss_mib': 900.0}
+    f.update(phases)
+    return {'meta': {'applications': applications},
+            'scenarios': {'f_manifest_delivery': f}}
+
+
+class ManifestScenarioTest(unittest.TestCase):
+    def rows(self, report):
+        return {r['goal']: r for r in manifests_goals.manifest_goals(report)}
+
+    def test_sources_differ_by_index_and_readme_changes_no_manifest(self):
+        one = manifests.source_tree(2, 1)
+        self.assertEqual(sorted(one), ['src-000/README.md', 'src-000/configmap.json',
+                                       'src-000/deployment.json', 'src-000/service.json',
+                                       'src-001/README.md', 'src-001/configmap.json',
+                                       'src-001/deployment.json', 'src-001/service.json'])
+        self.assertNotEqual(one['src-000/configmap.json'], one['src-001/configmap.json'])
+        noted = manifests.source_tree(2, 1, 'edited')
+        changed = {k for k in one if one[k] != noted[k]}
+        self.assertEqual(changed, {'src-000/README.md', 'src-001/README.md'})
+        later = manifests.source_tree(2, 2)
+        self.assertIn('src-000/deployment.json', {k for k in one if one[k] != later[k]})
+
+    def test_app_state_needs_synced_healthy_at_the_revision(self):
+        def app(sync, health, rev):
+            return {'status': {'sync': {'status': sync, 'revision': rev},
+                               'health': {'status': health}}}
+        cases = [(app('Synced', 'Healthy', 'abc'), (True, True)),
+                 (app('Synced', 'Healthy', 'old'), (False, True)),
+                 (app('Synced', 'Progressing', 'abc'), (False, True)),
+                 (app('OutOfSync', 'Healthy', 'abc'), (False, True)),
+                 ({}, (False, False))]
+        for a, want in cases:
+            self.assertEqual(manifests.app_state(a, 'abc'), want, a)
+
+    def test_renders_and_no_change_are_judged_at_any_size(self):
+        rows = self.rows(_f_report(1000))
+        self.assertTrue(rows['renders per distinct render request, a commit changing every '
+                             'source']['met'])
+        self.assertTrue(rows['spec events sent for a commit that changes no rendered output']['met'])
+        self.assertIsNone(rows['dispatcher peak RSS (MiB)']['met'])
+        self.assertIn('not judged', rows['dispatcher peak RSS (MiB)']['source'])
+
+    def test_extra_renders_and_a_sent_bundle_miss(self):
+        rows = self.rows(_f_report(300000, revision_change={
+            'generate_manifest_calls': 11, 'distinct_render_requests': 10},
+            no_output_change={'spec_events_published': {('ok',): 3.0}},
+            dispatcher_peak_rss_mib=1100.0))
+        self.assertFalse(rows['renders per distinct render request, a commit changing every '
+                              'source']['met'])
+        self.assertEqual(rows['spec events sent for a commit that changes no rendered output']
+                         ['measured']['spec_events_published'], 3)
+        self.assertFalse(rows['spec events sent for a commit that changes no rendered output']['met'])
+        self.assertFalse(rows['dispatcher peak RSS (MiB)']['met'])
+        self.assertTrue(rows['status-sink CPU per status event (us), whole process']['met'])
+
+    def test_an_empty_report_measures_nothing(self):
+        for r in manifests_goals.manifest_goals({}):
+            self.assertIsNone(r['met'], r['goal'])
 
 
 if __name__ == '__main__':

@@ -11,6 +11,8 @@
 #include "libs/cloudevents/status_hash.h"
 #include "libs/common/status_macros.h"
 #include "libs/kube_object/object.h"
+#include "tools/fleet-sim/simulated_object.h"
+#include "tools/fleet-sim/status_feedback.h"
 
 namespace mmi::fleet_sim {
 namespace {
@@ -180,13 +182,23 @@ ManifestBundleStatus BuildWorkStatus(const ManifestBundle& bundle, std::int32_t 
         config != nullptr ? config->resource_identifier.resource
                           : absl::StrCat(absl::AsciiStrToLower(entry.resource_meta.kind), "s");
 
+    bool has_rules = false;
+    std::string feedback_error;
+    if (config != nullptr && !config->feedback_rules.empty() && !IsApplication(manifest)) {
+      // A plain manifest (manifest delivery): every rule, WellKnownStatus included, read from
+      // the object as it would stand once settled, as apply mode reads it from a live one.
+      FeedbackResult feedback = ReadFeedback(config->feedback_rules, SettledObject(manifest), group,
+                                             version, entry.resource_meta.kind);
+      has_rules = true;
+      entry.status_feedback = std::move(feedback.values);
+      feedback_error = std::move(feedback.error);
+    }
     // The live object as the spoke would show it: the Application gets its simulated status.
     json live = manifest;
     if (IsApplication(manifest) && i < runtimes.size()) {
       live["status"] = ApplicationStatus(manifest, runtimes[i]);
     }
-    bool has_rules = false;
-    if (config != nullptr) {
+    if (config != nullptr && IsApplication(manifest)) {
       for (const auto& rule : config->feedback_rules) {
         if (rule.type != cloudevents::kFeedbackJsonPaths) {
           continue;  // WellKnownStatus covers Deployments/Jobs/Pods, not Applications
@@ -204,8 +216,13 @@ ManifestBundleStatus BuildWorkStatus(const ManifestBundle& bundle, std::int32_t 
     entry.conditions.push_back(
         MakeCondition("Available", 0, applied_at, "ResourceAvailable", "Resource is available"));
     if (has_rules) {
-      entry.conditions.push_back(
-          MakeCondition("StatusFeedbackSynced", 0, applied_at, "StatusFeedbackSynced", ""));
+      Condition synced = MakeCondition("StatusFeedbackSynced", 0, applied_at,
+                                       "StatusFeedbackSynced", feedback_error);
+      if (!feedback_error.empty()) {
+        synced.status = "False";
+        synced.reason = "StatusFeedbackSyncFailed";
+      }
+      entry.conditions.push_back(std::move(synced));
     }
     status.resource_status.push_back(std::move(entry));
   }

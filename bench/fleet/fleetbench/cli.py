@@ -18,7 +18,8 @@ def parse_args(argv):
     p.add_argument('--clusters', type=int, help='override the number of clusters')
     p.add_argument('--appsets', type=int, help='override the number of ApplicationSets')
     p.add_argument('--scenarios', default='a,b,c,d,e',
-                   help='comma-separated subset of a,b,c,d,e (a always runs first)')
+                   help='comma-separated subset of a,b,c,d,e (a always runs first), or f '
+                        'alone (manifest delivery: its own fleet, see bench/fleet/README.md)')
     p.add_argument('--ci', action='store_true',
                    help='CI mode: shorter steady state and write phases (sanitizer builds)')
     p.add_argument('--transport', choices=('mqtt', 'kafka'), default='mqtt')
@@ -57,6 +58,8 @@ def parse_args(argv):
     p.add_argument('--verify-list-max', type=int, default=50000,
                    help='(a) up to this many Applications: LIST them all to check statuses')
     p.add_argument('--verify-sample', type=int, default=3000)
+    p.add_argument('--renders-in-flight', type=int, default=4,
+                   help='(f) the dispatcher\'s manifests.maxRendersInFlight (its default 4)')
     p.add_argument('--log-level', default='info')
     p.add_argument('--set', action='append', default=[], metavar='KEY=VALUE',
                    help='chart value over examples/values-<transport>.yaml (helm --set; '
@@ -82,4 +85,6 @@ def parse_args(argv):
     bad = [s for s in a.scenarios.split(',') if s not in SCENARIOS]
     if bad:
         p.error(f'unknown scenarios {bad}')
+    if 'f' in a.scenarios.split(',') and a.scenarios != 'f':
+        p.error('scenario f runs alone: its fleet is in manifest delivery, the others\' is not')
     return a

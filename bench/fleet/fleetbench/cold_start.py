@@ -138,8 +138,7 @@ class ColdStartMixin:
         return False
 
     def verify_hub_statuses(self):
-        """Every hub Application carries the agent's status (sync and health): a paged LIST of
-        all of them up to --verify-list-max Applications, else GETs of a random sample."""
+        """Every hub Application carries the agent's status (sync and health)."""
         t = time.monotonic()
         counts = {'checked': 0, 'without_status': 0}
 
@@ -149,23 +148,28 @@ class ColdStartMixin:
             if not (s.get('sync') or {}).get('status') or not (s.get('health') or {}).get('status'):
                 counts['without_status'] += 1
 
-        if self.n_apps <= self.args.verify_list_max:
-            self.hub.list_all(f'{APPS}/namespaces/{NS}/applications', resource='applications',
-                              fn=check)
-            counts['method'] = 'LIST of every Application'
-        else:
-            rnd = random.Random(7)
-            names = [f'{rnd.choice(self.clusters)}-{rnd.choice(self.appsets)}'
-                     for _ in range(self.args.verify_sample)]
-            lock = threading.Lock()
-
-            def get(name):
-                app = self.hub.get_json(f'{APPS}/namespaces/{NS}/applications/{name}',
-                                        resource='applications')
-                with lock:
-                    check(app)
-
-            parallel(names, get, 8)
-            counts['method'] = f'GET of {len(names)} random Applications'
+        counts['method'] = self.each_hub_application(check, seed=7)
         counts['seconds'] = round(time.monotonic() - t, 1)
         return counts
+
+    def each_hub_application(self, fn, seed):
+        """fn(app) for every hub Application, one at a time: a paged LIST of all of them up to
+        --verify-list-max Applications, else GETs of a random sample (drawn with `seed`) of
+        --verify-sample. Returns how they were read."""
+        if self.n_apps <= self.args.verify_list_max:
+            self.hub.list_all(f'{APPS}/namespaces/{NS}/applications', resource='applications',
+                              fn=fn)
+            return 'LIST of every Application'
+        rnd = random.Random(seed)
+        names = [f'{rnd.choice(self.clusters)}-{rnd.choice(self.appsets)}'
+                 for _ in range(self.args.verify_sample)]
+        lock = threading.Lock()
+
+        def get(name):
+            app = self.hub.get_json(f'{APPS}/namespaces/{NS}/applications/{name}',
+                                    resource='applications')
+            with lock:
+                fn(app)
+
+        parallel(names, get, 8)
+        return f'GET of {len(names)} random Applications'

@@ -5,9 +5,10 @@ import time
 
 NS = 'openshift-gitops'  # the ApplicationSets' and Applications' namespace (examples/)
 APPSET_PREFIX = 'appset-'
-SCENARIOS = ('a', 'b', 'c', 'd', 'e')
+SCENARIOS = ('a', 'b', 'c', 'd', 'e', 'f')
 SCENARIO_NAMES = {'a': 'cold_start', 'b': 'steady_state', 'c': 'restart_no_change',
-                  'd': 'appset_change', 'e': 'dispatcher_cpu_under_status_writes'}
+                  'd': 'appset_change', 'e': 'dispatcher_cpu_under_status_writes',
+                  'f': 'manifest_delivery'}
 SERVICES = ('dispatcher', 'status-sink', 'fleet-sim')
 PEERS = ('kube-apiserver', 'etcd', 'postgres', 'broker')
 

@@ -22,6 +22,8 @@ class SeedingMixin:
         tmpl = obj['spec']['template']
         tmpl['metadata']['name'] = '{{name}}-' + name
         tmpl['spec']['source']['path'] = f"{tmpl['spec']['source'].get('path', 'app')}-{index:03d}"
+        if self.manifest_mode:
+            self.manifest_template(tmpl, index)
         return obj
 
     def setup(self):
@@ -29,6 +31,8 @@ class SeedingMixin:
         t0 = time.monotonic()
         setup = {}
         log(f'starting peers ({self.args.transport}) under {self.args.work_dir}')
+        if self.manifest_mode:
+            self.start_manifest_peers(setup)  # the hub's repo-server and git, then the rest
         st.start_peers()
         self.hub = HubClient.from_env(st.hub_env)
         setup['broker_tuning'] = self.broker_limits()
