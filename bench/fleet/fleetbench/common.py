@@ -9,7 +9,7 @@ SCENARIOS = ('a', 'b', 'c', 'd', 'e')
 SCENARIO_NAMES = {'a': 'cold_start', 'b': 'steady_state', 'c': 'restart_no_change',
                   'd': 'appset_change', 'e': 'dispatcher_cpu_under_status_writes'}
 SERVICES = ('dispatcher', 'status-sink', 'fleet-sim')
-PEERS = ('kube-apiserver', 'etcd', 'postgres', 'broker')
+PEERS = ('kube-apiserver', 'etcd', 'postgres', 'broker', 'maestro')  # maestro: grpc only
 
 
 def log(msg):
