@@ -398,14 +398,26 @@ class MaestroCostTest(unittest.TestCase):
     def test_controller_busy_time_from_its_histogram(self):
         name = 'spec_controller_event_reconcile_duration_seconds'
         label = '{type="CreateRequest"}'
-        before = prom.parse(f'{name}_sum{label} 1\n{name}_count{label} 10\n')
-        after = prom.parse(f'{name}_sum{label} 41\n{name}_count{label} 1010\n')
-        out = maestro.controller_figures(before, after)
+        queue = '{queue_name="event-controller"}'
+        before = prom.parse(f'{name}_sum{label} 1\n{name}_count{label} 10\n'
+                            f'workqueue_work_duration_seconds_sum{queue} 2\n'
+                            f'workqueue_work_duration_seconds_count{queue} 10\n')
+        after = prom.parse(f'{name}_sum{label} 41\n{name}_count{label} 1010\n'
+                           f'workqueue_work_duration_seconds_sum{queue} 82\n'
+                           f'workqueue_work_duration_seconds_count{queue} 1010\n'
+                           f'workqueue_queue_duration_seconds_sum{queue} 500\n'
+                           f'workqueue_queue_duration_seconds_count{queue} 1000\n'
+                           f'workqueue_adds_total{queue} 1000\n'
+                           f'workqueue_retries_total{queue} 4\n')
+        out = maestro.controller_figures(before, after, 100.0)
         spec = out['spec events to the agents (KindControllerManager, one worker)']
-        self.assertEqual(spec, {'events': 1000, 'busy_seconds': 40.0, 'mean_ms': 40.0})
+        self.assertEqual(spec, {'events': 1000, 'handler_seconds': 40.0, 'handler_mean_ms': 40.0})
         status = out['status events to the sources (StatusController, one worker)']
         self.assertEqual(status['events'], 0)
-        self.assertIsNone(status['mean_ms'])
+        self.assertIsNone(status['handler_mean_ms'])
+        self.assertEqual(out['work_queues']['event-controller'], {
+            'items': 1000, 'adds': 1000, 'retries': 4, 'work_seconds': 80.0,
+            'worker_busy_share_of_window': 0.8, 'work_mean_ms': 80.0, 'wait_mean_ms': 500.0})
 
     def test_a_maestro_section_without_readings_is_a_failure(self):
         spec = next(iter(maestro.CONTROLLER_HISTOGRAMS))

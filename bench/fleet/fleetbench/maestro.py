@@ -25,6 +25,8 @@ CONTROLLER_HISTOGRAMS = {
     'status events to the sources (StatusController, one worker)':
         'status_controller_event_reconcile_duration_seconds',
 }
+# k8s.io/client-go workqueue metrics as Maestro registers them (metrics.go: SetProvider)
+WORKQUEUE = 'workqueue_'
 # What a profile sample's stack shows Maestro serving (inclusive; a sample may count in two).
 WORK_PATHS = (
     ('agent status reports from MQTT (server.handleStatusUpdate)',
@@ -112,7 +114,8 @@ class MaestroProbe:
         split['pg_stat_database_delta'] = stat
         out = {'pg_split': split, 'maestro_pid': self.maestro_pid,
                'controllers': controller_figures(pg_before['maestro_metrics'],
-                                                 pg_after['maestro_metrics'])}
+                                                 pg_after['maestro_metrics'],
+                                                 pg_after['t'] - pg_before['t'])}
         if self.recorder:
             out['perf'] = self.recorder.summary()
         return out
@@ -134,15 +137,35 @@ def maestro_failures(m, delivered):
     return out
 
 
-def controller_figures(before, after):
-    """Events each Maestro controller handled over the window and the seconds its one worker
-    spent on them (its reconcile histogram's _count and _sum deltas)."""
+def controller_figures(before, after, seconds):
+    """Events each Maestro controller handled over the window and the seconds its handlers took
+    (its reconcile histogram, which starts after the event's lock and read); and per work queue
+    (`event-controller`, `status-event-controller`) the items, retries, the seconds its worker
+    held items (Get to Done: all of the work) as a share of the window, and the mean wait."""
     out = {}
     for what, base in CONTROLLER_HISTOGRAMS.items():
         count = prom.counter_delta(before, after, base + '_count')
         busy = prom.counter_delta(before, after, base + '_sum')
-        out[what] = {'events': int(count), 'busy_seconds': round(busy, 2),
-                     'mean_ms': round(1000.0 * busy / count, 1) if count else None}
+        out[what] = {'events': int(count), 'handler_seconds': round(busy, 2),
+                     'handler_mean_ms': round(1000.0 * busy / count, 1) if count else None}
+
+    def by_queue(name):
+        return {k[0]: v for k, v in prom.delta_by_label(before, after, name,
+                                                        ('queue_name',)).items()}
+
+    work_s, work_n = by_queue(WORKQUEUE + 'work_duration_seconds_sum'), by_queue(
+        WORKQUEUE + 'work_duration_seconds_count')
+    wait_s, wait_n = by_queue(WORKQUEUE + 'queue_duration_seconds_sum'), by_queue(
+        WORKQUEUE + 'queue_duration_seconds_count')
+    adds, retries = by_queue(WORKQUEUE + 'adds_total'), by_queue(WORKQUEUE + 'retries_total')
+    out['work_queues'] = {
+        q: {'items': int(work_n.get(q, 0)), 'adds': int(adds.get(q, 0)),
+            'retries': int(retries.get(q, 0)), 'work_seconds': round(work_s.get(q, 0.0), 2),
+            'worker_busy_share_of_window': round(work_s.get(q, 0.0) / seconds, 3) if seconds
+            else None,
+            'work_mean_ms': round(1000.0 * work_s[q] / work_n[q], 1) if work_n.get(q) else None,
+            'wait_mean_ms': round(1000.0 * wait_s[q] / wait_n[q], 1) if wait_n.get(q) else None}
+        for q in sorted(set(work_n) | set(adds))}
     return out
 
 

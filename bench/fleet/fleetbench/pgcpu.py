@@ -15,6 +15,7 @@ time spent in statements per database) or in proportion to each database's backe
 
 import re
 import threading
+import time
 
 from .procstat import children, cpu_times
 
@@ -97,7 +98,8 @@ class PgCpuSampler:
                 groups[group] = groups.get(group, 0.0) + cpu
         total = (own[0] + own[1] + live) if own else sum(groups.values())
         attributed = sum(v for k, v in groups.items() if k != BACKGROUND)
-        return {'by_group': groups, 'total': total, 'shared': max(0.0, total - attributed)}
+        return {'by_group': groups, 'total': total, 'shared': max(0.0, total - attributed),
+                't': time.monotonic()}
 
 
 def attribute(before, after, databases, weights=None):
