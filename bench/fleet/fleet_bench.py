@@ -94,6 +94,8 @@ class FleetBench(ObserveMixin, SeedingMixin, ColdStartMixin, ScenariosMixin, Ups
             except Exception as e:  # noqa: BLE001 - a scenario failure is reported, not fatal
                 res = {'failures': [f'{type(e).__name__}: {e}'],
                        'traceback': traceback.format_exc()}
+            if getattr(self, 'maestro_probe', None):
+                self.maestro_probe.close()
             res['elapsed_s'] = round(time.monotonic() - t, 1)
             res['ok'] = not res.get('failures')
             self.report['scenarios'][label] = res

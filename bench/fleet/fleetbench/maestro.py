@@ -104,6 +104,11 @@ class MaestroProbe:
         if self.recorder:
             self.recorder.stop()
 
+    def close(self):
+        """Stops the sampler and perf (idempotent): a scenario that broke off leaves neither."""
+        self.sampler.stop()
+        self.stop_profile()
+
     def summary(self, pg_before, pg_after):
         self.sampler.stop()
         dbs = (MAESTRO_DB, self.our_db)

@@ -191,7 +191,8 @@ class PerfRecorder:
             self.proc.kill()
             self.proc.wait()
             self.error = 'perf record did not stop within 60 s of SIGINT'
-        self.seconds = round(time.monotonic() - self.t0, 1)
+        # a recording that reached max_seconds ended by itself
+        self.seconds = round(min(time.monotonic() - self.t0, self.max_seconds), 1)
 
     def summary(self):
         """The profile summarised (summarise()), with how it was taken."""
