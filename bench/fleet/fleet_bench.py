@@ -11,6 +11,7 @@ writes it as JSON. Python 3 standard library only. See bench/fleet/README.md.
     bench/fleet/fleet_bench.py --scale full --json bench/results/fleet-300k.json
 """
 
+import copy
 import os
 import signal
 import sys
@@ -29,7 +30,9 @@ from fleetbench.goals import goals  # noqa: E402
 from fleetbench.manifests import ManifestsMixin  # noqa: E402
 from fleetbench.manifests_goals import manifest_goals  # noqa: E402
 from fleetbench.observe import ObserveMixin  # noqa: E402
-from fleetbench.report import git_commit, machine_info, print_report, write_json  # noqa: E402
+from fleetbench.maestro import compare  # noqa: E402
+from fleetbench.report import (  # noqa: E402
+    git_commit, machine_info, print_comparison, print_report, write_json)
 from fleetbench.scenarios import ScenariosMixin  # noqa: E402
 from fleetbench.seeding import SeedingMixin  # noqa: E402
 from fleetbench.upstream import UpstreamMixin  # noqa: E402
@@ -73,7 +76,7 @@ class FleetBench(ObserveMixin, SeedingMixin, ColdStartMixin, ScenariosMixin, Ups
             'build_dir': a.build_dir, 'scenarios': scenarios,
             'steady_state_seconds': a.steady_seconds, 'ci_mode': a.ci,
             'phase_timeout_s': a.timeout, 'restart_settle_max_s': a.settle_max,
-            'machine': machine_info(),
+            'machine': machine_info(), 'note': a.note, 'nice': os.nice(0),
             'commit': git_commit(),
             # chart values changed from examples/values-<transport>.yaml (--set), and the Go
             # runtime settings the hub's etcd and kube-apiserver inherited (peer tuning)
@@ -98,6 +101,8 @@ class FleetBench(ObserveMixin, SeedingMixin, ColdStartMixin, ScenariosMixin, Ups
             except Exception as e:  # noqa: BLE001 - a scenario failure is reported, not fatal
                 res = {'failures': [f'{type(e).__name__}: {e}'],
                        'traceback': traceback.format_exc()}
+            if getattr(self, 'maestro_probe', None):
+                self.maestro_probe.close()
             res['elapsed_s'] = round(time.monotonic() - t, 1)
             res['ok'] = not res.get('failures')
             self.report['scenarios'][label] = res
@@ -131,20 +136,16 @@ class FleetBench(ObserveMixin, SeedingMixin, ColdStartMixin, ScenariosMixin, Ups
         except Exception as e:  # noqa: BLE001 - a report problem, not the run's
             self.report['goals_error'] = f'{type(e).__name__}: {e}'
         self.report['meta']['finished'] = iso_now()
+        self.report['meta']['load_average_at_end'] = list(os.getloadavg())
         self.report['ok'] = all(s.get('ok') for s in self.report['scenarios'].values())
         return self.report
 
 
-def main(argv=None):
-    args = parse_args(argv if argv is not None else sys.argv[1:])
+def run_once(args):
+    """One stack, one bench run: the report (also written to args.json)."""
     from mmi_stack import Stack, StackConfig, prepare_work_dir  # noqa: E402 - tools/stack on sys.path
     # A fresh work dir: a previous run's PostgreSQL data would make (a) measure nothing.
     prepare_work_dir(args.work_dir)
-    # SIGTERM (a ctest timeout, Ctrl-C from a wrapper) ends the run through `finally`: the stack
-    # stops and the report says what was reached.
-    def on_term(signum, _frame):
-        raise KeyboardInterrupt(f'signal {signum}')
-    signal.signal(signal.SIGTERM, on_term)
     stack = Stack(StackConfig(work_dir=args.work_dir, build_dir=args.build_dir,
                               transport=args.transport, clusters=args.clusters,
                               log_level=args.log_level, helm_set=list(args.set),
@@ -163,6 +164,8 @@ def main(argv=None):
         bench.report['ok'] = False
         report = bench.report
         log(f'bench failed: {e}')
+        if isinstance(e, KeyboardInterrupt):
+            report['interrupted'] = True
     finally:
         if not args.keep:
             stack.stop()
@@ -174,6 +177,56 @@ def main(argv=None):
     if 'scenarios' in report and 'meta' in report and 'clusters' in report['meta']:
         print_report(report)
     print(f'report: {args.json} (total {report["meta"]["total_s"]} s)')
+    return report
+
+
+def mqtt_args(args):
+    """--compare-mqtt: the same run over MQTT, in its own work dir, written beside the report."""
+    m = copy.copy(args)
+    m.transport, m.compare_mqtt, m.set = 'mqtt', False, list(args.set)
+    m.work_dir = args.work_dir + '-mqtt'
+    m.json = os.path.join(m.work_dir, 'report.json')
+    return m
+
+
+def attach_mqtt_comparison(report, mqtt_report):
+    """The MQTT run's (a) in the gRPC report, with gRPC's rates over MQTT's, and the goals again
+    (their gRPC rows read it)."""
+    mqtt_a = mqtt_report.get('scenarios', {}).get('a_cold_start', {})
+    grpc_a = report.get('scenarios', {}).get('a_cold_start', {})
+    report['compare_mqtt'] = {
+        'note': 'scenario (a) over MQTT on a stack of the same size, run just before the gRPC '
+                'one in the same invocation (same binaries, same machine)',
+        'mqtt_meta': {k: mqtt_report.get('meta', {}).get(k)
+                      for k in ('started', 'finished', 'total_s', 'logs', 'commit')},
+        'mqtt_ok': mqtt_report.get('ok'),
+        'mqtt_cold_start': mqtt_a,
+        'rates': compare(grpc_a, mqtt_a) if grpc_a and mqtt_a else None}
+    report['ok'] = bool(report.get('ok')) and bool(mqtt_report.get('ok'))
+    try:
+        report['goals'] = goals(report)
+    except Exception as e:  # noqa: BLE001 - a report problem, not the run's
+        report['goals_error'] = f'{type(e).__name__}: {e}'
+
+
+def main(argv=None):
+    args = parse_args(argv if argv is not None else sys.argv[1:])
+    # SIGTERM (a ctest timeout, Ctrl-C from a wrapper) ends the run through `finally`: the stack
+    # stops and the report says what was reached.
+    def on_term(signum, _frame):
+        raise KeyboardInterrupt(f'signal {signum}')
+    signal.signal(signal.SIGTERM, on_term)
+    mqtt_report = None
+    if args.compare_mqtt:
+        log(f'--compare-mqtt: scenario (a) over MQTT first, {args.clusters} x {args.appsets}')
+        mqtt_report = run_once(mqtt_args(args))
+        if mqtt_report.get('interrupted'):
+            return 1
+    report = run_once(args)
+    if mqtt_report is not None:
+        attach_mqtt_comparison(report, mqtt_report)
+        write_json(args.json, report)
+        print_comparison(report)
     return 0 if report.get('ok') else 1
 
 

@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
 """Unit tests of bench/fleet's helpers (no peers): histogram quantiles, counter deltas across a
-restart, the upstream ManifestWork and cost model."""
+restart, the upstream ManifestWork and cost model, and the gRPC run's pieces (PostgreSQL's CPU by
+database, the perf summary, Maestro's cost next to ours)."""
 
 import copy
 import math
 import os
+import struct
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from fleetbench import baseline, goals, manifests, manifests_goals, prom, restart_probe, scenarios  # noqa: E402
+from fleetbench import (baseline, goals, maestro, manifests, manifests_goals,  # noqa: E402
+                        perfprofile, pgcpu, prom, restart_probe, scenarios)
 
 TEXT = '''# HELP mmi_status_lag_seconds lag
 # TYPE mmi_status_lag_seconds histogram
@@ -319,6 +323,192 @@ class ManifestScenarioTest(unittest.TestCase):
     def test_an_empty_report_measures_nothing(self):
         for r in manifests_goals.manifest_goals({}):
             self.assertIsNone(r['met'], r['goal'])
+
+
+class PgCpuTest(unittest.TestCase):
+    DBS = ('maestro', 'mmi')
+
+    def test_a_backend_is_charged_to_the_database_in_its_title(self):
+        cases = [('postgres: mmi maestro 127.0.0.1(41234) idle', 'maestro'),
+                 ('postgres: mmi mmi 127.0.0.1(41236) UPDATE', 'mmi'),
+                 ('postgres: mmi postgres [local] idle', pgcpu.BACKGROUND),
+                 ('postgres: checkpointer ', pgcpu.BACKGROUND),
+                 ('postgres: walwriter', pgcpu.BACKGROUND),
+                 ('postgres: autovacuum worker maestro', 'maestro'),
+                 ('', pgcpu.BACKGROUND)]
+        for title, want in cases:
+            self.assertEqual(pgcpu.classify(title, self.DBS), want, title)
+
+    @staticmethod
+    def snap(maestro, mmi, background, total):
+        return {'by_group': {'maestro': maestro, 'mmi': mmi, pgcpu.BACKGROUND: background},
+                'total': total}
+
+    def test_the_rest_is_split_by_weights_and_the_total_is_kept(self):
+        before = self.snap(1.0, 1.0, 0.5, 3.0)
+        # backends seen: maestro +2, mmi +1; total +13: 10 s nobody's backend read (churned)
+        after = self.snap(3.0, 2.0, 0.5, 16.0)
+        out = pgcpu.attribute(before, after, self.DBS, {'maestro': 9.0, 'mmi': 1.0})
+        self.assertEqual(out['total_cpu_seconds'], 13.0)
+        self.assertEqual(out['shared_cpu_seconds'], 10.0)
+        self.assertEqual(out['backends_cpu_seconds'], {'maestro': 2.0, 'mmi': 1.0})
+        self.assertEqual(out['with_shared_split_cpu_seconds'], {'maestro': 11.0, 'mmi': 2.0})
+        self.assertEqual(out['shared_split_by'], 'weights')
+        self.assertAlmostEqual(sum(out['with_shared_split_cpu_seconds'].values()), 13.0)
+
+    def test_without_weights_the_backends_decide_then_an_even_split(self):
+        before, after = self.snap(0, 0, 0, 0), self.snap(3.0, 1.0, 0, 8.0)
+        out = pgcpu.attribute(before, after, self.DBS, {'maestro': 0, 'mmi': 0})
+        self.assertEqual(out['shared_split_by'], 'backends')
+        self.assertEqual(out['with_shared_split_cpu_seconds'], {'maestro': 6.0, 'mmi': 2.0})
+        out = pgcpu.attribute(before, self.snap(0, 0, 1.0, 2.0), self.DBS)
+        self.assertEqual(out['shared_split_by'], 'evenly')
+        self.assertEqual(out['with_shared_split_cpu_seconds'], {'maestro': 1.0, 'mmi': 1.0})
+
+
+PERF_SCRIPT = """maestro  101/101  10.000: cpu-clock:ppp: 
+\t ffffffff8100 finish_task_switch.isra.0 ([kernel.kallsyms])
+\t 1000 [unknown] (/opt/maestro)
+\t 2000 gorm.io/gorm.(*processor).Execute (/opt/maestro)
+\t 3000 github.com/openshift-online/maestro/cmd/maestro/server.handleStatusUpdate (/opt/maestro)
+
+maestro  101/102  10.002: cpu-clock:ppp: 
+\t 4000 encoding/json.checkValid (/opt/maestro)
+\t 2000 gorm.io/gorm.(*processor).Execute (/opt/maestro)
+
+maestro  101/103  10.004: cpu-clock:ppp: 
+\t 5000 runtime.scanObject (/opt/maestro)
+\t 6000 runtime.gcBgMarkWorker (/opt/maestro)
+
+maestro  101/104  10.006: cpu-clock:ppp: 
+\t 7000 runtime.memmove (/opt/maestro)
+\t 8000 github.com/openshift-online/maestro/cmd/maestro/server.(*GRPCServer).Publish (/opt/maestro)
+"""
+
+
+class PerfProfileTest(unittest.TestCase):
+    def test_go_packages_of_frames(self):
+        cases = [('encoding/json.(*decodeState).object', '(/x)', 'encoding/json'),
+                 ('gorm.io/gorm.(*DB).Take', '(/x)', 'gorm.io/gorm'),
+                 ('runtime.mallocgc', '(/x)', 'runtime'),
+                 ('github.com/jackc/pgx/v5/pgtype.scanPlan.Scan', '(/x)',
+                  'github.com/jackc/pgx/v5/pgtype'),
+                 ('do_syscall_64', '([kernel.kallsyms])', 'kernel'),
+                 ('[unknown]', '(/usr/lib/libc.so.6)', 'libc.so.6')]
+        for sym, dso, want in cases:
+            self.assertEqual(perfprofile.go_package(sym, dso), want, sym)
+
+    def test_samples_are_counted_by_leaf_category_and_work_path(self):
+        paths = (('status reports', 'server.handleStatusUpdate'),
+                 ('publish', 'server.(*GRPCServer).Publish'))
+        out = perfprofile.summarise(PERF_SCRIPT, paths=paths)
+        self.assertEqual(out['samples'], 4)
+        self.assertEqual(out['kernel_self_pct'], 25.0)
+        cats = dict(out['categories_pct'])
+        # JSON inside a database call is JSON; the database call alone is the database's
+        self.assertEqual(cats['JSON (encoding/json, json-iterator, gorm datatypes)'], 25.0)
+        self.assertEqual(cats['PostgreSQL client (gorm, database/sql, pgx, pq)'], 25.0)
+        self.assertEqual(cats['garbage collection'], 25.0)
+        self.assertEqual(dict(out['work_paths_inclusive_pct']),
+                         {'status reports': 25.0, 'publish': 25.0})
+        self.assertEqual(dict(out['top_packages_self_pct'])['runtime'], 50.0)
+        self.assertEqual(perfprofile.summarise('')['samples'], 0)
+
+    def test_the_load_base_comes_from_the_first_load_segment(self):
+        header = bytearray(64)
+        header[:5] = b'\x7fELF\x02'
+        struct.pack_into('<Q', header, 0x20, 64)          # e_phoff
+        struct.pack_into('<HH', header, 0x36, 56, 2)      # e_phentsize, e_phnum
+        note = struct.pack('<IIQQ', 4, 0, 0, 0).ljust(56, b'\0')
+        load = struct.pack('<IIQQ', 1, 5, 0, 0x400000).ljust(56, b'\0')
+        with tempfile.NamedTemporaryFile(suffix='.elf') as f:
+            f.write(bytes(header) + note + load)
+            f.flush()
+            self.assertEqual(perfprofile.elf_load_base(f.name), 0x400000)
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(b'#!/bin/sh\n')
+            f.flush()
+            with self.assertRaises(ValueError):
+                perfprofile.elf_load_base(f.name)
+
+
+class MaestroCostTest(unittest.TestCase):
+    PROCS = {'dispatcher': {'cpu_seconds': 1.5}, 'status-sink': {'cpu_seconds': 0.5},
+             'maestro': {'cpu_seconds': 4.0}, 'kube-apiserver': {'cpu_seconds': 9.0}}
+    SPLIT = {'with_shared_split_cpu_seconds': {'maestro': 6.0, 'mmi': 1.0}}
+
+    def test_ours_over_maestro_with_and_without_its_postgres_share(self):
+        c = maestro.cost_figures(self.PROCS, self.SPLIT, 1000)
+        self.assertEqual(c['ours_cpu_seconds'], 2.0)
+        self.assertEqual(c['maestro_cpu_seconds'], 10.0)
+        self.assertEqual(c['ours_us_per_application'], 2000.0)
+        self.assertEqual(c['maestro_us_per_application'], 10000.0)
+        self.assertEqual(c['ours_over_maestro'], 0.2)
+        self.assertEqual(c['ours_over_maestro_process_only'], 0.5)
+        self.assertEqual(c['ours_with_postgres_over_maestro'], 0.3)
+        self.assertTrue(c['goal_met'])
+        idle = maestro.cost_figures({}, {'with_shared_split_cpu_seconds': {}}, 10)
+        self.assertIsNone(idle['ours_over_maestro'])
+        self.assertIsNone(idle['goal_met'])
+
+    def test_rates_and_the_grpc_over_mqtt_ratio(self):
+        grpc = {'applications': 1000, 'all_published_s': 10.0, 'all_on_spokes_s': 50.0,
+                'all_acknowledged_s': 50.0}
+        mqtt = {'applications': 1000, 'all_published_s': 5.0, 'all_on_spokes_s': 5.0,
+                'all_acknowledged_s': None}
+        out = maestro.compare(grpc, mqtt)
+        self.assertEqual(out['grpc'], {'published_per_s': 100.0, 'on_agents_per_s': 20.0,
+                                       'acknowledged_per_s': 20.0})
+        self.assertEqual(out['grpc_over_mqtt'], {'published_per_s': 0.5, 'on_agents_per_s': 0.1,
+                                                 'acknowledged_per_s': None})
+
+    def test_controller_busy_time_from_its_histogram(self):
+        name = 'spec_controller_event_reconcile_duration_seconds'
+        label = '{type="CreateRequest"}'
+        queue = '{queue_name="event-controller"}'
+        before = prom.parse(f'{name}_sum{label} 1\n{name}_count{label} 10\n'
+                            f'workqueue_work_duration_seconds_sum{queue} 2\n'
+                            f'workqueue_work_duration_seconds_count{queue} 10\n')
+        after = prom.parse(f'{name}_sum{label} 41\n{name}_count{label} 1010\n'
+                           f'workqueue_work_duration_seconds_sum{queue} 82\n'
+                           f'workqueue_work_duration_seconds_count{queue} 1010\n'
+                           f'workqueue_queue_duration_seconds_sum{queue} 500\n'
+                           f'workqueue_queue_duration_seconds_count{queue} 1000\n'
+                           f'workqueue_adds_total{queue} 1000\n'
+                           f'workqueue_retries_total{queue} 4\n')
+        out = maestro.controller_figures(before, after, 100.0)
+        spec = out['spec events to the agents (KindControllerManager, one worker)']
+        self.assertEqual(spec, {'events': 1000, 'handler_seconds': 40.0, 'handler_mean_ms': 40.0})
+        status = out['status events to the sources (StatusController, one worker)']
+        self.assertEqual(status['events'], 0)
+        self.assertIsNone(status['handler_mean_ms'])
+        self.assertEqual(out['work_queues']['event-controller'], {
+            'items': 1000, 'adds': 1000, 'retries': 4, 'work_seconds': 80.0,
+            'worker_busy_share_of_window': 0.8, 'work_mean_ms': 80.0, 'wait_mean_ms': 500.0})
+
+    def test_a_maestro_section_without_readings_is_a_failure(self):
+        spec = next(iter(maestro.CONTROLLER_HISTOGRAMS))
+        good = {'cost': {'maestro_process_cpu_seconds': 3.0},
+                'pg_split': {'total_cpu_seconds': 2.0}, 'controllers': {spec: {'events': 10}}}
+        self.assertEqual(maestro.maestro_failures(good, True), [])
+        self.assertEqual(len(maestro.maestro_failures({}, True)), 3)
+        # not every Application on its agent: the cold start failed already, no extra failure
+        no_events = dict(good, controllers={spec: {'events': 0}})
+        self.assertEqual(maestro.maestro_failures(no_events, False), [])
+        self.assertEqual(len(maestro.maestro_failures(no_events, True)), 1)
+
+    def test_the_grpc_goal_rows_read_the_maestro_section(self):
+        cost = maestro.cost_figures(self.PROCS, self.SPLIT, 300000)
+        report = {'meta': {'applications': 300000},
+                  'scenarios': {'a_cold_start': {'maestro': {'cost': cost}}},
+                  'compare_mqtt': {'rates': {'grpc_over_mqtt': {'on_agents_per_s': 0.1}}}}
+        rows = {r['goal']: r for r in goals.goals(report)}
+        ratio = [r for g, r in rows.items() if g.startswith('gRPC: our CPU')][0]
+        self.assertEqual(ratio['measured']['ratio'], 0.2)
+        self.assertTrue(ratio['met'])
+        vs_mqtt = [r for g, r in rows.items() if g.startswith('gRPC cold dispatch over MQTT')][0]
+        self.assertEqual(vs_mqtt['measured'], {'on_agents_per_s': 0.1})
+        self.assertIsNone(vs_mqtt['met'])
 
 
 if __name__ == '__main__':

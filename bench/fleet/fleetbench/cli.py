@@ -17,12 +17,22 @@ def parse_args(argv):
                         'small: 300 x 100, 2 min steady state')
     p.add_argument('--clusters', type=int, help='override the number of clusters')
     p.add_argument('--appsets', type=int, help='override the number of ApplicationSets')
-    p.add_argument('--scenarios', default='a,b,c,d,e',
-                   help='comma-separated subset of a,b,c,d,e (a always runs first), or f '
-                        'alone (manifest delivery: its own fleet, see bench/fleet/README.md)')
+    p.add_argument('--scenarios',
+                   help='comma-separated subset of a,b,c,d,e (a always runs first; default a-e, '
+                        'grpc: a only), or f alone (manifest delivery: its own fleet, see '
+                        'bench/fleet/README.md)')
     p.add_argument('--ci', action='store_true',
                    help='CI mode: shorter steady state and write phases (sanitizer builds)')
-    p.add_argument('--transport', choices=('mqtt', 'kafka'), default='mqtt')
+    p.add_argument('--transport', choices=('mqtt', 'kafka', 'grpc'), default='mqtt',
+                   help='grpc: the services on the real Maestro server (tools/stack), fleet-sim '
+                        "behind it on mosquitto; scenario (a) only, with Maestro's CPU and a "
+                        'perf profile of it')
+    p.add_argument('--compare-mqtt', action='store_true',
+                   help='grpc: first run (a) over MQTT on a stack of the same size (work dir '
+                        '<work-dir>-mqtt), then over gRPC, and report the rates gRPC / MQTT')
+    p.add_argument('--perf-seconds', type=int, default=600,
+                   help='grpc: longest perf profile of the Maestro server from the dispatcher '
+                        'start (it ends when every Application is on its agent); 0: none')
     p.add_argument('--build-dir', default=os.path.join(REPO_ROOT, 'build', 'release'))
     p.add_argument('--work-dir', help='default: /tmp/mmi-fleet-bench-<scale>')
     p.add_argument('--json', help='write the report here (default: <work-dir>/report.json)')
@@ -60,6 +70,8 @@ def parse_args(argv):
     p.add_argument('--verify-sample', type=int, default=3000)
     p.add_argument('--renders-in-flight', type=int, default=4,
                    help='(f) the dispatcher\'s manifests.maxRendersInFlight (its default 4)')
+    p.add_argument('--note', default='',
+                   help='recorded in the report (meta.note): e.g. what else ran on the machine')
     p.add_argument('--log-level', default='info')
     p.add_argument('--set', action='append', default=[], metavar='KEY=VALUE',
                    help='chart value over examples/values-<transport>.yaml (helm --set; '
@@ -82,9 +94,19 @@ def parse_args(argv):
         a.settle_quiet = min(a.settle_quiet, 5)
     a.work_dir = os.path.abspath(a.work_dir or f'/tmp/mmi-fleet-bench-{a.scale}')
     a.json = a.json or os.path.join(a.work_dir, 'report.json')
+    if a.scenarios is None:
+        a.scenarios = 'a' if a.transport == 'grpc' else 'a,b,c,d,e'
     bad = [s for s in a.scenarios.split(',') if s not in SCENARIOS]
     if bad:
         p.error(f'unknown scenarios {bad}')
     if 'f' in a.scenarios.split(',') and a.scenarios != 'f':
         p.error('scenario f runs alone: its fleet is in manifest delivery, the others\' is not')
+    if a.transport == 'grpc' and a.scenarios != 'a':
+        # (b)-(e) read MQTT-only figures (the dispatcher's spec topics timed by mosquitto_sub in
+        # (c), its own broker session) or were never run through Maestro
+        p.error('--transport grpc runs scenario a only (--scenarios a)')
+    if a.compare_mqtt and a.transport != 'grpc':
+        p.error('--compare-mqtt compares a gRPC run with MQTT: it needs --transport grpc')
+    if a.perf_seconds < 0:
+        p.error('--perf-seconds must be 0 (no profile) or more')
     return a

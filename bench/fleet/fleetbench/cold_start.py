@@ -9,6 +9,7 @@ import time
 from . import prom
 from .common import NS, log, mib
 from .hub import APPS, parallel
+from .maestro import MaestroProbe, cost_figures, maestro_failures, rates
 from .window import process_figures, window
 
 
@@ -20,6 +21,11 @@ class ColdStartMixin:
         log('(a) cold start: fleet-sim and status-sink, then the dispatcher')
         st.start_fleet_sim(self.fleet_args())
         st.start_status_sink()
+        # gRPC: Maestro's CPU (its process, its share of PostgreSQL) and a profile of it
+        probe = self.maestro_probe = (
+            MaestroProbe(st, self.args.work_dir, self.args.perf_seconds).start()
+            if self.args.transport == 'grpc' else None)
+        pg_before = probe.pg_snapshot() if probe else None
         before = self.snapshot()
         t0 = time.monotonic()
         started = self.start_async('dispatcher')
@@ -30,6 +36,7 @@ class ColdStartMixin:
         if not_ready:
             res['failures'].append(not_ready)
         after = self.snapshot()
+        pg_after = probe.pg_snapshot() if probe else None
         res['mosquitto_dropped_publishes'] = self.mosquitto_dropped()
         t_pub, t_spoke, t_ack = times['published'], times['on_spokes'], times['acknowledged']
         res.update({'all_published_s': t_pub and round(t_pub, 1),
@@ -49,12 +56,31 @@ class ColdStartMixin:
         # The sampled peak can miss a short spike; the kernel's high-water mark cannot.
         res['dispatcher_peak_rss_mib'] = self.peak_rss_mib('dispatcher')
         res['postgres'] = self.pg_tables()
+        if probe:
+            res['maestro'] = self.maestro_section(probe, pg_before, pg_after, res)
+            res['failures'] += maestro_failures(res['maestro'], t_spoke is not None)
         if t_ack is not None:
             res['hub_check'] = self.verify_hub_statuses()
             if res['hub_check'].get('without_status', 0):
                 res['failures'].append(
                     f"{res['hub_check']['without_status']} hub Applications without a status")
         return res
+
+    def maestro_section(self, probe, pg_before, pg_after, res):
+        """gRPC: Maestro's CPU next to ours over (a)'s window (from the dispatcher's start until
+        every status is on the hub), the cold dispatch rates and the profile."""
+        m = probe.summary(pg_before, pg_after)
+        m['cost'] = cost_figures(res['window']['processes'], m['pg_split'], self.n_apps,
+                                 probe.our_db)
+        m['rates'] = rates(res)
+        m['attribution'] = (
+            "Maestro's CPU = its server process + its database's PostgreSQL backends (process "
+            'titles, read 4 times a second) + a share of the rest of PostgreSQL (postmaster, '
+            'background processes, backends that exited between readings; the total is exact: '
+            "the postmaster's own and its reaped children's CPU) in proportion to each "
+            "database's time in statements over the window (pg_stat_database.active_time); "
+            'ours = dispatcher + status-sink (their PostgreSQL share reported beside it)')
+        return m
 
     def await_cold_start(self, t0, started, res):
         """From t0 (the dispatcher's start), polls until every Application is published, on its spoke and acknowledged (or a
@@ -84,6 +110,9 @@ class ColdStartMixin:
             for key, value in (('published', published), ('on_spokes', spoke), ('acknowledged', acked)):
                 if times[key] is None and value >= n:
                     times[key] = el
+                    if key == 'on_spokes' and getattr(self, 'maestro_probe', None):
+                        # the profile covers the dispatch through Maestro to the agents
+                        self.maestro_probe.stop_profile()
                     if key == 'published':
                         # who had the cores while the dispatcher published (its rate's bound)
                         at_pub = {'t': time.monotonic(), 'procs': procs}

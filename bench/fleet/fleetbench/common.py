@@ -10,7 +10,7 @@ SCENARIO_NAMES = {'a': 'cold_start', 'b': 'steady_state', 'c': 'restart_no_chang
                   'd': 'appset_change', 'e': 'dispatcher_cpu_under_status_writes',
                   'f': 'manifest_delivery'}
 SERVICES = ('dispatcher', 'status-sink', 'fleet-sim')
-PEERS = ('kube-apiserver', 'etcd', 'postgres', 'broker')
+PEERS = ('kube-apiserver', 'etcd', 'postgres', 'broker', 'maestro')  # maestro: grpc only
 
 
 def log(msg):

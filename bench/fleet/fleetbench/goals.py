@@ -13,6 +13,7 @@ COLD_DISPATCH_PER_S = 3000
 SINK_CPU_US_PER_EVENT = 25
 REQUEST_RATIO_RUN6 = 406.0
 FULL_SCALE_APPLICATIONS = 300000
+OURS_OVER_MAESTRO = 0.25  # issue #40: our CPU at a quarter of Maestro's or less
 
 
 def _row(goal, target, measured, met, source):
@@ -102,6 +103,9 @@ def _rows(report):
         row['cores_until_all_published'] = {k: v['cpu_cores'] for k, v in cores.items()}
     rows.append(row)
 
+    if a.get('maestro'):
+        rows.extend(_grpc_rows(report, a['maestro']))
+
     b = sc.get('b_steady_state', {}).get('window', {})
     received = b.get('status_sink', {}).get('events_received', 0) if b else 0
     if isinstance(received, dict):  # by transport in some reports
@@ -125,6 +129,26 @@ def _rows(report):
     rows.append(_row('hub requests, upstream over ours', f'keep run 6\'s {REQUEST_RATIO_RUN6}x',
                      ratio, None if ratio is None else ratio >= REQUEST_RATIO_RUN6 * 0.9,
                      'ours measured in (b), upstream computed (within 10 % counts as kept)'))
+    return rows
+
+
+def _grpc_rows(report, m):
+    """Issue #40 item 5 (scenario (a) over gRPC): our CPU at a quarter of Maestro's or less,
+    and the cold dispatch rate against MQTT's in the same invocation (reported)."""
+    cost = m.get('cost', {})
+    ratio = cost.get('ours_over_maestro')
+    rows = [_row('gRPC: our CPU (dispatcher + sink) over Maestro\'s (process + its PostgreSQL '
+                 'share)', f'<= {OURS_OVER_MAESTRO}', {
+                     'ratio': ratio, 'ours_us_per_application': cost.get('ours_us_per_application'),
+                     'maestro_us_per_application': cost.get('maestro_us_per_application'),
+                     'process_only_ratio': cost.get('ours_over_maestro_process_only')},
+                 None if ratio is None else ratio <= OURS_OVER_MAESTRO,
+                 '(a) from the dispatcher start until every status is on the hub')]
+    cmp = (report.get('compare_mqtt') or {}).get('rates') or {}
+    rows.append(_row('gRPC cold dispatch over MQTT\'s, same invocation', 'reported',
+                     cmp.get('grpc_over_mqtt') or None, None,
+                     '--compare-mqtt: (a) over MQTT then over gRPC' if cmp else
+                     'not measured (run with --compare-mqtt)'))
     return rows
 
 

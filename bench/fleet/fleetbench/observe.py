@@ -21,7 +21,8 @@ class ObserveMixin:
 
     def peer_pid(self, name):
         if name == 'broker':
-            key = 'MOSQUITTO_PID' if self.args.transport == 'mqtt' else 'KAFKA_PID'
+            # grpc: mosquitto between Maestro and the agents
+            key = 'KAFKA_PID' if self.args.transport == 'kafka' else 'MOSQUITTO_PID'
             return int(self.stack.broker_env[key]) if key in self.stack.broker_env else None
         return self.stack.pid(name)
 
@@ -142,7 +143,7 @@ class ObserveMixin:
     def broker_limits(self):
         """The broker's queue settings as started (tests/peers/bin/start-mosquitto sets them for a
         fleet this size: fleet-sim speaks for every agent over one client), for the report."""
-        if self.args.transport != 'mqtt':
+        if self.args.transport == 'kafka':
             return 'n/a'
         conf = os.path.join(self.stack.peers_dir, 'broker', 'mosquitto.conf')
         with open(conf) as f:
@@ -152,7 +153,7 @@ class ObserveMixin:
     def mosquitto_dropped(self):
         """mosquitto's own count of dropped publishes ($SYS/broker/publish/messages/dropped,
         published every 10 s and only once non-zero); None when not available."""
-        if self.args.transport != 'mqtt':
+        if self.args.transport == 'kafka':
             return None
         sub = shutil.which('mosquitto_sub')
         if not sub:

@@ -5,7 +5,8 @@ import os
 _TICKS = os.sysconf('SC_CLK_TCK')
 
 
-def _children(pid):
+def children(pid):
+    """The pids of pid's child processes (of every thread), [] when pid is gone."""
     out = []
     try:
         for tid in os.listdir(f'/proc/{pid}/task'):
@@ -27,17 +28,30 @@ def tree(pid):
         if p in seen:
             continue
         seen.append(p)
-        todo.extend(_children(p))
+        todo.extend(children(p))
     return seen
 
 
-def one(pid):
-    """{'rss_bytes', 'cpu_seconds'} of one process, or None when it is gone."""
+def cpu_times(pid):
+    """(own CPU seconds: utime + stime, CPU seconds of its reaped children: cutime + cstime,
+    start time in ticks since boot: with the pid, a process's identity), or None when gone."""
     try:
         with open(f'/proc/{pid}/stat') as f:
             stat = f.read()
         fields = stat[stat.rindex(')') + 2:].split()
-        cpu = (int(fields[11]) + int(fields[12])) / _TICKS  # utime + stime
+        return ((int(fields[11]) + int(fields[12])) / _TICKS,
+                (int(fields[13]) + int(fields[14])) / _TICKS, int(fields[19]))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def one(pid):
+    """{'rss_bytes', 'cpu_seconds'} of one process, or None when it is gone."""
+    times = cpu_times(pid)
+    if times is None:
+        return None
+    cpu = times[0]
+    try:
         rss = 0
         with open(f'/proc/{pid}/status') as f:
             for line in f:

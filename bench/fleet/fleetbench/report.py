@@ -84,7 +84,7 @@ def print_report(r):
             print(f'  FAILURE: {f}')
         for k, v in res.items():
             if k in ('window', 'failures', 'ok', 'elapsed_s', 'postgres', 'traceback',
-                     'dispatcher', 'status_sink', 'peak_rss_mib', 'hub_check'):
+                     'dispatcher', 'status_sink', 'peak_rss_mib', 'hub_check', 'maestro'):
                 continue
             print(f'  {k}: {v}')
         if 'hub_check' in res:
@@ -100,6 +100,8 @@ def print_report(r):
         if 'postgres' in res:
             print('  postgres: ' + ', '.join(
                 f"{t} {v['rows']} rows {v['mib']} MiB" for t, v in res['postgres'].items()))
+        if 'maestro' in res:
+            print_maestro(res['maestro'])
     if 'baseline_upstream_computed' in r:
         b = r['baseline_upstream_computed']
         c = r['ours_vs_upstream']
@@ -159,3 +161,40 @@ def print_window(w, indent='  '):
               f"{hb['watch_events_by_kind']}")
     print(f'{indent}processes: ' + ', '.join(
         f"{k} {v['cpu_cores']} cores {v['rss_mib']} MiB" for k, v in w['processes'].items()))
+
+
+def print_maestro(m):
+    """Scenario (a) over gRPC: Maestro's cost next to ours, and where its CPU went."""
+    c, pg = m.get('cost', {}), m.get('pg_split', {})
+    print(f"  Maestro vs ours over the window: ours {c.get('ours_cpu_seconds')} s "
+          f"({c.get('ours_us_per_application')} us/Application), Maestro "
+          f"{c.get('maestro_cpu_seconds')} s ({c.get('maestro_us_per_application')} "
+          f"us/Application: "
+          f"process {c.get('maestro_process_cpu_seconds')} s + PostgreSQL share "
+          f"{c.get('maestro_postgres_cpu_seconds')} s); ours/Maestro {c.get('ours_over_maestro')} "
+          f"(goal {c.get('goal_ours_over_maestro')}; process only "
+          f"{c.get('ours_over_maestro_process_only')})")
+    print(f"  PostgreSQL split: {pg}")
+    print(f"  rates: {m.get('rates')}")
+    print(f"  Maestro's controllers: {m.get('controllers')}")
+    perf = m.get('perf')
+    if perf:
+        if perf.get('error'):
+            print(f"  perf: {perf['error']}")
+        else:
+            print(f"  perf ({perf.get('seconds')} s, {perf.get('samples')} samples): categories "
+                  f"{perf.get('categories_pct')}")
+            print(f"    work paths (inclusive) {perf.get('work_paths_inclusive_pct')}")
+            print(f"    packages (self) {perf.get('top_packages_self_pct')[:8]}")
+            print(f"    functions (self) {perf.get('top_functions_self_pct')[:8]}")
+
+
+def print_comparison(r):
+    """--compare-mqtt: the two runs' cold dispatch rates."""
+    c = r.get('compare_mqtt', {})
+    print('=' * 78)
+    print(f"gRPC vs MQTT, scenario (a), one after the other (MQTT ok: {c.get('mqtt_ok')}):")
+    rates = c.get('rates') or {}
+    for side in ('grpc', 'mqtt', 'grpc_over_mqtt'):
+        print(f"  {side}: {rates.get(side)}")
+    print(f"result: {'OK' if r.get('ok') else 'FAILED'}")
