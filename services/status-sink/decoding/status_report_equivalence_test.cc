@@ -194,14 +194,16 @@ json DispatchVersion(const json& field_value) {
 }
 
 // The `dispatchVersion` feedback value (end-to-end acknowledgement): with, without and with a
-// malformed one, both paths read the same version, and the one-pass decoder answers itself for
-// every well-formed event.
+// malformed one, both paths read the same version and the same error, and the one-pass decoder
+// answers itself for every event whose version is read or absent. A refused version leaves the
+// report standing without it; a structurally malformed value rejects the event.
 TEST(StatusReportEquivalenceTest, DispatchVersionsDecodeAlike) {
   struct Case {
     std::string name;
     std::string data;
     std::optional<int32_t> want;  // for a report
     bool one_pass_answers = true;
+    bool refused = false;  // a report without its version, and acked_version_error says why
   };
   const json seven = DispatchVersion({{"type", "String"}, {"string", "7"}});
   // The version on a manifest before the Application's, which has none.
@@ -221,21 +223,34 @@ TEST(StatusReportEquivalenceTest, DispatchVersionsDecodeAlike) {
        2147483647},
       {"the first of two",
        WithValues(json::array({seven, DispatchVersion({{"type", "String"}, {"string", "8"}})})), 7},
+      {"on another manifest", other_manifest.dump(), std::nullopt},
+      // Refused values: the one-pass decoder leaves the event to the full path, which words why.
       {"not digits",
        WithValues(json::array({DispatchVersion({{"type", "String"}, {"string", "7a"}})})),
-       std::nullopt},
+       std::nullopt, false, true},
       {"signed", WithValues(json::array({DispatchVersion({{"type", "String"}, {"string", "-7"}})})),
-       std::nullopt},
+       std::nullopt, false, true},
       {"beyond int32",
        WithValues(json::array({DispatchVersion({{"type", "Integer"}, {"integer", 2147483648}})})),
-       std::nullopt},
+       std::nullopt, false, true},
+      {"negative Integer",
+       WithValues(json::array({DispatchVersion({{"type", "Integer"}, {"integer", -1}})})),
+       std::nullopt, false, true},
       {"Boolean",
        WithValues(json::array({DispatchVersion({{"type", "Boolean"}, {"boolean", true}})})),
-       std::nullopt},
+       std::nullopt, false, true},
       {"JsonRaw",
        WithValues(json::array({DispatchVersion({{"type", "JsonRaw"}, {"jsonRaw", "7"}})})),
-       std::nullopt},
-      {"on another manifest", other_manifest.dump(), std::nullopt},
+       std::nullopt, false, true},
+      {"refused before the status",
+       WithValues(json::array({DispatchVersion({{"type", "String"}, {"string", "x"}})}),
+                  /*before=*/true),
+       std::nullopt, false, true},
+      {"refused, then a good one",
+       WithValues(json::array({DispatchVersion({{"type", "String"}, {"string", "x"}}), seven})),
+       std::nullopt, false, true},
+      {"good, then a refused one",
+       WithValues(json::array({seven, DispatchVersion({{"type", "String"}, {"string", "x"}})})), 7},
       // Malformed values: the full path rejects the event, the one-pass decoder leaves it to it.
       {"String without its string",
        WithValues(json::array({DispatchVersion({{"type", "String"}})})), std::nullopt, false},
@@ -249,6 +264,13 @@ TEST(StatusReportEquivalenceTest, DispatchVersionsDecodeAlike) {
     auto event = CapturedStatusUpdate();
     event.data = c.data;
     EXPECT_EQ(SameAnswer(event), "");
+    const auto full = DecodeStatusReportFull(event);
+    if (c.one_pass_answers || c.refused) {
+      const auto* report = std::get_if<StatusReport>(&full);
+      ASSERT_NE(report, nullptr) << std::get<Rejection>(full).detail;
+      EXPECT_EQ(report->update.acked_version, c.want);
+      EXPECT_EQ(report->acked_version_error.empty(), !c.refused) << report->acked_version_error;
+    }
     auto answer = one_pass.Decode(event);
     ASSERT_EQ(answer.has_value(), c.one_pass_answers);
     if (answer.has_value()) {

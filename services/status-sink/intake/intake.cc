@@ -19,6 +19,10 @@ Intake::Intake(IntakeSettings settings, Coalescer& coalescer, HubApps& hub_apps,
       admitted_(std::move(admitted)),
       manifests_(manifests),
       malformed_(SinkLog(), "dropping malformed status events", clock),
+      malformed_ack_(SinkLog(),
+                     "status events whose dispatchVersion is no dispatch version; using their "
+                     "status without the acknowledgement",
+                     clock),
       wrong_cluster_(SinkLog(), "status events from a cluster the resource was not dispatched to",
                      clock),
       other_application_(SinkLog(),
@@ -53,6 +57,13 @@ void Intake::Handle(const cloudevents::Event& event, Ack ack) {
     return;
   }
   AwaitingReport item{std::get<StatusReport>(std::move(decoded)), std::move(ack)};
+  if (!item.report.acked_version_error.empty()) {
+    metrics_.AckMalformed();
+    malformed_ack_.Add(item.report.event_id, {{"event_id", item.report.event_id},
+                                              {"resource", item.report.update.resource_id},
+                                              {"cluster", item.report.cluster},
+                                              {"error", item.report.acked_version_error}});
+  }
   if (const store::HubAppRef* ref = hub_apps_.Find(item.report.update.resource_id)) {
     Admit(*ref, std::move(item));
     return;
@@ -176,6 +187,7 @@ void Intake::LogUnlogged() {
 
 void Intake::FlushWarnings() {
   malformed_.Flush();
+  malformed_ack_.Flush();
   wrong_cluster_.Flush();
   other_application_.Flush();
 }

@@ -9,6 +9,10 @@
 // delivery; ManifestStatuses then builds the hub status, which is offered like any other. For
 // any other resource it is dropped as before (no_feedback).
 //
+// A report whose `dispatchVersion` is no dispatch version (StatusReport::acked_version_error) is
+// used without its acknowledgement, counted (mmi_status_acks_malformed_total) and summed up in
+// the log: to the dispatcher's AckCheck the version stays unacknowledged.
+//
 // Not thread-safe: owned by the sink's loop thread. Collaborators are borrowed.
 #pragma once
 
@@ -72,6 +76,7 @@ class Intake {
   // Per-event warnings about bad or unmatched input, summed up (log_summary.h): an agent that
   // misbehaves cannot flood the log. The metrics count every event.
   log::WarnSummary malformed_;
+  log::WarnSummary malformed_ack_;
   log::WarnSummary wrong_cluster_;
   log::WarnSummary other_application_;
   // Counts since the last LogUnlogged(): one warning per interval instead of one per report,

@@ -43,6 +43,10 @@ inline std::string ReportDifference(const std::variant<StatusReport, Rejection>&
   if (u.acked_version != v.acked_version) {
     return "acknowledged dispatch versions differ";
   }
+  if (x.acked_version_error != y.acked_version_error) {
+    return "dispatch version errors differ: " + x.acked_version_error + " | " +
+           y.acked_version_error;
+  }
   // The status as a tree (built from the text a decoder kept), and the material hash a decoder
   // computed against the other's tree.
   StatusUpdate tu = u;
