@@ -359,6 +359,91 @@ TEST(StatusReportEquivalenceTest, EnvelopeAndMetadataEdgeCasesDecodeAlike) {
   EXPECT_EQ(SameAnswer(yaml), "");
 }
 
+// "" when DecodeStatusOrBundleReport answers alike whether or not the resource is known to be in
+// manifest delivery, for either material setting.
+std::string SameAnswerInEitherMode(const cloudevents::Event& event) {
+  std::string out;
+  for (const bool ignore_health_messages : {false, true}) {
+    out += ReportDifference(DecodeStatusOrBundleReport(event, ignore_health_messages, false),
+                            DecodeStatusOrBundleReport(event, ignore_health_messages, true));
+  }
+  return out;
+}
+
+// `data` of a bundle of rendered manifests as the agent reports it: a Deployment with its
+// WellKnownStatus values, and no Application.
+json BundleData() {
+  const json condition = {{"type", "Applied"},
+                          {"status", "True"},
+                          {"lastTransitionTime", "2026-11-26T13:37:20Z"},
+                          {"reason", "AppliedManifestComplete"},
+                          {"message", "Apply manifest complete"}};
+  return {
+      {"conditions", json::array({condition})},
+      {"resourceStatus",
+       json::array(
+           {{{"resourceMeta",
+              {{"ordinal", 0},
+               {"group", "apps"},
+               {"version", "v1"},
+               {"kind", "Deployment"},
+               {"resource", "deployments"},
+               {"name", "guestbook-ui"},
+               {"namespace", "guestbook"}}},
+             {"statusFeedback",
+              {{"values", json::array({{{"name", "ReadyReplicas"},
+                                        {"fieldValue", {{"type", "Integer"}, {"integer", 1}}}}})}}},
+             {"conditions", json::array({condition})}}})}};
+}
+
+// Manifest delivery: a resource known to be in the mode has its event decoded as a bundle alone,
+// and the answer is the one the slow path (the one-pass decoder's no_feedback, then the bundle
+// decode) gives, for bundles and for every other kind of event.
+TEST(StatusReportEquivalenceTest, ABundleDecodesAlikeWhetherOrNotItsModeIsKnown) {
+  struct Case {
+    std::string name;
+    cloudevents::Event event;
+    std::optional<bool> bundle;  // answered with the bundle's status; nullopt: either
+  };
+  auto envelope = [](const json& data) {
+    auto event = FuzzEnvelope(data.dump(), std::string(kFuzzMetadata));
+    event.SetString(cloudevents::kExtResourceVersion, "3");
+    return event;
+  };
+  json deleted = BundleData();
+  deleted["conditions"][0]["type"] = "Deleted";
+  json malformed = BundleData();
+  malformed["resourceStatus"][0]["statusFeedback"]["values"][0]["fieldValue"]["integer"] = "one";
+  auto bad_generation = envelope(BundleData());
+  bad_generation.SetString(cloudevents::kExtResourceVersion, "three");
+  auto application = CapturedStatusUpdate();
+  application.SetString(cloudevents::kExtResourceVersion, "3");
+  std::vector<Case> cases = {
+      {"a bundle", envelope(BundleData()), true},
+      {"a deleted bundle", envelope(deleted), false},
+      {"a malformed bundle", envelope(malformed), false},
+      {"a bundle of an unreadable generation", bad_generation, false},
+      {"an Application's status", application, false},
+  };
+  for (auto& event : CapturedEvents()) {
+    cases.push_back({"captured " + event.id, std::move(event), std::nullopt});
+  }
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(SameAnswerInEitherMode(c.event), "");
+    if (!c.bundle.has_value()) {
+      continue;
+    }
+    const auto known = DecodeStatusOrBundleReport(c.event, false, true);
+    const auto* report = std::get_if<StatusReport>(&known);
+    EXPECT_EQ(report != nullptr && report->bundle_status != nullptr, *c.bundle);
+    if (*c.bundle && report != nullptr) {
+      EXPECT_EQ(report->bundle_generation, 3);
+      EXPECT_FALSE(report->update.deleted);
+    }
+  }
+}
+
 TEST(StatusReportEquivalenceTest, FuzzerCorpusDecodesAlike) {
   int inputs = 0;
   for (const auto& entry : std::filesystem::directory_iterator(MMI_STATUS_SINK_FUZZ_CORPUS)) {
@@ -369,6 +454,7 @@ TEST(StatusReportEquivalenceTest, FuzzerCorpusDecodesAlike) {
     auto event = testing::FuzzEvent(bytes.str());
     if (event.has_value()) {
       EXPECT_EQ(SameAnswer(*event), "");
+      EXPECT_EQ(SameAnswerInEitherMode(*event), "");
     }
     ++inputs;
   }

@@ -7,7 +7,8 @@
 // Manifest delivery: an event without the Application's status feedback is kept as the agent's
 // ManifestBundle status (DecodeBundleReport) until its lookup says the resource is in manifest
 // delivery; ManifestStatuses then builds the hub status, which is offered like any other. For
-// any other resource it is dropped as before (no_feedback).
+// any other resource it is dropped as before (no_feedback). The event of a resource whose cached
+// record is in manifest delivery is decoded as a bundle alone (DecodeStatusOrBundleReport).
 //
 // A report whose `dispatchVersion` is no dispatch version (StatusReport::acked_version_error) is
 // used without its acknowledgement, counted (mmi_status_acks_malformed_total) and summed up in
@@ -62,6 +63,9 @@ class Intake {
   // A report without an Application status: built for a resource in manifest delivery (true),
   // else dropped or looked up again (false: the item is taken care of).
   bool BuildManifestStatus(const store::HubAppRef& ref, AwaitingReport& item);
+  // Whether the resource `event` reports on is known (its cached record) to be in manifest
+  // delivery; O(1).
+  bool KnownInManifestDelivery(const cloudevents::Event& event) const;
   // Counts the outcome of an Offer() of `ref`'s report.
   void CountOffer(const store::HubAppRef& ref, const Coalescer::OfferOutcome& outcome);
   void Overflowed(const std::string& resource_id, const std::string& cluster);
