@@ -54,6 +54,8 @@ struct Inputs {
   std::vector<cloudevents::KafkaRecord> kafka;
   std::vector<cloudevents::Event> events;
   std::vector<std::string> feedback;  // the JsonRaw text of each event
+  // The same number of events of a resource in manifest delivery, of about the same size.
+  std::vector<cloudevents::Event> manifest_events;
 };
 
 Inputs MakeInputs(const EventShape& shape, std::size_t count) {
@@ -66,6 +68,10 @@ Inputs MakeInputs(const EventShape& shape, std::size_t count) {
     auto payload = cloudevents::ManifestBundleStatusOf(event);
     in.feedback.push_back(payload->resource_status[0].status_feedback[0].field_value.json_raw);
     in.events.push_back(std::move(event));
+  }
+  const std::size_t manifests = ManifestsForSize(shape);
+  for (std::size_t n = 0; n < count; ++n) {
+    in.manifest_events.push_back(BenchManifestStatusEvent(shape, manifests, n));
   }
   return in;
 }
@@ -129,6 +135,20 @@ std::vector<StageCost> DecodeStages(const Inputs& in, std::size_t n, int rounds)
                  MicrosPerEvent(n, rounds, [&] {
                    for (const auto& feedback : in.feedback) {
                      Keep(tree_parser.Parse(feedback, 100));
+                   }
+                 })});
+  out.push_back(
+      {"manifest delivery: one-pass decode to no_feedback, then the bundle decode (before)",
+       MicrosPerEvent(n, rounds, [&] {
+         for (const auto& e : in.manifest_events) {
+           Keep(status_sink::DecodeStatusReport(e));
+           Keep(status_sink::DecodeBundleReport(e));
+         }
+       })});
+  out.push_back({"manifest delivery: the bundle decode alone (after, resource known in the mode)",
+                 MicrosPerEvent(n, rounds, [&] {
+                   for (const auto& e : in.manifest_events) {
+                     Keep(status_sink::DecodeStatusOrBundleReport(e, false, true));
                    }
                  })});
   return out;

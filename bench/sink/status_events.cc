@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <utility>
 
 #include "bench/common/app_status.h"
 #include "libs/cloudevents/sequence_id.h"
@@ -94,11 +95,44 @@ std::string Metadata(const std::string& id, const std::string& cluster, const st
       .dump();
 }
 
-cloudevents::Event MakeEvent(const EventShape& shape, std::size_t n, std::size_t entries) {
+// A bundle of rendered manifests (manifest delivery): `manifests` Deployments, each with the
+// WellKnownStatus values and the conditions the agent reports for one; no Application.
+json ManifestBundleData(std::size_t manifests, std::size_t n) {
+  json statuses = json::array();
+  for (std::size_t i = 0; i < manifests; ++i) {
+    const auto ready = static_cast<std::int64_t>(1 + ((n + i) % 3));  // moves with the event
+    json values = json::array();
+    for (const auto& [name, value] : {std::pair<const char*, std::int64_t>{"ReadyReplicas", ready},
+                                      {"Replicas", 3},
+                                      {"AvailableReplicas", ready}}) {
+      values.push_back({{"name", name}, {"fieldValue", {{"type", "Integer"}, {"integer", value}}}});
+    }
+    statuses.push_back(
+        {{"resourceMeta",
+          {{"ordinal", static_cast<std::int64_t>(i)},
+           {"group", "apps"},
+           {"version", "v1"},
+           {"kind", "Deployment"},
+           {"resource", "deployments"},
+           {"name", "guestbook-ui-" + std::to_string(i)},
+           {"namespace", "guestbook"}}},
+         {"statusFeedback", {{"values", std::move(values)}}},
+         {"conditions",
+          json::array({Condition("Applied", "AppliedManifestComplete", "Apply manifest complete"),
+                       Condition("Available", "ResourceAvailable", "Resource is available"),
+                       Condition("StatusFeedbackSynced", "StatusFeedbackSynced", "")})}});
+  }
+  return {{"conditions",
+           json::array(
+               {Condition("Applied", "AppliedManifestWorkComplete", "Apply manifest work complete"),
+                Condition("Available", "ResourcesAvailable", "All resources are available")})},
+          {"resourceStatus", std::move(statuses)}};
+}
+
+cloudevents::Event MakeEvent(const EventShape& shape, std::size_t n, const json& data) {
   const std::size_t r = n % shape.resources;
   const std::string id = BenchResourceId(r);
   const std::string app = BenchAppName(r);
-  const json data = StatusData(app, AppStatus(entries, n));
   cloudevents::Event event;
   event.id = "bench-" + std::to_string(n);
   event.source = shape.cluster + "-work-agent";
@@ -126,6 +160,18 @@ std::size_t PayloadSize(const cloudevents::Event& event) {
   return event.data.has_value() ? event.data->size() : 0;
 }
 
+// The least count from `first` (at most `limit`) whose event `make(count)` has a payload of
+// shape.target_bytes or more.
+template <typename Make>
+std::size_t CountForSize(const EventShape& shape, std::size_t first, std::size_t limit,
+                         const Make& make) {
+  std::size_t count = first;
+  while (PayloadSize(make(count)) < shape.target_bytes && count < limit) {
+    ++count;
+  }
+  return count;
+}
+
 }  // namespace
 
 std::string BenchResourceId(std::size_t r) {
@@ -137,15 +183,23 @@ std::string BenchResourceId(std::size_t r) {
 std::string BenchAppName(std::size_t r) { return "bench-app-" + std::to_string(r); }
 
 std::size_t EntriesForSize(const EventShape& shape) {
-  std::size_t entries = 0;
-  while (PayloadSize(MakeEvent(shape, 0, entries)) < shape.target_bytes && entries < 100'000) {
-    ++entries;
-  }
-  return entries;
+  return CountForSize(shape, 0, 100'000,
+                      [&](std::size_t entries) { return BenchStatusEvent(shape, entries, 0); });
 }
 
 cloudevents::Event BenchStatusEvent(const EventShape& shape, std::size_t entries, std::size_t n) {
-  return MakeEvent(shape, n, entries);
+  return MakeEvent(shape, n, StatusData(BenchAppName(n % shape.resources), AppStatus(entries, n)));
+}
+
+std::size_t ManifestsForSize(const EventShape& shape) {
+  return CountForSize(shape, 1, 10'000, [&](std::size_t manifests) {
+    return BenchManifestStatusEvent(shape, manifests, 0);
+  });
+}
+
+cloudevents::Event BenchManifestStatusEvent(const EventShape& shape, std::size_t manifests,
+                                            std::size_t n) {
+  return MakeEvent(shape, n, ManifestBundleData(manifests, n));
 }
 
 }  // namespace mmi::bench

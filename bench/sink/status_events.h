@@ -39,4 +39,11 @@ cloudevents::Event BenchStatusEvent(const EventShape& shape, std::size_t entries
 // How many `resources` entries make an event of `shape.target_bytes`.
 std::size_t EntriesForSize(const EventShape& shape);
 
+// Event `n` of a resource in manifest delivery (ADR 0007): the agent's status of a bundle of
+// `manifests` rendered Deployments (WellKnownStatus values, conditions), with no Application;
+// the envelope as BenchStatusEvent's. `manifests` = ManifestsForSize(shape), computed once.
+cloudevents::Event BenchManifestStatusEvent(const EventShape& shape, std::size_t manifests,
+                                            std::size_t n);
+std::size_t ManifestsForSize(const EventShape& shape);
+
 }  // namespace mmi::bench

@@ -33,6 +33,7 @@ absl::StatusOr<StatusSinkSettings> ParseSettingsYaml(std::string_view yaml) {
   st.Duration("countsInterval", s.sink.counts_interval);
   st.Scalar("resyncChunk", s.sink.resync_chunk);
   st.Scalar("maxStatusBytes", s.sink.patch.max_status_bytes);
+  st.Scalar("maxManifestPayloads", s.sink.max_manifest_payloads);
   std::string progressing(ProgressingModeName(s.sink.progressing_before_healthy));
   st.Scalar("progressingBeforeHealthy", progressing);
   st.Duration("statusResyncMinInterval", s.sink.status_resync_min_interval);
@@ -85,6 +86,9 @@ absl::Status FinalizeSettings(StatusSinkSettings& s) {
   }
   if (s.sink.patch.max_status_bytes < 1024) {
     errors.push_back("status.maxStatusBytes: must be at least 1024");
+  }
+  if (s.sink.max_manifest_payloads < 1) {
+    errors.push_back("status.maxManifestPayloads: must be at least 1");
   }
   if (s.writers < 1) {
     errors.push_back("status.writers: must be at least 1");

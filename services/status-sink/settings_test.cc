@@ -20,7 +20,8 @@ leaderElection: {namespace: mmi, leaseDuration: 20s}
 transport:
   type: mqtt
   mqtt: {brokerHost: "broker:1883", sourceId: mmi-dispatcher}
-status: {maxInFlight: 8, volatileInterval: 10m, ignoreResourceHealthMessages: true}
+status: {maxInFlight: 8, volatileInterval: 10m, ignoreResourceHealthMessages: true,
+         maxManifestPayloads: 64}
 shutdownTimeout: 5s
 )");
   ASSERT_TRUE(s.ok()) << s.status();
@@ -31,6 +32,7 @@ shutdownTimeout: 5s
   EXPECT_EQ(s->sink.max_in_flight, 8U);
   EXPECT_EQ(s->sink.coalescer.volatile_interval, std::chrono::minutes(10));
   EXPECT_TRUE(s->sink.coalescer.ignore_resource_health_messages);
+  EXPECT_EQ(s->sink.max_manifest_payloads, 64U);
   EXPECT_EQ(s->shutdown_timeout, std::chrono::seconds(5));
   ASSERT_TRUE(std::holds_alternative<transport::MqttSettings>(s->transport));
   EXPECT_EQ(std::get<transport::MqttSettings>(s->transport).broker_host, "broker:1883");
@@ -78,6 +80,26 @@ TEST(SettingsTest, ProgressingBeforeHealthyIsAModeRollingSyncByDefault) {
   auto bad = ParseSettingsYaml("status: {progressingBeforeHealthy: sometimes}\n");
   ASSERT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("status.progressingBeforeHealthy"), std::string::npos);
+}
+
+TEST(SettingsTest, MaxManifestPayloadsIs1024ByDefaultAndAtLeastOne) {
+  EXPECT_EQ(ParseSettingsYaml("{}")->sink.max_manifest_payloads, 1024U);
+  auto zero = ParseSettingsYaml(R"(
+transport:
+  type: mqtt
+  mqtt: {brokerHost: "broker:1883", sourceId: mmi-dispatcher}
+status: {maxManifestPayloads: 0}
+)");
+  ASSERT_TRUE(zero.ok()) << zero.status();
+  const absl::Status invalid = FinalizeSettings(*zero);
+  ASSERT_EQ(invalid.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(invalid.message().find("status.maxManifestPayloads: must be at least 1"),
+            std::string::npos)
+      << invalid;
+  auto negative = ParseSettingsYaml("status: {maxManifestPayloads: -1}\n");
+  ASSERT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(negative.status().message().find("status.maxManifestPayloads"), std::string::npos)
+      << negative.status();
 }
 
 TEST(SettingsTest, EnvironmentAndFlagsOverrideTheFile) {

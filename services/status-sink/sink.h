@@ -73,8 +73,10 @@ struct SinkSettings {
   std::chrono::milliseconds lost_answer_timeout{300'000};
   int lost_asks = 3;
   std::chrono::milliseconds tick{50};  // loop wake-up for timers
-  // Manifest delivery: distinct rendered bundles whose manifests are held (ManifestPayloads); a
-  // render is shared by every cluster it goes to, so this bounds renders, not resources.
+  // (status.maxManifestPayloads) Manifest delivery: distinct rendered bundles whose manifests
+  // are held (ManifestPayloads); a render is shared by every cluster it goes to, so this bounds
+  // renders, not resources. Beyond it the least recently used is evicted and read again from the
+  // store when a report needs it.
   std::size_t max_manifest_payloads = 1'024;
   // (status.progressingBeforeHealthy) Before writing a Healthy status onto a hub Application
   // whose last written health was neither Healthy nor Progressing (first write, Missing,

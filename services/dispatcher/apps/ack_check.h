@@ -25,7 +25,6 @@
 #include "absl/status/statusor.h"
 #include "libs/common/loop.h"
 #include "libs/store/dispatch_store.h"
-#include "services/dispatcher/apps/metrics.h"
 #include "services/dispatcher/apps/reconciler_settings.h"
 
 namespace mmi::dispatcher {
@@ -36,7 +35,6 @@ class AckCheck {
     Loop& loop;
     WorkerPool& workers;
     store::DispatchStore& store;
-    DispatcherMetrics& metrics;
     // Loop thread: publish `resource` again if it is still what was listed; true when it will be.
     std::function<bool(const store::UnacknowledgedResource& resource)> republish;
   };

@@ -1,6 +1,7 @@
 #include "services/status-sink/decoding/decode.h"
 
 #include <utility>
+#include <variant>
 
 #include "services/status-sink/decoding/one_pass_decoder.h"
 
@@ -15,6 +16,43 @@ std::variant<StatusReport, Rejection> DecodeStatusReport(const cloudevents::Even
     return *std::move(decoded);
   }
   return DecodeStatusReportFull(event);
+}
+
+namespace {
+
+// Whether `bundle` (DecodeBundleReport's report of an event) is the answer the slow path
+// (DecodeStatusReport, then DecodeBundleReport for its kNoFeedback) gives: the envelope decoded
+// alike, so exactly when the full path finds no deletion and no Application status feedback.
+bool BundleAloneAnswers(const StatusReport& bundle) {
+  if (bundle.update.deleted || bundle.bundle_status == nullptr) {
+    return false;
+  }
+  auto feedback = FeedbackStatus(*bundle.bundle_status);
+  return feedback.ok() && !feedback->has_value();
+}
+
+}  // namespace
+
+std::variant<StatusReport, Rejection> DecodeStatusOrBundleReport(
+    const cloudevents::Event& event, bool ignore_resource_health_messages, bool manifest_delivery) {
+  if (manifest_delivery) {
+    // One typed decode instead of the one-pass decoder's full read, which would end in
+    // kNoFeedback, and the bundle decode after it.
+    auto bundle = DecodeBundleReport(event);
+    if (const auto* report = std::get_if<StatusReport>(&bundle);
+        report != nullptr && BundleAloneAnswers(*report)) {
+      return bundle;
+    }
+  }
+  auto decoded = DecodeStatusReport(event, ignore_resource_health_messages);
+  if (const auto* rejection = std::get_if<Rejection>(&decoded);
+      rejection != nullptr && rejection->reason == DropReason::kNoFeedback) {
+    auto bundle = DecodeBundleReport(event);
+    if (std::holds_alternative<StatusReport>(bundle)) {
+      return bundle;
+    }
+  }
+  return decoded;
 }
 
 }  // namespace mmi::status_sink

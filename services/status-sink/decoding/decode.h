@@ -1,7 +1,8 @@
 // The decode the sink runs on each received status event: the one-pass decoder
 // (one_pass_decoder.h) wherever it can vouch for its answer, the full path
 // (DecodeStatusReportFull, status_report.h) everywhere else. The two decoders share only the types
-// of status_report.h; this file alone picks between them.
+// of status_report.h; this file alone picks between them, and between them and the bundle decode
+// of manifest delivery (DecodeBundleReport).
 // Thread-safe: one one-pass decoder per calling thread (in the sink: the loop thread).
 #pragma once
 
@@ -17,5 +18,14 @@ namespace mmi::status_sink {
 // `ignore_resource_health_messages` (StatusTree(), MaterialHashOf(), status_update.h).
 std::variant<StatusReport, Rejection> DecodeStatusReport(
     const cloudevents::Event& event, bool ignore_resource_health_messages = false);
+
+// What the sink takes from an event when manifest delivery is on: DecodeStatusReport's answer,
+// but for its kNoFeedback rejection DecodeBundleReport's report when that decodes (a bundle of
+// rendered manifests holds no Application). `manifest_delivery` (the resource is known to be
+// delivered as rendered manifests) decodes the bundle first and alone, which is all such an
+// event needs; the answer is the same either way, the other decodes running only where the bundle
+// alone cannot vouch for it (a deletion, an Application's status feedback, a malformed event).
+std::variant<StatusReport, Rejection> DecodeStatusOrBundleReport(
+    const cloudevents::Event& event, bool ignore_resource_health_messages, bool manifest_delivery);
 
 }  // namespace mmi::status_sink

@@ -157,7 +157,23 @@ struct Feedback {
   std::string text;
   std::string material_hash;
   std::optional<int32_t> acked_version;
+  // That value is there but FeedbackAckedVersion refuses it (the full path words why).
+  bool acked_version_refused = false;
 };
+
+// A "dispatchVersion" feedback value as FeedbackAckedVersion reads it.
+struct VersionRead {
+  std::optional<int32_t> value;
+  bool refused = false;  // of another type, or AckedVersionOf refused it
+};
+
+// What AckedVersionOf made of a String or Integer value, into `version` when given.
+void Take(VersionRead* version, std::optional<int32_t> value) {
+  if (version != nullptr) {
+    version->value = value;
+    version->refused = !value.has_value();
+  }
+}
 
 struct PayloadReader {
   internal::JsonTreeParser& raw_parser;
@@ -168,9 +184,9 @@ struct PayloadReader {
   Feedback feedback;
 
   // FieldValueFromJson's checks; a JsonRaw value is parsed (the full path does that for
-  // every one). The `wanted` one (the Application's status) is kept in `feedback`; a String or
-  // Integer is read into `version` when given (AckedVersionOf).
-  bool FieldValue(const Member& member, bool wanted, std::optional<int32_t>* version) {
+  // every one). The `wanted` one (the Application's status) is kept in `feedback`; when
+  // `version` is given, the value is read into it as FeedbackAckedVersion reads it.
+  bool FieldValue(const Member& member, bool wanted, VersionRead* version) {
     if (!IsObject(member)) {
       return false;  // required
     }
@@ -180,6 +196,9 @@ struct PayloadReader {
       return false;
     }
     const bool json_raw = type == "JsonRaw";
+    if (version != nullptr) {
+      version->refused = type != "Integer" && type != "String";  // read below when one of them
+    }
     if (wanted) {
       feedback.found = true;
       feedback.json_raw = json_raw;
@@ -190,18 +209,14 @@ struct PayloadReader {
       if (!m[1].has_value() || !Int64(m[1], &integer)) {
         return false;
       }
-      if (version != nullptr) {
-        *version = AckedVersionOf(integer);
-      }
+      Take(version, AckedVersionOf(integer));
       return true;
     }
     if (type == "String") {
       if (!m[2].has_value() || !String(m[2], &text)) {
         return false;
       }
-      if (version != nullptr) {
-        *version = AckedVersionOf(text);
-      }
+      Take(version, AckedVersionOf(text));
       return true;
     }
     if (type == "Boolean") {
@@ -236,7 +251,7 @@ struct PayloadReader {
     // one picked.
     bool status_here = false;
     bool version_seen = false;
-    std::optional<int32_t> version;
+    VersionRead version;
     const bool ok = ForEach(m[0], [&](const element& item) {
       if (!item.is_object()) {
         return false;
@@ -253,7 +268,8 @@ struct PayloadReader {
       return FieldValue(v[1], wanted, version_wanted ? &version : nullptr);
     });
     if (status_here) {
-      feedback.acked_version = version;
+      feedback.acked_version = version.value;
+      feedback.acked_version_refused = version.refused;
     }
     return ok;
   }
@@ -466,6 +482,9 @@ std::optional<std::variant<StatusReport, Rejection>> OnePassDecoder::Decode(
     }
     if (!payload.feedback.json_raw || !payload.feedback.object) {
       return std::nullopt;  // malformed: the full path words the rejection
+    }
+    if (payload.feedback.acked_version_refused) {
+      return std::nullopt;  // the full path words why (StatusReport::acked_version_error)
     }
     report.update.status_text = std::move(payload.feedback.text);
     report.update.material_hash = std::move(payload.feedback.material_hash);

@@ -9,7 +9,9 @@
 // It checks every member the full path checks, with the same rules, and answers only when it is
 // sure to give the full path's answer: a StatusReport, or the kNoFeedback rejection. Anything
 // else - a malformed event (so that the rejection and its message stay the full path's), a
-// missing `statushash` (computed from the typed payload), the manifestBundle echo that it
+// missing `statushash` (computed from the typed payload), a `dispatchVersion` feedback value that
+// is no dispatch version (so that StatusReport::acked_version_error stays the full path's), the
+// manifestBundle echo that it
 // validates through the full path's own function, text where simdjson and nlohmann could
 // disagree (internal/json_tree.h) - is nullopt, and the caller decodes with the full path.
 // status_report_equivalence_test.cc holds the two paths equal on the captured agent events and

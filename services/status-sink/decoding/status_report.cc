@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/maestro_events.h"
 #include "libs/cloudevents/manifest_bundle.h"
@@ -49,6 +50,11 @@ std::string MetadataApp(const cloudevents::Event& event) {
 // (services/dispatcher/apps/payload: BuildDispatch, kDispatchVersionFeedback).
 constexpr std::string_view kStatusFeedback = "status";
 constexpr std::string_view kDispatchVersionFeedback = "dispatchVersion";
+// The annotation that feedback value reads (services/dispatcher/apps/payload.h), for errors.
+constexpr std::string_view kDispatchVersionAnnotation =
+    "apps.open-cluster-management.io/dispatch-version";
+// How much of a refused `dispatchVersion` string an error shows.
+constexpr std::size_t kShownValueBytes = 32;
 
 const cloudevents::FeedbackValue* FindFeedback(const cloudevents::ManifestCondition& manifest,
                                                std::string_view name) {
@@ -130,7 +136,13 @@ std::variant<StatusReport, Rejection> DecodeStatusReportFull(const cloudevents::
     return Rejection{DropReason::kNoFeedback, "no status feedback yet"};
   }
   report->update.status = std::move(**feedback);
-  report->update.acked_version = FeedbackAckedVersion(payload);
+  // A bad acknowledgement costs only itself: the status is still good to write.
+  auto acked = FeedbackAckedVersion(payload);
+  if (acked.ok()) {
+    report->update.acked_version = *acked;
+  } else {
+    report->acked_version_error = std::string(acked.status().message());
+  }
   return decoded;
 }
 
@@ -186,20 +198,43 @@ absl::StatusOr<std::optional<nlohmann::json>> FeedbackStatus(
   return std::optional<nlohmann::json>(value.field_value.json_raw_value);
 }
 
-std::optional<int32_t> FeedbackAckedVersion(const cloudevents::ManifestBundleStatus& status) {
+absl::StatusOr<std::optional<int32_t>> FeedbackAckedVersion(
+    const cloudevents::ManifestBundleStatus& status) {
   const cloudevents::ManifestCondition* manifest = StatusManifest(status);
   const cloudevents::FeedbackValue* value =
       manifest == nullptr ? nullptr : FindFeedback(*manifest, kDispatchVersionFeedback);
   if (value == nullptr) {
     return std::nullopt;
   }
-  if (value->field_value.type == cloudevents::FieldValueType::kString) {
-    return AckedVersionOf(value->field_value.string);
+  const auto& meta = manifest->resource_meta;
+  const cloudevents::FieldValue& field = value->field_value;
+  std::optional<int32_t> version;
+  std::string shown;  // the refused value, as the error shows it
+  if (field.type == cloudevents::FieldValueType::kString) {
+    version = AckedVersionOf(field.string);
+    // Cut and escaped: an agent's string may be long or hold any byte.
+    shown = absl::StrCat("\"", absl::CHexEscape(field.string.substr(0, kShownValueBytes)),
+                         field.string.size() > kShownValueBytes ? "...\"" : "\"");
+  } else if (field.type == cloudevents::FieldValueType::kInteger) {
+    version = AckedVersionOf(field.integer);
+    shown = absl::StrCat(field.integer);
+  } else {
+    // Boolean or JsonRaw: not what the dispatcher's rule yields (a JSONPaths rule on an
+    // annotation gives a String).
+    return absl::InvalidArgumentError(absl::StrCat(
+        "statusFeedback value \"dispatchVersion\" of Application ", meta.namespace_, "/", meta.name,
+        " is ", std::string(cloudevents::FieldValueTypeName(field.type)),
+        ", expected String or Integer (check the work's feedbackRules)"));
   }
-  if (value->field_value.type == cloudevents::FieldValueType::kInteger) {
-    return AckedVersionOf(value->field_value.integer);
+  if (!version.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "statusFeedback value \"dispatchVersion\" of Application ", meta.namespace_, "/", meta.name,
+        " is ", std::string(cloudevents::FieldValueTypeName(field.type)), " ", shown,
+        ", expected a dispatch version from 0 to 2147483647 (check the spoke Application's "
+        "annotation ",
+        std::string(kDispatchVersionAnnotation), ")"));
   }
-  return std::nullopt;  // Boolean or JsonRaw: not what the dispatcher's rule yields
+  return version;
 }
 
 std::optional<int32_t> AckedVersionOf(std::string_view text) {

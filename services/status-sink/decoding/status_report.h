@@ -42,6 +42,10 @@ struct StatusReport {
   // it reports); null and 0 otherwise.
   std::shared_ptr<const cloudevents::ManifestBundleStatus> bundle_status;
   std::int64_t bundle_generation = 0;
+  // Why the Application's `dispatchVersion` feedback value is not a dispatch version (its type
+  // or its value; FeedbackAckedVersion); empty when it is one or there is none. The report is
+  // used all the same: only its acknowledgement (`update.acked_version`) is left out.
+  std::string acked_version_error;
 };
 
 // Why an event is not a usable status report.
@@ -71,8 +75,10 @@ absl::StatusOr<std::optional<nlohmann::json>> FeedbackStatus(
     const cloudevents::ManifestBundleStatus& status);
 
 // The first feedback value named "dispatchVersion" of the manifest FeedbackStatus reads, as
-// AckedVersionOf reads it; nullopt when there is none or it is of another type.
-std::optional<int32_t> FeedbackAckedVersion(const cloudevents::ManifestBundleStatus& status);
+// AckedVersionOf reads it; nullopt when there is none. kInvalidArgument, naming the value, when
+// it is of another type than String or Integer or AckedVersionOf refuses it.
+absl::StatusOr<std::optional<int32_t>> FeedbackAckedVersion(
+    const cloudevents::ManifestBundleStatus& status);
 
 // A `dispatchVersion` feedback value (the dispatcher's `dispatched_resources.version`, an
 // integer from 0): the value of a String of decimal digits or of an Integer, when in

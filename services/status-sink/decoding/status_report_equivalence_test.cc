@@ -194,14 +194,16 @@ json DispatchVersion(const json& field_value) {
 }
 
 // The `dispatchVersion` feedback value (end-to-end acknowledgement): with, without and with a
-// malformed one, both paths read the same version, and the one-pass decoder answers itself for
-// every well-formed event.
+// malformed one, both paths read the same version and the same error, and the one-pass decoder
+// answers itself for every event whose version is read or absent. A refused version leaves the
+// report standing without it; a structurally malformed value rejects the event.
 TEST(StatusReportEquivalenceTest, DispatchVersionsDecodeAlike) {
   struct Case {
     std::string name;
     std::string data;
     std::optional<int32_t> want;  // for a report
     bool one_pass_answers = true;
+    bool refused = false;  // a report without its version, and acked_version_error says why
   };
   const json seven = DispatchVersion({{"type", "String"}, {"string", "7"}});
   // The version on a manifest before the Application's, which has none.
@@ -221,21 +223,34 @@ TEST(StatusReportEquivalenceTest, DispatchVersionsDecodeAlike) {
        2147483647},
       {"the first of two",
        WithValues(json::array({seven, DispatchVersion({{"type", "String"}, {"string", "8"}})})), 7},
+      {"on another manifest", other_manifest.dump(), std::nullopt},
+      // Refused values: the one-pass decoder leaves the event to the full path, which words why.
       {"not digits",
        WithValues(json::array({DispatchVersion({{"type", "String"}, {"string", "7a"}})})),
-       std::nullopt},
+       std::nullopt, false, true},
       {"signed", WithValues(json::array({DispatchVersion({{"type", "String"}, {"string", "-7"}})})),
-       std::nullopt},
+       std::nullopt, false, true},
       {"beyond int32",
        WithValues(json::array({DispatchVersion({{"type", "Integer"}, {"integer", 2147483648}})})),
-       std::nullopt},
+       std::nullopt, false, true},
+      {"negative Integer",
+       WithValues(json::array({DispatchVersion({{"type", "Integer"}, {"integer", -1}})})),
+       std::nullopt, false, true},
       {"Boolean",
        WithValues(json::array({DispatchVersion({{"type", "Boolean"}, {"boolean", true}})})),
-       std::nullopt},
+       std::nullopt, false, true},
       {"JsonRaw",
        WithValues(json::array({DispatchVersion({{"type", "JsonRaw"}, {"jsonRaw", "7"}})})),
-       std::nullopt},
-      {"on another manifest", other_manifest.dump(), std::nullopt},
+       std::nullopt, false, true},
+      {"refused before the status",
+       WithValues(json::array({DispatchVersion({{"type", "String"}, {"string", "x"}})}),
+                  /*before=*/true),
+       std::nullopt, false, true},
+      {"refused, then a good one",
+       WithValues(json::array({DispatchVersion({{"type", "String"}, {"string", "x"}}), seven})),
+       std::nullopt, false, true},
+      {"good, then a refused one",
+       WithValues(json::array({seven, DispatchVersion({{"type", "String"}, {"string", "x"}})})), 7},
       // Malformed values: the full path rejects the event, the one-pass decoder leaves it to it.
       {"String without its string",
        WithValues(json::array({DispatchVersion({{"type", "String"}})})), std::nullopt, false},
@@ -249,6 +264,13 @@ TEST(StatusReportEquivalenceTest, DispatchVersionsDecodeAlike) {
     auto event = CapturedStatusUpdate();
     event.data = c.data;
     EXPECT_EQ(SameAnswer(event), "");
+    const auto full = DecodeStatusReportFull(event);
+    if (c.one_pass_answers || c.refused) {
+      const auto* report = std::get_if<StatusReport>(&full);
+      ASSERT_NE(report, nullptr) << std::get<Rejection>(full).detail;
+      EXPECT_EQ(report->update.acked_version, c.want);
+      EXPECT_EQ(report->acked_version_error.empty(), !c.refused) << report->acked_version_error;
+    }
     auto answer = one_pass.Decode(event);
     ASSERT_EQ(answer.has_value(), c.one_pass_answers);
     if (answer.has_value()) {
@@ -337,6 +359,91 @@ TEST(StatusReportEquivalenceTest, EnvelopeAndMetadataEdgeCasesDecodeAlike) {
   EXPECT_EQ(SameAnswer(yaml), "");
 }
 
+// "" when DecodeStatusOrBundleReport answers alike whether or not the resource is known to be in
+// manifest delivery, for either material setting.
+std::string SameAnswerInEitherMode(const cloudevents::Event& event) {
+  std::string out;
+  for (const bool ignore_health_messages : {false, true}) {
+    out += ReportDifference(DecodeStatusOrBundleReport(event, ignore_health_messages, false),
+                            DecodeStatusOrBundleReport(event, ignore_health_messages, true));
+  }
+  return out;
+}
+
+// `data` of a bundle of rendered manifests as the agent reports it: a Deployment with its
+// WellKnownStatus values, and no Application.
+json BundleData() {
+  const json condition = {{"type", "Applied"},
+                          {"status", "True"},
+                          {"lastTransitionTime", "2026-11-26T13:37:20Z"},
+                          {"reason", "AppliedManifestComplete"},
+                          {"message", "Apply manifest complete"}};
+  return {
+      {"conditions", json::array({condition})},
+      {"resourceStatus",
+       json::array(
+           {{{"resourceMeta",
+              {{"ordinal", 0},
+               {"group", "apps"},
+               {"version", "v1"},
+               {"kind", "Deployment"},
+               {"resource", "deployments"},
+               {"name", "guestbook-ui"},
+               {"namespace", "guestbook"}}},
+             {"statusFeedback",
+              {{"values", json::array({{{"name", "ReadyReplicas"},
+                                        {"fieldValue", {{"type", "Integer"}, {"integer", 1}}}}})}}},
+             {"conditions", json::array({condition})}}})}};
+}
+
+// Manifest delivery: a resource known to be in the mode has its event decoded as a bundle alone,
+// and the answer is the one the slow path (the one-pass decoder's no_feedback, then the bundle
+// decode) gives, for bundles and for every other kind of event.
+TEST(StatusReportEquivalenceTest, ABundleDecodesAlikeWhetherOrNotItsModeIsKnown) {
+  struct Case {
+    std::string name;
+    cloudevents::Event event;
+    std::optional<bool> bundle;  // answered with the bundle's status; nullopt: either
+  };
+  auto envelope = [](const json& data) {
+    auto event = FuzzEnvelope(data.dump(), std::string(kFuzzMetadata));
+    event.SetString(cloudevents::kExtResourceVersion, "3");
+    return event;
+  };
+  json deleted = BundleData();
+  deleted["conditions"][0]["type"] = "Deleted";
+  json malformed = BundleData();
+  malformed["resourceStatus"][0]["statusFeedback"]["values"][0]["fieldValue"]["integer"] = "one";
+  auto bad_generation = envelope(BundleData());
+  bad_generation.SetString(cloudevents::kExtResourceVersion, "three");
+  auto application = CapturedStatusUpdate();
+  application.SetString(cloudevents::kExtResourceVersion, "3");
+  std::vector<Case> cases = {
+      {"a bundle", envelope(BundleData()), true},
+      {"a deleted bundle", envelope(deleted), false},
+      {"a malformed bundle", envelope(malformed), false},
+      {"a bundle of an unreadable generation", bad_generation, false},
+      {"an Application's status", application, false},
+  };
+  for (auto& event : CapturedEvents()) {
+    cases.push_back({"captured " + event.id, std::move(event), std::nullopt});
+  }
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(SameAnswerInEitherMode(c.event), "");
+    if (!c.bundle.has_value()) {
+      continue;
+    }
+    const auto known = DecodeStatusOrBundleReport(c.event, false, true);
+    const auto* report = std::get_if<StatusReport>(&known);
+    EXPECT_EQ(report != nullptr && report->bundle_status != nullptr, *c.bundle);
+    if (*c.bundle && report != nullptr) {
+      EXPECT_EQ(report->bundle_generation, 3);
+      EXPECT_FALSE(report->update.deleted);
+    }
+  }
+}
+
 TEST(StatusReportEquivalenceTest, FuzzerCorpusDecodesAlike) {
   int inputs = 0;
   for (const auto& entry : std::filesystem::directory_iterator(MMI_STATUS_SINK_FUZZ_CORPUS)) {
@@ -347,6 +454,7 @@ TEST(StatusReportEquivalenceTest, FuzzerCorpusDecodesAlike) {
     auto event = testing::FuzzEvent(bytes.str());
     if (event.has_value()) {
       EXPECT_EQ(SameAnswer(*event), "");
+      EXPECT_EQ(SameAnswerInEitherMode(*event), "");
     }
     ++inputs;
   }

@@ -199,32 +199,61 @@ TEST(StatusReportTest, CarriesTheDispatchVersionTheAgentReportsOnBothPaths) {
     std::string name;
     json more;  // feedback values after the status
     std::optional<int32_t> want;
+    std::string error;  // what acked_version_error must say; "" = none
   };
+  const std::string app = "Application openshift-gitops/guestbook-cluster1";
+  const std::string range = ", expected a dispatch version from 0 to 2147483647";
   const std::vector<Case> cases = {
-      {"String", json::array({DispatchVersion({{"type", "String"}, {"string", "7"}})}), 7},
-      {"Integer", json::array({DispatchVersion({{"type", "Integer"}, {"integer", 7}})}), 7},
-      {"absent", json::array(), std::nullopt},
+      {"String", json::array({DispatchVersion({{"type", "String"}, {"string", "7"}})}), 7, ""},
+      {"Integer", json::array({DispatchVersion({{"type", "Integer"}, {"integer", 7}})}), 7, ""},
+      {"absent", json::array(), std::nullopt, ""},
       {"not a number", json::array({DispatchVersion({{"type", "String"}, {"string", "x"}})}),
-       std::nullopt},
+       std::nullopt, app + " is String \"x\"" + range},
       {"negative", json::array({DispatchVersion({{"type", "Integer"}, {"integer", -1}})}),
-       std::nullopt},
+       std::nullopt, app + " is Integer -1" + range},
       {"beyond int32",
-       json::array({DispatchVersion({{"type", "String"}, {"string", "2147483648"}})}),
-       std::nullopt},
+       json::array({DispatchVersion({{"type", "String"}, {"string", "2147483648"}})}), std::nullopt,
+       app + " is String \"2147483648\"" + range},
+      {"long, cut in the error",
+       json::array({DispatchVersion({{"type", "String"}, {"string", std::string(40, '9')}})}),
+       std::nullopt, app + " is String \"" + std::string(32, '9') + "...\"" + range},
+      {"not printable",
+       json::array({DispatchVersion({{"type", "String"}, {"string", "7\n\u00e9"}})}), std::nullopt,
+       app + " is String \"7\\n\\xc3\\xa9\"" + range},
       {"Boolean", json::array({DispatchVersion({{"type", "Boolean"}, {"boolean", true}})}),
-       std::nullopt},
+       std::nullopt, app + " is Boolean, expected String or Integer"},
+      {"JsonRaw", json::array({DispatchVersion({{"type", "JsonRaw"}, {"jsonRaw", "7"}})}),
+       std::nullopt, app + " is JsonRaw, expected String or Integer"},
       {"the first counts",
        json::array({DispatchVersion({{"type", "String"}, {"string", "3"}}),
                     DispatchVersion({{"type", "String"}, {"string", "4"}})}),
-       3},
+       3, ""},
+      {"the first counts, refused",
+       json::array({DispatchVersion({{"type", "String"}, {"string", "x"}}),
+                    DispatchVersion({{"type", "String"}, {"string", "4"}})}),
+       std::nullopt, app + " is String \"x\"" + range},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     const auto event = StatusEvent(FeedbackData("Healthy", c.more));
-    EXPECT_EQ(Decoded(event).update.acked_version, c.want);
+    // A refused version is never a rejection: the report and its status stand.
+    const StatusReport decoded = Decoded(event);
+    EXPECT_EQ(decoded.update.acked_version, c.want);
     auto full = DecodeStatusReportFull(event);
     ASSERT_TRUE(std::holds_alternative<StatusReport>(full));
-    EXPECT_EQ(std::get<StatusReport>(full).update.acked_version, c.want);
+    const auto& report = std::get<StatusReport>(full);
+    EXPECT_EQ(report.update.acked_version, c.want);
+    EXPECT_EQ(report.update.status["health"]["status"], "Healthy");
+    if (c.error.empty()) {
+      EXPECT_EQ(report.acked_version_error, "");
+    } else {
+      EXPECT_EQ(report.acked_version_error,
+                "statusFeedback value \"dispatchVersion\" of " + c.error +
+                    (c.error.ends_with(range) ? " (check the spoke Application's annotation "
+                                                "apps.open-cluster-management.io/dispatch-version)"
+                                              : " (check the work's feedbackRules)"));
+    }
+    EXPECT_EQ(decoded.acked_version_error, report.acked_version_error);
   }
 }
 

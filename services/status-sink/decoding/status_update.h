@@ -33,7 +33,8 @@ struct StatusUpdate {
   std::optional<std::chrono::system_clock::time_point> event_time;  // the agent's `time`
   // The dispatch version the agent applied: the Application manifest's `dispatchVersion`
   // feedback value (end-to-end acknowledgement, docs/reliability.md finding 6). nullopt when
-  // absent, unparsable or out of range (never a rejection), and for a deletion.
+  // absent, for a deletion, and when the value is no dispatch version (never a rejection of the
+  // report: StatusReport::acked_version_error says why, and the sink counts and logs it).
   std::optional<int32_t> acked_version;
 };
 

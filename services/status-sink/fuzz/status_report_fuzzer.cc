@@ -2,7 +2,7 @@
 // status events (the input forms are those of decoding/testing/decode_check.h: a status payload, a
 // metadata extension, or a framed MQTT message). Both must give the same answer, and the
 // one-pass decoder alone must never answer differently from the full path, its material hash
-// included.
+// included; nor DecodeStatusOrBundleReport when the resource is known in manifest delivery.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -32,5 +32,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                     "the one-pass decoder differs from the full path");
     }
   }
+  // Manifest delivery: the bundle decoded alone for a resource known in the mode answers as the
+  // slow path does.
+  mmi::cloudevents::fuzz::Check(
+      testing::ReportDifference(DecodeStatusOrBundleReport(*event, false, false),
+                                DecodeStatusOrBundleReport(*event, false, true))
+          .empty(),
+      "the bundle decode alone differs from the slow path");
   return 0;
 }

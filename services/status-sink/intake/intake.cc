@@ -4,6 +4,7 @@
 #include <utility>
 #include <variant>
 
+#include "absl/strings/ascii.h"
 #include "services/status-sink/decoding/decode.h"
 #include "services/status-sink/metrics/sink_log.h"
 
@@ -19,6 +20,10 @@ Intake::Intake(IntakeSettings settings, Coalescer& coalescer, HubApps& hub_apps,
       admitted_(std::move(admitted)),
       manifests_(manifests),
       malformed_(SinkLog(), "dropping malformed status events", clock),
+      malformed_ack_(SinkLog(),
+                     "status events whose dispatchVersion is no dispatch version; using their "
+                     "status without the acknowledgement",
+                     clock),
       wrong_cluster_(SinkLog(), "status events from a cluster the resource was not dispatched to",
                      clock),
       other_application_(SinkLog(),
@@ -28,16 +33,13 @@ Intake::Intake(IntakeSettings settings, Coalescer& coalescer, HubApps& hub_apps,
 
 void Intake::Handle(const cloudevents::Event& event, Ack ack) {
   metrics_.Received();
-  auto decoded = DecodeStatusReport(event, settings_.ignore_resource_health_messages);
-  if (manifests_ != nullptr && std::holds_alternative<Rejection>(decoded) &&
-      std::get<Rejection>(decoded).reason == DropReason::kNoFeedback) {
-    // Perhaps a bundle of rendered manifests: the lookup tells (a second parse, only for events
-    // that carry no Application).
-    auto bundle = DecodeBundleReport(event);
-    if (std::holds_alternative<StatusReport>(bundle)) {
-      decoded = std::move(bundle);
-    }
-  }
+  // With manifest delivery on, an event without an Application may be a bundle of rendered
+  // manifests: the lookup tells. A resource already known to be in the mode has it decoded as a
+  // bundle at once, without the one-pass decoder's read that would end in no_feedback.
+  auto decoded = manifests_ == nullptr
+                     ? DecodeStatusReport(event, settings_.ignore_resource_health_messages)
+                     : DecodeStatusOrBundleReport(event, settings_.ignore_resource_health_messages,
+                                                  KnownInManifestDelivery(event));
   if (auto* rejection = std::get_if<Rejection>(&decoded)) {
     metrics_.Dropped(rejection->reason);
     if (rejection->reason == DropReason::kMalformed) {
@@ -53,6 +55,13 @@ void Intake::Handle(const cloudevents::Event& event, Ack ack) {
     return;
   }
   AwaitingReport item{std::get<StatusReport>(std::move(decoded)), std::move(ack)};
+  if (!item.report.acked_version_error.empty()) {
+    metrics_.AckMalformed();
+    malformed_ack_.Add(item.report.event_id, {{"event_id", item.report.event_id},
+                                              {"resource", item.report.update.resource_id},
+                                              {"cluster", item.report.cluster},
+                                              {"error", item.report.acked_version_error}});
+  }
   if (const store::HubAppRef* ref = hub_apps_.Find(item.report.update.resource_id)) {
     Admit(*ref, std::move(item));
     return;
@@ -63,6 +72,15 @@ void Intake::Handle(const cloudevents::Event& event, Ack ack) {
     return;
   }
   hub_apps_.Await(std::move(item));
+}
+
+bool Intake::KnownInManifestDelivery(const cloudevents::Event& event) const {
+  auto id = event.ResourceId();
+  if (!id.ok()) {
+    return false;  // the decode rejects it
+  }
+  const store::HubAppRef* ref = hub_apps_.Find(absl::AsciiStrToLower(*id));
+  return ref != nullptr && ref->manifest.has_value();
 }
 
 void Intake::Admit(const store::HubAppRef& ref, AwaitingReport item) {
@@ -176,6 +194,7 @@ void Intake::LogUnlogged() {
 
 void Intake::FlushWarnings() {
   malformed_.Flush();
+  malformed_ack_.Flush();
   wrong_cluster_.Flush();
   other_application_.Flush();
 }

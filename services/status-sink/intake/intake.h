@@ -7,7 +7,12 @@
 // Manifest delivery: an event without the Application's status feedback is kept as the agent's
 // ManifestBundle status (DecodeBundleReport) until its lookup says the resource is in manifest
 // delivery; ManifestStatuses then builds the hub status, which is offered like any other. For
-// any other resource it is dropped as before (no_feedback).
+// any other resource it is dropped as before (no_feedback). The event of a resource whose cached
+// record is in manifest delivery is decoded as a bundle alone (DecodeStatusOrBundleReport).
+//
+// A report whose `dispatchVersion` is no dispatch version (StatusReport::acked_version_error) is
+// used without its acknowledgement, counted (mmi_status_acks_malformed_total) and summed up in
+// the log: to the dispatcher's AckCheck the version stays unacknowledged.
 //
 // Not thread-safe: owned by the sink's loop thread. Collaborators are borrowed.
 #pragma once
@@ -58,6 +63,9 @@ class Intake {
   // A report without an Application status: built for a resource in manifest delivery (true),
   // else dropped or looked up again (false: the item is taken care of).
   bool BuildManifestStatus(const store::HubAppRef& ref, AwaitingReport& item);
+  // Whether the resource `event` reports on is known (its cached record) to be in manifest
+  // delivery; O(1).
+  bool KnownInManifestDelivery(const cloudevents::Event& event) const;
   // Counts the outcome of an Offer() of `ref`'s report.
   void CountOffer(const store::HubAppRef& ref, const Coalescer::OfferOutcome& outcome);
   void Overflowed(const std::string& resource_id, const std::string& cluster);
@@ -72,6 +80,7 @@ class Intake {
   // Per-event warnings about bad or unmatched input, summed up (log_summary.h): an agent that
   // misbehaves cannot flood the log. The metrics count every event.
   log::WarnSummary malformed_;
+  log::WarnSummary malformed_ack_;
   log::WarnSummary wrong_cluster_;
   log::WarnSummary other_application_;
   // Counts since the last LogUnlogged(): one warning per interval instead of one per report,

@@ -2,11 +2,19 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "libs/cloudevents/event.h"
 #include "libs/common/testing/fake_clock.h"
 #include "libs/common/testing/inline_executor.h"
 #include "libs/store/testing/fake_status_store.h"
 #include "libs/transport/testing/fake_publisher.h"
 #include "libs/transport/testing/metric_value.h"
+#include "nlohmann/json.hpp"
 
 namespace mmi::status_sink {
 namespace {
@@ -107,6 +115,84 @@ TEST_F(IntakeTest, AnEventThatIsNoStatusReportIsDroppedAndAcknowledged) {
   EXPECT_EQ(Dropped("not_status"), 1);
   EXPECT_EQ(acked_, 1);
   EXPECT_EQ(MetricValue(registry_, "mmi_status_events_received_total", {}), 1);
+}
+
+// A status event of `resource_id` from cluster1 whose Application reports Healthy and the
+// `dispatchVersion` feedback value `version` (a FieldValue).
+cloudevents::Event StatusEvent(const std::string& resource_id, const nlohmann::json& version) {
+  const nlohmann::json status = {{"health", {{"status", "Healthy"}}}};
+  const nlohmann::json data = {
+      {"resourceStatus",
+       {{{"resourceMeta", {{"group", "argoproj.io"}, {"kind", "Application"}}},
+         {"statusFeedback",
+          {{"values",
+            {{{"name", "status"},
+              {"fieldValue", {{"type", "JsonRaw"}, {"jsonRaw", status.dump()}}}},
+             {{"name", "dispatchVersion"}, {"fieldValue", version}}}}}}}}}};
+  cloudevents::Event event;
+  event.id = "event-" + resource_id;
+  event.source = "cluster1-work-agent";
+  event.type = std::string(cloudevents::kStatusUpdateRequestType);
+  event.data_content_type = "application/json";
+  event.SetString(cloudevents::kExtClusterName, "cluster1");
+  event.SetString(cloudevents::kExtResourceId, resource_id);
+  event.SetString(cloudevents::kExtStatusHash, "hash-" + resource_id);
+  event.data = data.dump();
+  return event;
+}
+
+TEST_F(IntakeTest, AReportWhoseDispatchVersionIsNoVersionIsUsedWithoutItsAcknowledgement) {
+  struct Case {
+    std::string resource_id;
+    nlohmann::json version;
+    std::optional<int32_t> acked_version;  // what the write carries
+    double malformed_acks;                 // the counter after this event
+  };
+  const std::vector<Case> cases = {
+      {"r1", {{"type", "String"}, {"string", "7"}}, 7, 0},
+      {"r2", {{"type", "String"}, {"string", "seven"}}, std::nullopt, 1},
+      {"r3", {{"type", "Boolean"}, {"boolean", true}}, std::nullopt, 2},
+      {"r4", {{"type", "Integer"}, {"integer", 8}}, 8, 2},
+  };
+  // Room for every report, so that each one's write shows in TakeReady().
+  Coalescer coalescer{CoalescerSettings{.max_pending = 10}, clock_};
+  StatusResync resync{ResyncSettings(), publisher_, store_,   executor_,
+                      executor_,        clock_,     metrics_, coalescer};
+  Intake* intake = nullptr;
+  HubApps hub_apps{HubAppsSettings{},
+                   store_,
+                   executor_,
+                   executor_,
+                   clock_,
+                   metrics_,
+                   [&intake](const store::HubAppRef& ref, AwaitingReport item) {
+                     intake->Admit(ref, std::move(item));
+                   }};
+  Intake under_test{IntakeSettings{.ignore_resource_health_messages = false, .max_pending = 10},
+                    coalescer,
+                    hub_apps,
+                    resync,
+                    clock_,
+                    metrics_,
+                    [] {}};
+  intake = &under_test;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.resource_id);
+    store_.AddResourceForTest(Ref(c.resource_id));
+    under_test.Handle(StatusEvent(c.resource_id, c.version), [this] { ++acked_; });
+    EXPECT_EQ(MetricValue(registry_, "mmi_status_acks_malformed_total", {}), c.malformed_acks);
+  }
+  EXPECT_EQ(Dropped("malformed"), 0);
+  EXPECT_EQ(acked_, 0) << "acknowledged once written";
+  auto ready = coalescer.TakeReady(10);
+  ASSERT_EQ(ready.tasks.size(), cases.size()) << "every status is written";
+  for (const WriteTask& task : ready.tasks) {
+    const auto c = std::ranges::find(cases, task.update.resource_id, &Case::resource_id);
+    ASSERT_NE(c, cases.end());
+    SCOPED_TRACE(c->resource_id);
+    EXPECT_EQ(task.update.status["health"]["status"], "Healthy");
+    EXPECT_EQ(task.update.acked_version, c->acked_version);
+  }
 }
 
 TEST_F(IntakeTest, AnUnknownResourceWaitsForItsLookup) {

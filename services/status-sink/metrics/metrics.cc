@@ -55,6 +55,11 @@ SinkMetrics::SinkMetrics(prometheus::Registry& registry)
       coalesced_(CounterFamily(registry, "mmi_status_events_coalesced_total",
                                "Pending status reports replaced by a newer one before their write")
                      .Add({})),
+      acks_malformed_(CounterFamily(registry, "mmi_status_acks_malformed_total",
+                                    "Status reports whose dispatchVersion feedback value is no "
+                                    "dispatch version: the status is used, the acknowledgement "
+                                    "left out")
+                          .Add({})),
       writes_(CounterFamily(registry, "mmi_status_updates_total",
                             "Hub Application status writes, by result")),
       writes_ok_(&writes_.Add({{"result", "ok"}})),

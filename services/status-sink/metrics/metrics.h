@@ -4,6 +4,8 @@
 //   mmi_status_events_dropped_total{reason}               stale, duplicate, malformed, not_status,
 //       no_feedback, unknown_resource, cluster_mismatch, queue_full, overflow, unchanged
 //   mmi_status_events_coalesced_total                     a pending report replaced by a newer one
+//   mmi_status_acks_malformed_total                       reports whose dispatchVersion is no
+//                                                         version: used, unacknowledged
 //   mmi_status_updates_total{result}                      hub writes of a status: ok, not_found,
 //                                                         invalid, retry
 //   mmi_status_progressing_writes_total{result}           extra hub writes of health Progressing
@@ -55,6 +57,9 @@ class SinkMetrics {
     dropped_.Add({{"reason", std::string(DropReasonName(reason))}}).Increment();
   }
   void Coalesced() { coalesced_.Increment(); }
+  // A report whose `dispatchVersion` feedback value is no dispatch version: its status is used,
+  // its acknowledgement left out.
+  void AckMalformed() { acks_malformed_.Increment(); }
   void Write(WriteResult result, std::chrono::steady_clock::duration elapsed);
   // The Progressing write before a Healthy status (not counted in Write()).
   void ProgressingWrite(WriteResult result, std::chrono::steady_clock::duration elapsed);
@@ -83,6 +88,7 @@ class SinkMetrics {
   prometheus::Counter& received_;
   prometheus::Family<prometheus::Counter>& dropped_;
   prometheus::Counter& coalesced_;
+  prometheus::Counter& acks_malformed_;
   prometheus::Family<prometheus::Counter>& writes_;
   prometheus::Counter* writes_ok_;
   prometheus::Family<prometheus::Counter>& progressing_writes_;

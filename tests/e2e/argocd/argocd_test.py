@@ -46,9 +46,8 @@ import time
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tools", "stack"))
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
-from mmi_stack import (APP_API, ARGO_NAMESPACE, AppWatch, KubeError, Stack, StackConfig,  # noqa: E402
-                       StackError, app_view, prepare_work_dir)
-from checks import check, verdict  # noqa: E402
+from mmi_stack import AppWatch, Stack, StackConfig, app_view, prepare_work_dir  # noqa: E402
+from checks import app_path, check, get_app, hub_app, run_checks, wait_for  # noqa: E402
 
 APPSET, ROLLING = "guestbook", "guestbook-rolling"
 NODE, API_ONLY = "cluster-0001", "cluster-0002"
@@ -57,31 +56,6 @@ FIELDS = ("sync", "health", "resources", "summary", "operationState", "history",
           "controllerNamespace")
 VOLATILE_INTERVAL = 300  # the sink's statusSink volatileInterval (chart default): reconciledAt lag bound
 USER = "e2e-argocd"
-
-
-def wait_for(what: str, pred, timeout: float, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise StackError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
-
-
-def app_path(name: str) -> str:
-    return f"{APP_API}/namespaces/{ARGO_NAMESPACE}/applications/{name}"
-
-
-def get_app(client, name: str) -> dict | None:
-    """Application `name` from a hub or spoke client; None when it does not exist."""
-    try:
-        return client.request("GET", app_path(name))
-    except KubeError as e:
-        if e.status == 404:
-            return None
-        raise
 
 
 def spoke_app(stack: Stack, cluster: str, name: str) -> dict | None:
@@ -107,10 +81,6 @@ def seconds_between(a: str, b: str) -> float:
     """b - a for two RFC 3339 UTC timestamps (Argo CD writes whole seconds, Z)."""
     parse = lambda s: time.mktime(time.strptime(s, "%Y-%m-%dT%H:%M:%SZ"))  # noqa: E731
     return parse(b) - parse(a)
-
-
-def hub_app(stack: Stack, name: str) -> dict | None:
-    return get_app(stack.hub, name)
 
 
 def statuses_equal(stack: Stack, cluster: str, name: str, timeout: float = 90) -> list[str]:
@@ -453,13 +423,8 @@ def main() -> int:
                               ready_timeout=180, argocd=True, real_spokes=2, spoke_resync=args.spoke_resync,
                               fleet_args=["--sync-model", "argocd", "--auto-sync-delay", "1",
                                           "--operation-duration", "2"]))
-    try:
-        run(stack, args)
-    except StackError as e:
-        check(False, f"the run went through: {e}")
-    finally:
-        stack.stop()
-    return verdict(f"logs: {args.work_dir}/logs/ and {args.work_dir}/peers/")
+    return run_checks(stack, lambda: run(stack, args), "the run went through",
+                      f"logs: {args.work_dir}/logs/ and {args.work_dir}/peers/")
 
 
 if __name__ == "__main__":

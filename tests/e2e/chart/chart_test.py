@@ -43,7 +43,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 from mmi_stack import (APP_API, ARGO_NAMESPACE, RELEASE_NAME, RELEASE_NAMESPACE, Stack, StackConfig,  # noqa: E402
                        StackError, metric_sum, prepare_work_dir)
 from pods import INSTANCE, ChartOnNode, image_facts, run, start_node  # noqa: E402
-from checks import check, verdict  # noqa: E402
+from checks import check, verdict, wait_for  # noqa: E402
 
 
 timings: dict[str, float] = {}
@@ -54,14 +54,8 @@ def say(msg: str) -> None:
 
 
 def wait_until(what: str, timeout: float, fn, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise StackError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
+    """checks.wait_for with the timeout before the condition, as this test's calls give them."""
+    return wait_for(what, fn, timeout, interval)
 
 
 class Step:

@@ -19,8 +19,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools", "stack"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, verdict  # noqa: E402
+from checks import check, verdict  # noqa: E402  (checks imports tools/stack's mmi_stack)
 
 
 def alive(pid: int) -> bool:

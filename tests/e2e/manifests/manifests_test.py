@@ -44,9 +44,9 @@ import uuid
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tools", "stack"))
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
-from mmi_stack import (APP_API, ARGO_NAMESPACE, AppWatch, KubeError, Stack, StackConfig,  # noqa: E402
-                       StackError, app_view, prepare_work_dir)
-from checks import check, verdict  # noqa: E402
+from mmi_stack import (ARGO_NAMESPACE, AppWatch, KubeError, Stack, StackConfig, StackError,  # noqa: E402
+                       app_view, prepare_work_dir)
+from checks import app_path, check, hub_app, run_checks, wait_for  # noqa: E402
 
 NODE = "cluster-0001"
 SHIPPED_REPO_URL = "https://github.com/multicluster-maestro-integrations/multicluster-maestro-integrations.git"
@@ -64,32 +64,8 @@ DELIVERY = "apps.open-cluster-management.io/delivery"
 RESOLVE_INTERVAL = 20  # manifests.resolveInterval (s): how soon a commit is seen without a refresh
 
 
-def wait_for(what: str, pred, timeout: float, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise StackError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
-
-
 def app_name(variant: str, cluster: str = NODE) -> str:
     return f"{cluster}-gl-{variant}"
-
-
-def app_path(name: str) -> str:
-    return f"{APP_API}/namespaces/{ARGO_NAMESPACE}/applications/{name}"
-
-
-def hub_app(stack: Stack, name: str) -> dict | None:
-    try:
-        return stack.hub.request("GET", app_path(name))
-    except KubeError as e:
-        if e.status == 404:
-            return None
-        raise
 
 
 def status(app: dict | None) -> dict:
@@ -504,13 +480,8 @@ def main() -> int:
     # measured by the fleet bench; here every check is about the real spoke.
     stack = Stack(StackConfig(work_dir=args.work_dir, build_dir=args.build_dir, clusters=1,
                               ready_timeout=180, argocd=True, real_spokes=1, spoke_argocd=False))
-    try:
-        run(stack, args.stage)
-    except StackError as e:
-        check(False, f"the run went through: {e}")
-    finally:
-        stack.stop()
-    return verdict(f"logs: {args.work_dir}/logs/ and {args.work_dir}/peers/")
+    return run_checks(stack, lambda: run(stack, args.stage), "the run went through",
+                      f"logs: {args.work_dir}/logs/ and {args.work_dir}/peers/")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 sys.path.insert(0, os.path.join(REPO, "tools", "stack"))
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 from mmi_stack import AppWatch, Stack, StackConfig, StackError, app_view, metric_sum, prepare_work_dir  # noqa: E402
-from checks import check, verdict  # noqa: E402
+from checks import check, run_checks  # noqa: E402
 
 APPSET = "guestbook-rolling"
 def first(timeline, app: str, pred, after: float = 0.0) -> float | None:
@@ -129,13 +129,8 @@ def main() -> int:
                               ready_timeout=180, argocd=True,
                               fleet_args=["--sync-model", "argocd", "--auto-sync-delay", "1",
                                           "--operation-duration", "2"]))
-    try:
-        run(stack, args.clusters, args.timeout)
-    except StackError as e:
-        check(False, f"the rollout ran: {e}")
-    finally:
-        stack.stop()
-    return verdict(f"logs: {args.work_dir}/logs/")
+    return run_checks(stack, lambda: run(stack, args.clusters, args.timeout), "the rollout ran",
+                      f"logs: {args.work_dir}/logs/")
 
 
 if __name__ == "__main__":

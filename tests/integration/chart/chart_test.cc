@@ -447,6 +447,7 @@ statusSink:
     countsInterval: 10s
     resyncChunk: 555
     maxStatusBytes: 2048
+    maxManifestPayloads: 77
     writers: 6
     fieldManager: fm-s
 )";
@@ -569,6 +570,7 @@ TEST_F(ChartTest, EverySettingReachesTheServices) {
   EXPECT_EQ(s.sink.counts_interval, seconds(10));
   EXPECT_EQ(s.sink.resync_chunk, 555u);
   EXPECT_EQ(s.sink.patch.max_status_bytes, 2048u);
+  EXPECT_EQ(s.sink.max_manifest_payloads, 77u);
   EXPECT_EQ(s.writers, 6);
   EXPECT_EQ(s.writer.field_manager, "fm-s");
 

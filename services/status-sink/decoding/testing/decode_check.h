@@ -16,7 +16,8 @@
 namespace mmi::status_sink::testing {
 
 // "" when `a` and `b` are the same answer (every StatusReport field, the feedback tree compared
-// as values and as text; or the same Rejection reason and detail), else what differs.
+// as values and as text, a bundle status by its presence; or the same Rejection reason and
+// detail), else what differs.
 inline std::string ReportDifference(const std::variant<StatusReport, Rejection>& a,
                                     const std::variant<StatusReport, Rejection>& b) {
   if (a.index() != b.index()) {
@@ -42,6 +43,14 @@ inline std::string ReportDifference(const std::variant<StatusReport, Rejection>&
   }
   if (u.acked_version != v.acked_version) {
     return "acknowledged dispatch versions differ";
+  }
+  if ((x.bundle_status == nullptr) != (y.bundle_status == nullptr) ||
+      x.bundle_generation != y.bundle_generation) {
+    return "one is a bundle report, the other not, or their bundle generations differ";
+  }
+  if (x.acked_version_error != y.acked_version_error) {
+    return "dispatch version errors differ: " + x.acked_version_error + " | " +
+           y.acked_version_error;
   }
   // The status as a tree (built from the text a decoder kept), and the material hash a decoder
   // computed against the other's tree.
