@@ -2,8 +2,13 @@
 #   Declares target mmi_<name> with alias mmi::<name>. Includes are rooted at the repository.
 #   A library without SRCS is an INTERFACE (header-only) library. TESTONLY libraries (and every
 #   mmi_cc_test) are not declared when MMI_BUILD_TESTS is OFF (the image's build).
-# mmi_cc_test(NAME <name> SRCS ... [DEPS ...] [LABELS unit|integration|e2e] [TIMEOUT s])
+# mmi_cc_test(NAME <name> SRCS ... [DEPS ...] [LABELS unit|integration|e2e] [TIMEOUT s] [COST s]
+#             [RESOURCE_LOCK name...])
 #   Declares a GoogleTest binary and registers it with ctest under the given label (default unit).
+#   scripts/test runs each label with `ctest -j` (docs/ci.md): COST is the test's usual seconds in
+#   CI, so that a fresh clone (no ctest cost data yet) starts the longest tests first; RESOURCE_LOCK
+#   names what the test cannot share with another test running at the same time
+#   (docs/ci.md lists the locks).
 # mmi_link_allocator(<executable>)
 #   Links the services' allocator (MMI_ALLOCATOR_USED, cmake/MmiDependencies.cmake) into an
 #   executable: its malloc, free and operator new then serve the whole process. Not as-needed:
@@ -41,7 +46,7 @@ function(mmi_cc_test)
   if(NOT MMI_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(MMI "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(MMI "" "NAME;TIMEOUT;COST" "SRCS;DEPS;LABELS;RESOURCE_LOCK" ${ARGN})
   if(NOT MMI_LABELS)
     set(MMI_LABELS unit)
   endif()
@@ -58,8 +63,12 @@ function(mmi_cc_test)
   target_link_libraries(${target} PRIVATE ${MMI_DEPS} GTest::gmock GTest::gtest_main)
   add_test(NAME ${target} COMMAND ${target})
   set_tests_properties(${target} PROPERTIES LABELS "${MMI_LABELS}" TIMEOUT ${MMI_TIMEOUT})
-  if(NOT MMI_LABELS STREQUAL "unit")
-    # Real peers are heavy on a 2-core machine: integration and e2e tests never run together.
-    set_tests_properties(${target} PROPERTIES RESOURCE_LOCK real_peers)
+  # Every peer a test starts is its own (free ports, a data dir per test and process), so tests
+  # run side by side unless they declare a lock.
+  if(MMI_COST)
+    set_tests_properties(${target} PROPERTIES COST ${MMI_COST})
+  endif()
+  if(MMI_RESOURCE_LOCK)
+    set_tests_properties(${target} PROPERTIES RESOURCE_LOCK "${MMI_RESOURCE_LOCK}")
   endif()
 endfunction()

@@ -68,16 +68,9 @@ peer_init() {
   export PEER_DIR
 }
 
-# free_port: prints a TCP port on 127.0.0.1 that is free right now.
-free_port() {
-  python3 - <<'PY'
-import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()
-PY
-}
+# free_port: prints a TCP port on 127.0.0.1 that is free right now, picked at random below the
+# kernel's ephemeral range (why: tools/stack/mmi_stack/host.py, which both share).
+free_port() { python3 -B "$MMI_REPO_ROOT/tools/stack/mmi_stack/host.py"; }
 
 # emit KEY VALUE: records one connection fact in $PEER_DIR/env.
 emit() { printf '%s=%s\n' "$1" "$2" >> "$PEER_DIR/env"; }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Unit tests of mmi_stack's pure helpers (no process, no network)."""
+"""Unit tests of mmi_stack's pure helpers (no process, no network; free_port binds on loopback)."""
 
 import os
+import socket
 import sys
 import unittest
 
@@ -98,6 +99,20 @@ class ResourceIdTest(unittest.TestCase):
         self.assertEqual(mmi_stack.work_resource_id("app-work-client", "cluster1",
                                                     "openshift-gitops-guestbook-cluster1"),
                          "278f3a61-efe5-56de-abba-6aedbfcce272")
+
+
+class FreePortTest(unittest.TestCase):
+    def test_picks_below_the_ephemeral_range_and_never_a_bound_port(self):
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as f:
+            ephemeral_floor = int(f.read().split()[0])
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", mmi_stack.free_port()))
+            taken_port = taken.getsockname()[1]
+            picks = {mmi_stack.free_port() for _ in range(200)}
+        self.assertNotIn(taken_port, picks)
+        if ephemeral_floor > 11000:  # otherwise the kernel picks (see host.py)
+            self.assertTrue(all(10000 <= p < ephemeral_floor for p in picks), sorted(picks))
+        self.assertGreater(len(picks), 150)  # at random, so that parallel tests rarely meet
 
 
 if __name__ == "__main__":
