@@ -131,14 +131,21 @@ bool Intake::BuildManifestStatus(const store::HubAppRef& ref, AwaitingReport& it
     hub_apps_.Await(std::move(item));  // the lookup replaces the cached record
     return false;
   }
+  if (built == ManifestBuild::kLookUpAgain) {
+    // Looked up again and still not held: the bundle changed again while its manifests were
+    // read. Nothing is wrong with the report: the agent is asked for it again, as for an
+    // overflow, so the hub does not wait for the agent's next change.
+    metrics_.Dropped(DropReason::kManifestsNotHeld);
+    ++unlogged_.manifests_not_held;
+    resync_.RememberLost(ref.resource_id, ref.cluster);
+    std::move(item.ack)();
+    return false;
+  }
   if (built != ManifestBuild::kBuilt) {
     metrics_.Dropped(DropReason::kMalformed);
-    malformed_.Add(item.report.event_id,
-                   {{"event_id", item.report.event_id},
-                    {"resource", ref.resource_id},
-                    {"error", built == ManifestBuild::kInvalid
-                                  ? detail
-                                  : "the rendered manifests of the resource are not held"}});
+    malformed_.Add(
+        item.report.event_id,
+        {{"event_id", item.report.event_id}, {"resource", ref.resource_id}, {"error", detail}});
     std::move(item.ack)();
     return false;
   }
@@ -183,9 +190,10 @@ void Intake::LogUnlogged() {
   }
   SinkLog().Warn(
       "status reports dropped for want of room: volatile-only writes shed, the rest overflowed "
-      "(remembered and asked for again by status resync)",
+      "or without their rendered manifests (remembered and asked for again by status resync)",
       {{"volatile_shed", unlogged_.shed},
        {"overflowed", unlogged_.overflowed},
+       {"manifests_not_held", unlogged_.manifests_not_held},
        {"lost_pending", static_cast<uint64_t>(resync_.lost())},
        {"pending", static_cast<uint64_t>(coalescer_.pending())},
        {"max_pending", static_cast<uint64_t>(settings_.max_pending)}});

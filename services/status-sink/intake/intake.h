@@ -53,8 +53,10 @@ class Intake {
   void Admit(const store::HubAppRef& ref, AwaitingReport item);
 
   // Whether LogUnlogged() has something to say; LogUnlogged() writes one line summing the reports
-  // shed and overflowed since the last one, and resets the counts.
-  bool HasUnlogged() const { return unlogged_.shed > 0 || unlogged_.overflowed > 0; }
+  // shed, overflowed and without their manifests since the last one, and resets the counts.
+  bool HasUnlogged() const {
+    return unlogged_.shed > 0 || unlogged_.overflowed > 0 || unlogged_.manifests_not_held > 0;
+  }
   void LogUnlogged();
   // Logs the summed-up warnings that are due.
   void FlushWarnings();
@@ -88,6 +90,7 @@ class Intake {
   struct Unlogged {
     uint64_t shed = 0;
     uint64_t overflowed = 0;
+    uint64_t manifests_not_held = 0;
   };
   Unlogged unlogged_;
 };

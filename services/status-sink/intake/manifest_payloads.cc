@@ -1,7 +1,7 @@
 #include "services/status-sink/intake/manifest_payloads.h"
 
 #include <algorithm>
-#include <set>
+#include <map>
 #include <utility>
 
 #include "libs/cloudevents/manifest_bundle.h"
@@ -11,29 +11,46 @@ namespace mmi::status_sink {
 
 absl::Status ManifestPayloads::Load(store::StatusStore& store,
                                     const std::vector<store::HubAppRef>& refs) {
-  std::vector<std::string> ids;
-  std::set<std::string> wanted;
+  // The resources of each missing payload hash. One per hash is asked first; the store answers
+  // with what the resource holds now, which is another hash when its bundle changed since `refs`
+  // were read (a revision change under way). Then the others of that hash are asked, once.
+  std::map<std::string, std::vector<std::string>> missing;
   for (const auto& ref : refs) {
-    if (ref.manifest && !Holds(ref.manifest->payload_hash) &&
-        wanted.insert(ref.manifest->payload_hash).second) {
-      ids.push_back(ref.resource_id);  // one resource per missing hash is enough
+    if (ref.manifest && !Holds(ref.manifest->payload_hash)) {
+      missing[ref.manifest->payload_hash].push_back(ref.resource_id);
     }
   }
-  if (ids.empty()) {
-    return absl::OkStatus();
-  }
-  auto payloads = store.LookupPayloads(ids);
-  if (!payloads.ok()) {
-    return payloads.status();
-  }
-  for (const auto& payload : *payloads) {
-    auto bundle = cloudevents::DecodeManifestBundle(payload.payload);
-    if (!bundle.ok()) {
-      SinkLog().Warn("the dispatched payload of a resource in manifest delivery is not a bundle",
-                     {{"resource", payload.resource_id}, {"error", bundle.status().ToString()}});
-      continue;
+  for (int round = 0; round < 2 && !missing.empty(); ++round) {
+    std::vector<std::string> ids;
+    for (const auto& [hash, resources] : missing) {
+      if (round == 0) {
+        ids.push_back(resources.front());
+      } else {
+        ids.insert(ids.end(), resources.begin() + 1,
+                   resources.begin() + static_cast<std::ptrdiff_t>(
+                                           std::min(resources.size(), kMaxRetriesPerHash + 1)));
+      }
     }
-    Insert(payload.payload_hash, std::make_shared<const Manifests>(std::move(bundle->manifests)));
+    if (ids.empty()) {
+      break;
+    }
+    auto payloads = store.LookupPayloads(ids);
+    if (!payloads.ok()) {
+      return payloads.status();
+    }
+    for (const auto& payload : *payloads) {
+      if (Holds(payload.payload_hash)) {
+        continue;
+      }
+      auto bundle = cloudevents::DecodeManifestBundle(payload.payload);
+      if (!bundle.ok()) {
+        SinkLog().Warn("the dispatched payload of a resource in manifest delivery is not a bundle",
+                       {{"resource", payload.resource_id}, {"error", bundle.status().ToString()}});
+        continue;
+      }
+      Insert(payload.payload_hash, std::make_shared<const Manifests>(std::move(bundle->manifests)));
+    }
+    std::erase_if(missing, [this](const auto& entry) { return Holds(entry.first); });
   }
   return absl::OkStatus();
 }

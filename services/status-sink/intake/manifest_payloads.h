@@ -32,14 +32,17 @@ class ManifestPayloads {
   explicit ManifestPayloads(std::size_t max_payloads) : max_payloads_(max_payloads) {}
 
   // Loads the payloads of the manifest-delivery resources among `refs` whose payload hash is not
-  // held, through `store` (blocking: call on the store executor). A payload that is not a
-  // ManifestBundle is not held (the status is then not built: logged, as for a missing one);
-  // store errors are returned.
+  // held, through `store` (blocking: call on the store executor): one resource per hash, and when
+  // its bundle changed since `refs` were read, up to kMaxRetriesPerHash others of that hash. A
+  // payload that is not a ManifestBundle is not held (the status is then not built: logged, as
+  // for a missing one); store errors are returned.
   absl::Status Load(store::StatusStore& store, const std::vector<store::HubAppRef>& refs);
   // The manifests of `payload_hash`; null when not held.
   std::shared_ptr<const Manifests> Find(const std::string& payload_hash);
 
   std::size_t size() const;
+
+  static constexpr std::size_t kMaxRetriesPerHash = 8;
 
  private:
   struct Entry {

@@ -75,6 +75,24 @@ TEST_F(ManifestPayloadsTest, BeyondTheBoundTheLeastRecentlyUsedRenderGoes) {
   EXPECT_NE(payloads.Find("render-c"), nullptr);
 }
 
+// A revision change under way: the refs were read when both resources held render-a, but the
+// first one's bundle is render-b by the time its payload is read. Another resource of render-a
+// is asked, so the reports against render-a can still be mapped (scenario (f) lost some before).
+TEST_F(ManifestPayloadsTest, AResourceWhoseBundleChangedMeanwhileIsReplacedByAnotherOfItsHash) {
+  ManifestPayloads payloads(/*max_payloads=*/8);
+  Add(1, "render-b", "b");  // what the store holds now
+  const std::vector<store::HubAppRef> refs = {Resource(1, "render-a"), Add(2, "render-a", "a"),
+                                              Add(3, "render-a", "a")};
+  ASSERT_TRUE(payloads.Load(store_, refs).ok());
+  auto a = payloads.Find("render-a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ((*a)[0]["metadata"]["name"], "a");
+  EXPECT_NE(payloads.Find("render-b"), nullptr) << "what the first one answered is kept too";
+  // No resource holds it any more: nothing loops, it stays missing.
+  ASSERT_TRUE(payloads.Load(store_, {Resource(1, "render-gone"), Resource(2, "render-gone")}).ok());
+  EXPECT_EQ(payloads.Find("render-gone"), nullptr);
+}
+
 TEST_F(ManifestPayloadsTest, AStoreErrorIsReturnedAndAPayloadThatIsNoBundleIsNotHeld) {
   ManifestPayloads payloads(/*max_payloads=*/8);
   store::HubAppRef broken = Resource(1, "render-x");

@@ -96,9 +96,10 @@ SinkMetrics::SinkMetrics(prometheus::Registry& registry)
                                   "Failed store operations of the status sink, by operation")),
       appsets_(GaugeFamily(registry, "mmi_appset_applications",
                            "Applications per ApplicationSet by sync and health status")) {
-  for (auto reason : {DropReason::kStale, DropReason::kDuplicate, DropReason::kMalformed,
-                      DropReason::kUnknownResource, DropReason::kUnchanged, DropReason::kOverflow,
-                      DropReason::kVolatileShed, DropReason::kDeletedWhileLive}) {
+  for (auto reason :
+       {DropReason::kStale, DropReason::kDuplicate, DropReason::kMalformed,
+        DropReason::kUnknownResource, DropReason::kUnchanged, DropReason::kOverflow,
+        DropReason::kVolatileShed, DropReason::kDeletedWhileLive, DropReason::kManifestsNotHeld}) {
     dropped_.Add({{"reason", std::string(DropReasonName(reason))}});
   }
   for (auto result : {WriteResult::kNotFound, WriteResult::kInvalid, WriteResult::kRetry}) {

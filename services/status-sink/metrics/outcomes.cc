@@ -28,6 +28,8 @@ std::string_view DropReasonName(DropReason reason) {
       return "volatile_shed";
     case DropReason::kDeletedWhileLive:
       return "deleted_while_live";
+    case DropReason::kManifestsNotHeld:
+      return "manifests_not_held";
   }
   return "other";
 }

@@ -21,6 +21,10 @@ enum class DropReason {
   // Deleted=True for a resource that is not being deleted (never asked, or re-created since):
   // a late or redelivered report; the resource stays live.
   kDeletedWhileLive,
+  // A report of a resource in manifest delivery whose rendered manifests the sink could not
+  // load (its bundle changed again while they were read): asked for again by the resync of lost
+  // reports, as an overflow is.
+  kManifestsNotHeld,
 };
 std::string_view DropReasonName(DropReason reason);
 
