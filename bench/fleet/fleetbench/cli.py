@@ -70,6 +70,9 @@ def parse_args(argv):
     p.add_argument('--verify-sample', type=int, default=3000)
     p.add_argument('--renders-in-flight', type=int, default=4,
                    help='(f) the dispatcher\'s manifests.maxRendersInFlight (its default 4)')
+    p.add_argument('--resolve-interval', type=int,
+                   help='(f) the dispatcher\'s manifests.resolveInterval in s (default 20, --ci 5; '
+                        'Argo CD\'s own default is 180)')
     p.add_argument('--note', default='',
                    help='recorded in the report (meta.note): e.g. what else ran on the machine')
     p.add_argument('--log-level', default='info')

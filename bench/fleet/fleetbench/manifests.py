@@ -87,7 +87,8 @@ class ManifestsMixin:
         """The hub's Argo CD (repo-server, no CMP: the sources are plain directories) and the git
         server, before the other peers; the dispatcher's `manifests` settings as chart values."""
         st = self.stack
-        resolve_s = CI_RESOLVE_INTERVAL_S if self.args.ci else RESOLVE_INTERVAL_S
+        resolve_s = self.args.resolve_interval or (
+            CI_RESOLVE_INTERVAL_S if self.args.ci else RESOLVE_INTERVAL_S)
         hub = st.start_peer('start-kube', 'hub', 'ROLE=hub')
         st.argocd_env = st.start_peer(
             'start-argocd', 'argocd-hub', 'ROLE=hub', f"KUBECONFIG={hub['KUBECONFIG']}",
