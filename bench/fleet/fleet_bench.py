@@ -73,6 +73,7 @@ class FleetBench(ObserveMixin, SeedingMixin, ColdStartMixin, ScenariosMixin, Ups
         self.report['meta'] = {
             'started': iso_now(), 'scale': a.scale, 'clusters': len(self.clusters),
             'appsets': len(self.appsets), 'applications': self.n_apps, 'transport': a.transport,
+            'maestro_replicas': a.maestro_replicas if a.transport == 'grpc' else None,
             'build_dir': a.build_dir, 'scenarios': scenarios,
             'steady_state_seconds': a.steady_seconds, 'ci_mode': a.ci,
             'phase_timeout_s': a.timeout, 'restart_settle_max_s': a.settle_max,
@@ -148,6 +149,7 @@ def run_once(args):
     prepare_work_dir(args.work_dir)
     stack = Stack(StackConfig(work_dir=args.work_dir, build_dir=args.build_dir,
                               transport=args.transport, clusters=args.clusters,
+                              maestro_replicas=args.maestro_replicas,
                               log_level=args.log_level, helm_set=list(args.set),
                               # readiness is awaited (and reported) by the bench itself; Stack
                               # kills a process that is not ready within ready_timeout
@@ -184,6 +186,7 @@ def mqtt_args(args):
     """--compare-mqtt: the same run over MQTT, in its own work dir, written beside the report."""
     m = copy.copy(args)
     m.transport, m.compare_mqtt, m.set = 'mqtt', False, list(args.set)
+    m.maestro_replicas = 1
     m.work_dir = args.work_dir + '-mqtt'
     m.json = os.path.join(m.work_dir, 'report.json')
     return m

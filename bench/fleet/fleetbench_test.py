@@ -14,7 +14,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fleetbench import (baseline, goals, maestro, manifests, manifests_goals,  # noqa: E402
-                        perfprofile, pgcpu, prom, restart_probe, scenarios)
+                        perfprofile, pgcpu, procstat, prom, restart_probe,
+                        scenarios)
 
 TEXT = '''# HELP mmi_status_lag_seconds lag
 # TYPE mmi_status_lag_seconds histogram
@@ -485,6 +486,36 @@ class MaestroCostTest(unittest.TestCase):
         self.assertEqual(out['work_queues']['event-controller'], {
             'items': 1000, 'adds': 1000, 'retries': 4, 'work_seconds': 80.0,
             'worker_busy_share_of_window': 0.8, 'work_mean_ms': 80.0, 'wait_mean_ms': 500.0})
+
+    def test_replicas_metrics_sum_and_busy_share_is_per_worker(self):
+        queue = '{queue_name="event-controller"}'
+        spec = 'spec_controller_event_reconcile_duration_seconds'
+
+        def inst(work, events):
+            return prom.parse(f'workqueue_work_duration_seconds_sum{queue} {work}\n'
+                              f'workqueue_work_duration_seconds_count{queue} {events}\n'
+                              f'{spec}_sum{{type="CreateRequest"}} {work}\n'
+                              f'{spec}_count{{type="CreateRequest"}} {events}\n')
+        before = maestro.merged([inst(0, 0), inst(0, 0), {}])
+        # three instances, the third without /metrics (unread): 90 + 60 s busy over 100 s
+        after = maestro.merged([inst(90, 900), inst(60, 600), {}])
+        out = maestro.controller_figures(before, after, 100.0, workers=3)
+        self.assertEqual(out['work_queues']['event-controller']['worker_busy_share_of_window'],
+                         0.5)
+        self.assertEqual(out['work_queues']['event-controller']['items'], 1500)
+        self.assertEqual(out[next(iter(maestro.CONTROLLER_HISTOGRAMS))]['events'], 1500)
+        self.assertEqual(maestro.merged([]), {})
+
+    def test_replicas_process_figures_sum_and_skip_the_gone(self):
+        cases = [
+            ([{'rss_bytes': 10, 'cpu_seconds': 1.5}, None, {'rss_bytes': 5, 'cpu_seconds': 0.5}],
+             {'rss_bytes': 15, 'cpu_seconds': 2.0, 'processes': 2}),
+            ([{'rss_bytes': 10, 'cpu_seconds': 1.0, 'processes': 3}],
+             {'rss_bytes': 10, 'cpu_seconds': 1.0, 'processes': 3}),
+            ([None, None], None),
+        ]
+        for stats, want in cases:
+            self.assertEqual(procstat.summed(stats), want, stats)
 
     def test_a_maestro_section_without_readings_is_a_failure(self):
         spec = next(iter(maestro.CONTROLLER_HISTOGRAMS))

@@ -33,6 +33,10 @@ def parse_args(argv):
     p.add_argument('--perf-seconds', type=int, default=600,
                    help='grpc: longest perf profile of the Maestro server from the dispatcher '
                         'start (it ends when every Application is on its agent); 0: none')
+    p.add_argument('--maestro-replicas', type=int, default=1,
+                   help='grpc: Maestro server instances on its one database (start-maestro '
+                        'REPLICAS, 1-9); the services use the first, Maestro\'s CPU and '
+                        '/metrics are summed over all')
     p.add_argument('--build-dir', default=os.path.join(REPO_ROOT, 'build', 'release'))
     p.add_argument('--work-dir', help='default: /tmp/mmi-fleet-bench-<scale>')
     p.add_argument('--json', help='write the report here (default: <work-dir>/report.json)')
@@ -110,6 +114,10 @@ def parse_args(argv):
         p.error('--transport grpc runs scenario a only (--scenarios a)')
     if a.compare_mqtt and a.transport != 'grpc':
         p.error('--compare-mqtt compares a gRPC run with MQTT: it needs --transport grpc')
+    if not 1 <= a.maestro_replicas <= 9:
+        p.error('--maestro-replicas must be 1 to 9')
+    if a.maestro_replicas > 1 and a.transport != 'grpc':
+        p.error('--maestro-replicas needs --transport grpc')
     if a.perf_seconds < 0:
         p.error('--perf-seconds must be 0 (no profile) or more')
     return a

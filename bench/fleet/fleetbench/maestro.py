@@ -56,7 +56,10 @@ class MaestroProbe:
         self.our_db = stack.pg_env.get('PG_DB', 'mmi')
         self.sampler = PgCpuSampler(stack.pid('postgres'), (MAESTRO_DB, self.our_db))
         self.maestro_pid = stack.pid('maestro')
-        self.metrics_url = stack.maestro_env.get('MAESTRO_METRICS_URL')
+        # every instance's /metrics (--maestro-replicas); the profile is of the first only
+        env = stack.maestro_env
+        self.metrics_urls = [u for u in env.get('MAESTRO_METRICS_URLS',
+                                                env.get('MAESTRO_METRICS_URL', '')).split(',') if u]
         self.recorder = (PerfRecorder(self.maestro_pid, os.path.join(work_dir, 'maestro-perf.data'),
                                       max_seconds=perf_seconds, paths=WORK_PATHS)
                          if perf_seconds > 0 else None)
@@ -71,14 +74,14 @@ class MaestroProbe:
         """PostgreSQL's CPU by database, pg_stat_database and Maestro's /metrics, now."""
         snap = self.sampler.snapshot()
         snap['pg_stat_database'] = self.pg_stat_database()
-        snap['maestro_metrics'] = self.maestro_metrics()
+        snap['maestro_metrics_by_instance'] = [self.maestro_metrics(u) for u in self.metrics_urls]
+        snap['maestro_metrics'] = merged(snap['maestro_metrics_by_instance'])
         return snap
 
-    def maestro_metrics(self):
-        if not self.metrics_url:
-            return {}
+    @staticmethod
+    def maestro_metrics(url):
         try:
-            with urllib.request.urlopen(self.metrics_url, timeout=10) as r:
+            with urllib.request.urlopen(url, timeout=10) as r:
                 return prom.parse(r.read().decode('utf-8', 'replace'))
         except OSError:
             return {}
@@ -117,10 +120,17 @@ class MaestroProbe:
         split = attribute(pg_before, pg_after, dbs,
                           {db: stat[db].get('active_ms', 0.0) for db in dbs})
         split['pg_stat_database_delta'] = stat
-        out = {'pg_split': split, 'maestro_pid': self.maestro_pid,
+        seconds = pg_after['t'] - pg_before['t']
+        instances = len(self.metrics_urls)
+        out = {'pg_split': split, 'maestro_pid': self.maestro_pid, 'instances': instances,
                'controllers': controller_figures(pg_before['maestro_metrics'],
-                                                 pg_after['maestro_metrics'],
-                                                 pg_after['t'] - pg_before['t'])}
+                                                 pg_after['maestro_metrics'], seconds,
+                                                 max(1, instances))}
+        if instances > 1:
+            out['controllers_by_instance'] = [
+                controller_figures(b, a, seconds) for b, a in zip(
+                    pg_before['maestro_metrics_by_instance'],
+                    pg_after['maestro_metrics_by_instance'])]
         if self.recorder:
             out['perf'] = self.recorder.summary()
         return out
@@ -142,11 +152,23 @@ def maestro_failures(m, delivered):
     return out
 
 
-def controller_figures(before, after, seconds):
+def merged(snapshots):
+    """Several instances' /metrics as one snapshot: their series side by side, so that totals
+    and deltas (prom.total, counter_delta) sum over the instances."""
+    out = {}
+    for snap in snapshots:
+        for name, series in snap.items():
+            out.setdefault(name, []).extend(series)
+    return out
+
+
+def controller_figures(before, after, seconds, workers=1):
     """Events each Maestro controller handled over the window and the seconds its handlers took
     (its reconcile histogram, which starts after the event's lock and read); and per work queue
     (`event-controller`, `status-event-controller`) the items, retries, the seconds its worker
-    held items (Get to Done: all of the work) as a share of the window, and the mean wait."""
+    held items (Get to Done: all of the work) as a share of the window, and the mean wait.
+    `workers`: how many instances the snapshots sum (each has one worker per queue), so the
+    busy share is per worker."""
     out = {}
     for what, base in CONTROLLER_HISTOGRAMS.items():
         count = prom.counter_delta(before, after, base + '_count')
@@ -166,8 +188,8 @@ def controller_figures(before, after, seconds):
     out['work_queues'] = {
         q: {'items': int(work_n.get(q, 0)), 'adds': int(adds.get(q, 0)),
             'retries': int(retries.get(q, 0)), 'work_seconds': round(work_s.get(q, 0.0), 2),
-            'worker_busy_share_of_window': round(work_s.get(q, 0.0) / seconds, 3) if seconds
-            else None,
+            'worker_busy_share_of_window': round(work_s.get(q, 0.0) / (seconds * workers), 3)
+            if seconds else None,
             'work_mean_ms': round(1000.0 * work_s[q] / work_n[q], 1) if work_n.get(q) else None,
             'wait_mean_ms': round(1000.0 * wait_s[q] / wait_n[q], 1) if wait_n.get(q) else None}
         for q in sorted(set(work_n) | set(adds))}

@@ -19,6 +19,11 @@ from .common import PEERS, SERVICES, iso_now, log, mib
 class ObserveMixin:
     """Part of FleetBench: snapshots and probes (no scenario logic)."""
 
+    def maestro_pids(self):
+        """grpc: every Maestro server instance's pid (start-maestro MAESTRO_PIDS), else []."""
+        env = getattr(self.stack, 'maestro_env', None) or {}
+        return [int(p) for p in env.get('MAESTRO_PIDS', '').split(',') if p]
+
     def peer_pid(self, name):
         if name == 'broker':
             # grpc: mosquitto between Maestro and the agents
@@ -35,6 +40,12 @@ class ObserveMixin:
                 except Exception:  # noqa: BLE001 - the process just exited
                     pass
         for name in PEERS:
+            if name == 'maestro' and len(self.maestro_pids()) > 1:
+                # its instances (--maestro-replicas) as one process
+                s = procstat.summed([procstat.stats(p) for p in self.maestro_pids()])
+                if s is not None:
+                    out[name] = s
+                continue
             try:
                 pid = self.peer_pid(name)
             except Exception:  # noqa: BLE001

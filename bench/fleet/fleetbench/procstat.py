@@ -89,16 +89,19 @@ def stats(pid, with_children=False):
     if pid is None:
         return None
     pids = tree(pid) if with_children else [pid]
+    return summed(one(p) for p in pids)
+
+
+def summed(stats_list):
+    """Several processes' figures as one (those gone, None, left out), or None when all are:
+    one() of each process, or stats() of several trees."""
     acc = None
-    for p in pids:
-        s = one(p)
+    for s in stats_list:
         if s is None:
             continue
-        if acc is None:
-            acc = {'rss_bytes': 0, 'cpu_seconds': 0.0, 'processes': 0}
-        acc['rss_bytes'] += s['rss_bytes']
-        acc['cpu_seconds'] += s['cpu_seconds']
-        acc['processes'] += 1
+        acc = acc or {'rss_bytes': 0, 'cpu_seconds': 0.0, 'processes': 0}
+        for k in acc:
+            acc[k] += s.get(k, 1) if k == 'processes' else s[k]
     return acc
 
 

@@ -176,7 +176,8 @@ def print_maestro(m):
           f"{c.get('ours_over_maestro_process_only')})")
     print(f"  PostgreSQL split: {pg}")
     print(f"  rates: {m.get('rates')}")
-    print(f"  Maestro's controllers: {m.get('controllers')}")
+    print(f"  Maestro's controllers ({m.get('instances', 1)} instance(s), summed): "
+          f"{m.get('controllers')}")
     perf = m.get('perf')
     if perf:
         if perf.get('error'):

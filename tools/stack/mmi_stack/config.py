@@ -63,6 +63,9 @@ class StackConfig:
     # Its default, 50, starves for good under a burst of agent statuses (3,000 Applications
     # changing at once: docs/reliability.md, the gRPC row); 150 got through.
     maestro_db_connections: int = 150
+    # transport grpc: Maestro server instances on its one database (start-maestro REPLICAS); the
+    # services use the first (docs/adr/0005-maestro-server-from-the-module-proxy.md).
+    maestro_replicas: int = 1
     # Extra `helm template --set` overrides (e.g. "dispatcher.dispatch.workers=8").
     helm_set: list[str] = dataclasses.field(default_factory=list)
     # How long a service / fleet-sim may take to report /readyz (ASan builds are slow).

@@ -101,6 +101,7 @@ class PeersMixin:
                     f"PG_HOST={pg['PG_HOST']}", f"PG_PORT={pg['PG_PORT']}", f"PG_USER={pg['PG_USER']}",
                     f"PG_PASSWORD={pg['PG_PASSWORD']}", "PG_DB=maestro", f"PG_BIN_DIR={pg['PG_BIN_DIR']}",
                     f"DB_MAX_OPEN_CONNECTIONS={self.cfg.maestro_db_connections}",
+                    f"REPLICAS={self.cfg.maestro_replicas}",
                     *([f"PG_SSLMODE={pg['PG_SSLMODE']}", f"PG_CA_FILE={pg['PG_CA_FILE']}"]
                       if pg.get("PG_TLS") == "1" else []),
                     *(["TLS=1", "AUTHN=mtls", f"KUBECONFIG={self.hub_env['KUBECONFIG']}"]
