@@ -34,6 +34,7 @@ absl::StatusOr<StatusSinkSettings> ParseSettingsYaml(std::string_view yaml) {
   st.Scalar("resyncChunk", s.sink.resync_chunk);
   st.Scalar("maxStatusBytes", s.sink.patch.max_status_bytes);
   st.Scalar("maxManifestPayloads", s.sink.max_manifest_payloads);
+  st.Scalar("maxManifestStatuses", s.sink.max_manifest_statuses);
   std::string progressing(ProgressingModeName(s.sink.progressing_before_healthy));
   st.Scalar("progressingBeforeHealthy", progressing);
   st.Duration("statusResyncMinInterval", s.sink.status_resync_min_interval);

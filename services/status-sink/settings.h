@@ -34,8 +34,8 @@ struct StatusSinkSettings {
   transport::TransportSettings transport;
   // (status) intakeCapacity, maxInFlight, maxPending, volatileInterval,
   // ignoreResourceHealthMessages, persistBatch, persistInterval, countsInterval, resyncChunk,
-  // maxStatusBytes, maxManifestPayloads (see sink.h, coalescer.h, status_patch.h for meaning and
-  // defaults).
+  // maxStatusBytes, maxManifestPayloads, maxManifestStatuses (see sink.h, coalescer.h,
+  // status_patch.h for meaning and defaults).
   SinkSettings sink;
   int writers = 16;       // (status.writers) threads issuing hub PATCHes concurrently
   WriterSettings writer;  // (status.fieldManager)

@@ -21,7 +21,7 @@ transport:
   type: mqtt
   mqtt: {brokerHost: "broker:1883", sourceId: mmi-dispatcher}
 status: {maxInFlight: 8, volatileInterval: 10m, ignoreResourceHealthMessages: true,
-         maxManifestPayloads: 64}
+         maxManifestPayloads: 64, maxManifestStatuses: 500}
 shutdownTimeout: 5s
 )");
   ASSERT_TRUE(s.ok()) << s.status();
@@ -33,6 +33,7 @@ shutdownTimeout: 5s
   EXPECT_EQ(s->sink.coalescer.volatile_interval, std::chrono::minutes(10));
   EXPECT_TRUE(s->sink.coalescer.ignore_resource_health_messages);
   EXPECT_EQ(s->sink.max_manifest_payloads, 64U);
+  EXPECT_EQ(s->sink.max_manifest_statuses, 500U);
   EXPECT_EQ(s->shutdown_timeout, std::chrono::seconds(5));
   ASSERT_TRUE(std::holds_alternative<transport::MqttSettings>(s->transport));
   EXPECT_EQ(std::get<transport::MqttSettings>(s->transport).broker_host, "broker:1883");
@@ -84,6 +85,7 @@ TEST(SettingsTest, ProgressingBeforeHealthyIsAModeRollingSyncByDefault) {
 
 TEST(SettingsTest, MaxManifestPayloadsIs1024ByDefaultAndAtLeastOne) {
   EXPECT_EQ(ParseSettingsYaml("{}")->sink.max_manifest_payloads, 1024U);
+  EXPECT_EQ(ParseSettingsYaml("{}")->sink.max_manifest_statuses, 100000U);
   auto zero = ParseSettingsYaml(R"(
 transport:
   type: mqtt

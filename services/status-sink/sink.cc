@@ -34,7 +34,7 @@ Sink::Sink(SinkSettings settings, transport::Subscriber& subscriber,
                                    .retry_backoff = settings_.retry_backoff},
               publisher, store, store_executor, on_loop_, clock, metrics, coalescer_),
       manifest_payloads_(settings_.max_manifest_payloads),
-      manifest_statuses_(manifest_payloads_, clock),
+      manifest_statuses_(manifest_payloads_, clock, settings_.max_manifest_statuses),
       hub_apps_(
           HubAppsSettings{.lookup_batch = settings_.lookup_batch,
                           .max_awaiting = settings_.max_awaiting_lookup,
@@ -159,13 +159,7 @@ void Sink::ManifestRenderChanged(std::string resource_id) {
   Post([this, id = std::move(resource_id)] { hub_apps_.Refresh(id); });
 }
 
-void Sink::OnManifestRefreshed(const store::HubAppRef& ref) {
-  if (!ref.manifest) {
-    return;  // back in Application delivery: its spoke Argo CD reports
-  }
-  coalescer_.ForgetHash(ref.resource_id);
-  resync_.RememberLost(ref.resource_id, ref.cluster);
-}
+void Sink::OnManifestRefreshed(const store::HubAppRef& ref) { intake_.RenderChanged(ref); }
 
 void Sink::Post(Task task) {
   loop_.Post([this, task = std::move(task)]() mutable {

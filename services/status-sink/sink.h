@@ -78,6 +78,11 @@ struct SinkSettings {
   // renders, not resources. Beyond it the least recently used is evicted and read again from the
   // store when a report needs it.
   std::size_t max_manifest_payloads = 1'024;
+  // (status.maxManifestStatuses) Manifest delivery: resources whose last agent report is held,
+  // so that a render change (new revision, render error) is written without asking the agent
+  // (ManifestStatuses). Beyond it the least recently reported is evicted; its render changes
+  // ask the agent through the lost-report status resync. 0 = none held.
+  std::size_t max_manifest_statuses = ManifestStatuses::kDefaultMaxHeld;
   // (status.progressingBeforeHealthy) Before writing a Healthy status onto a hub Application
   // whose last written health was neither Healthy nor Progressing (first write, Missing,
   // Degraded, ...), write the same status with health Progressing, so that the ApplicationSet
@@ -119,8 +124,9 @@ class Sink {
   void Stop(std::chrono::milliseconds drain);
 
   // Thread-safe: the dispatcher changed the manifest render of `resource_id` (revision, source
-  // type or render error; LISTEN mmi_manifest_render). The sink reads its record again and asks
-  // the agent for its status once more, so the change reaches the hub without an agent event.
+  // type or render error; LISTEN mmi_manifest_render). The sink reads its record again and maps
+  // the resource's last agent report against it (Intake::RenderChanged), so the change reaches
+  // the hub without an agent event; with no report held it asks the agent (status resync).
   void ManifestRenderChanged(std::string resource_id);
 
   // Thread-safe readiness: resumed and subscribed.
@@ -157,8 +163,7 @@ class Sink {
   // that failed or went unanswered since the last ones, at most once per kDropLogInterval (the
   // metrics count each one).
   void LogDrops(std::chrono::steady_clock::time_point now);
-  // A resource read again after ManifestRenderChanged(): its next report is no duplicate, and a
-  // status resync asks for it (the lost-report one, with no hash, so the agent resends).
+  // A resource read again after ManifestRenderChanged(): Intake::RenderChanged.
   void OnManifestRefreshed(const store::HubAppRef& ref);
 
   const SinkSettings settings_;

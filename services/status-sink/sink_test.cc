@@ -1136,18 +1136,83 @@ TEST_F(SinkTest, ARenderErrorReachesTheConditionsWhileTheLastBundleStays) {
   EXPECT_EQ(status["resources"][0]["status"], "Synced") << "the last good bundle is applied";
 }
 
-TEST_F(SinkTest, ARenderChangeWithoutAnAgentEventIsAskedForAndReachesTheHub) {
+double RenderChanges(prometheus::Registry& registry, const std::string& path) {
+  return MetricValue(registry, "mmi_status_render_changes_total", {{"path", path}});
+}
+
+TEST_F(SinkTest, ARenderChangeIsWrittenFromTheLastAgentReportWithoutAskingTheAgent) {
   store_.AddResourceForTest(ManifestResource(), RenderedPayload());
   StartSink();
   Deliver(BundleStatusEvent(1, kGeneration));
   EXPECT_FALSE(HubStatus().contains("conditions"));
   const size_t published = publisher_.published().size();
 
-  // The next render fails: the dispatcher records the error and notifies.
+  // The next render fails: the dispatcher records the error and notifies. No agent event.
+  store_.AddResourceForTest(ManifestResource("render timed out"), RenderedPayload());
+  sink_->ManifestRenderChanged(kResource);
+  sink_->RunUntilIdleForTest();
+  json status = HubStatus();
+  ASSERT_EQ(status["conditions"].size(), 1U);
+  EXPECT_EQ(status["conditions"][0]["message"], "Failed to load target state: render timed out");
+  EXPECT_EQ(status["resources"][0]["status"], "Synced") << "the last good bundle is applied";
+  EXPECT_EQ(RenderChanges(registry_, "rederived"), 1);
+  EXPECT_EQ(RenderChanges(registry_, "resync"), 0);
+
+  // The error ends with a new commit whose render is the same bundle: a new revision.
+  store::HubAppRef fixed = ManifestResource();
+  fixed.manifest->revision = "a7d03b5";
+  store_.AddResourceForTest(fixed, RenderedPayload());
+  sink_->ManifestRenderChanged(kResource);
+  sink_->RunUntilIdleForTest();
+  status = HubStatus();
+  EXPECT_FALSE(status.contains("conditions"));
+  EXPECT_EQ(status["sync"]["revision"], "a7d03b5");
+  EXPECT_EQ(status["sync"]["status"], "Synced");
+  EXPECT_EQ(RenderChanges(registry_, "rederived"), 2);
+  clock_.Advance(settings_.status_resync_min_interval);
+  sink_->RunUntilIdleForTest();
+  EXPECT_EQ(publisher_.published().size(), published) << "no status resync asked the agent";
+
+  // The agent's next report of the same status is a duplicate: the hub has it already.
+  const size_t patches = Patches();
+  Deliver(BundleStatusEvent(2, kGeneration));
+  EXPECT_EQ(Patches(), patches);
+  EXPECT_EQ(Dropped("duplicate"), 1);
+  auto applied = store_.AppliedForTest(kResource);
+  ASSERT_TRUE(applied.has_value());
+  EXPECT_FALSE(applied->status_hash.empty()) << "the agent's hash is saved with the rebuilt status";
+}
+
+TEST_F(SinkTest, RenderChangesOfOneResourceComingTogetherMakeOneWrite) {
+  store_.AddResourceForTest(ManifestResource(), RenderedPayload());
+  StartSink();
+  Deliver(BundleStatusEvent(1, kGeneration));
+  const size_t patches = Patches();
+  const int lookups = store_.lookup_calls();
+  for (const char* error : {"render timed out", "still timing out", "kustomize failed"}) {
+    store_.AddResourceForTest(ManifestResource(error), RenderedPayload());
+    sink_->ManifestRenderChanged(kResource);
+  }
+  sink_->RunUntilIdleForTest();
+  EXPECT_EQ(store_.lookup_calls(), lookups + 1);
+  EXPECT_EQ(Patches(), patches + 1);
+  EXPECT_EQ(HubStatus()["conditions"][0]["message"],
+            "Failed to load target state: kustomize failed");
+}
+
+TEST_F(SinkTest, ARenderChangeWithNoAgentReportHeldAsksTheAgent) {
+  settings_.max_manifest_statuses = 0;  // nothing held: the lost-report status resync
+  store_.AddResourceForTest(ManifestResource(), RenderedPayload());
+  StartSink();
+  Deliver(BundleStatusEvent(1, kGeneration));
+  EXPECT_FALSE(HubStatus().contains("conditions"));
+  const size_t published = publisher_.published().size();
+
   store_.AddResourceForTest(ManifestResource("render timed out"), RenderedPayload());
   sink_->ManifestRenderChanged(kResource);
   clock_.Advance(settings_.status_resync_min_interval);
   sink_->RunUntilIdleForTest();
+  EXPECT_EQ(RenderChanges(registry_, "resync"), 1);
   ASSERT_EQ(publisher_.published().size(), published + 1);
   const cloudevents::Event request = publisher_.published().back();
   EXPECT_EQ(Listed(request), std::vector<std::string>{kResource});

@@ -7,6 +7,7 @@
 #include "libs/kube_object/object.h"
 #include "services/dispatcher/manifests/delivery_mode.h"
 #include "services/dispatcher/manifests/manifest_dispatch.h"
+#include "services/dispatcher/manifests/render_key.h"
 
 namespace mmi::dispatcher::manifests {
 
@@ -38,7 +39,38 @@ ManifestPlan Refused(std::string message) {
 ManifestRenderer::ManifestRenderer(Deps deps, ManifestRendererSettings settings)
     : deps_(std::move(deps)), settings_(std::move(settings)) {}
 
-void ManifestRenderer::Forget(const std::string& key) { entries_.erase(key); }
+void ManifestRenderer::Forget(const std::string& key) {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    return;
+  }
+  Untrack(key, it->second);
+  entries_.erase(it);
+  retry_.erase(key);
+}
+
+void ManifestRenderer::Track(const std::string& key, Entry& entry, const std::string& source_key,
+                             const argocd_repo::ResolveRevisionRequest& request) {
+  Untrack(key, entry);
+  entry.source = source_key;
+  entry.resolved.reset();
+  auto [it, inserted] = sources_.try_emplace(source_key);
+  if (inserted) {
+    it->second.request = request;  // the repo-server reads only the source from its app
+  }
+  it->second.keys.insert(key);
+}
+
+void ManifestRenderer::Untrack(const std::string& key, const Entry& entry) {
+  auto it = sources_.find(entry.source);
+  if (it == sources_.end()) {
+    return;
+  }
+  it->second.keys.erase(key);
+  if (it->second.keys.empty()) {
+    sources_.erase(it);
+  }
+}
 
 ManifestPlan ManifestRenderer::Prepare(const std::string& key, const json& app, bool refresh) {
   const absl::StatusOr<DeliveryMode> mode = DeliveryModeOf(app);
@@ -71,6 +103,9 @@ ManifestPlan ManifestRenderer::Prepare(const std::string& key, const json& app, 
     deps_.loop->PostAfter(settings_.resolve_interval, [this] { Tick(); });
   }
   Entry& entry = entries_[key];
+  if (std::string source_key = RevisionKeyOf(*resolve); source_key != entry.source) {
+    Track(key, entry, source_key, *resolve);
+  }
   const uint64_t ask = ++next_ask_;
   entry.asked = ask;
   deps_.cache->Resolve(*resolve, refresh,
@@ -107,12 +142,17 @@ ManifestPlan ManifestRenderer::Prepare(const std::string& key, const json& app, 
 
 void ManifestRenderer::Tick() {
   tick_armed_ = false;
-  std::vector<std::string> keys;
-  keys.reserve(entries_.size());
-  for (const auto& [key, entry] : entries_) {
-    keys.push_back(key);
+  // One resolve per distinct source, at once: the cache's answer may be younger than the
+  // interval by the time the last resolve took, and waiting for it would resolve every second
+  // tick only. Asks joining a resolve under way share it.
+  for (const auto& [source_key, source] : sources_) {
+    deps_.cache->Resolve(
+        source.request, /*refresh=*/true,
+        [this, source_key](const RevisionResult& result) { OnTickResolved(source_key, result); });
   }
-  for (const std::string& key : keys) {
+  // Renders that failed retryably are asked for again (the cache renders them again).
+  const std::vector<std::string> retry(retry_.begin(), retry_.end());
+  for (const std::string& key : retry) {
     if (deps_.on_changed) {
       deps_.on_changed(key);
     }
@@ -123,32 +163,76 @@ void ManifestRenderer::Tick() {
   }
 }
 
+void ManifestRenderer::OnTickResolved(const std::string& source_key, const RevisionResult& result) {
+  auto it = sources_.find(source_key);
+  if (it == sources_.end()) {
+    return;  // its keys are gone
+  }
+  Source& source = it->second;
+  Seen seen{.revision = result.revision,
+            .error = result.error.ok() ? "" : std::string(result.error.message())};
+  if (source.told == seen && !source.dirty) {
+    return;  // nothing new for any of its keys: O(1) per source
+  }
+  std::vector<std::string> changed;
+  for (const std::string& key : source.keys) {
+    auto entry = entries_.find(key);
+    // A key without an answer yet gets its own (its ask is under way).
+    if (entry != entries_.end() && entry->second.resolved && *entry->second.resolved != seen) {
+      changed.push_back(key);
+    }
+  }
+  source.told = std::move(seen);
+  source.dirty = false;
+  for (const std::string& key : changed) {
+    if (deps_.on_changed) {
+      deps_.on_changed(key);
+    }
+  }
+}
+
 void ManifestRenderer::OnResolved(const std::string& key, uint64_t ask, const json& app,
                                   const json& repository, bool refresh,
                                   const RevisionResult& revision) {
+  if (auto it = entries_.find(key); it != entries_.end() && it->second.asked == ask) {
+    Seen seen{.revision = revision.revision,
+              .error = revision.error.ok() ? "" : std::string(revision.error.message())};
+    if (auto source = sources_.find(it->second.source);
+        source != sources_.end() && source->second.told != seen) {
+      source->second.dirty = true;  // the next tick compares its keys one by one
+    }
+    it->second.resolved = std::move(seen);
+  }
   if (!revision.error.ok()) {
     // The last good bundle stays; the hub shows why the revision could not be resolved.
-    Settle(key, ask, nullptr, absl::StrCat("resolving the revision: ", revision.error.message()));
+    Settle(key, ask, nullptr, absl::StrCat("resolving the revision: ", revision.error.message()),
+           /*retry=*/false);
     return;
   }
   absl::StatusOr<argocd_repo::ManifestRequest> request =
       argocd_repo::BuildManifestRequest(app, revision.revision, settings_.render, repository);
   if (!request.ok()) {
-    Settle(key, ask, nullptr, std::string(request.status().message()));
+    Settle(key, ask, nullptr, std::string(request.status().message()), /*retry=*/false);
     return;
   }
   deps_.cache->Render(*request, refresh, [this, key, ask](const RenderResult& r) {
     Settle(key, ask, r.manifests,
-           r.error.ok() ? std::nullopt : std::optional<std::string>(r.error.message()));
+           r.error.ok() ? std::nullopt : std::optional<std::string>(r.error.message()),
+           /*retry=*/Retryable(r.error));
   });
 }
 
 void ManifestRenderer::Settle(const std::string& key, uint64_t ask,
                               std::shared_ptr<const argocd_repo::RenderedManifests> good,
-                              std::optional<std::string> error) {
+                              std::optional<std::string> error, bool retry) {
   auto it = entries_.find(key);
   if (it == entries_.end() || it->second.asked != ask) {
     return;  // forgotten, or a newer ask answers (the cache joins them: same answer or newer)
+  }
+  if (retry) {
+    retry_.insert(key);
+  } else {
+    retry_.erase(key);
   }
   Entry& entry = it->second;
   if (!good) {

@@ -9,6 +9,15 @@
 //   would answer for `key` (a new bundle, a new revision, an error or its end), `on_changed(key)`
 //   runs on the loop: the reconciler decides the key again and calls Prepare again.
 //
+// The resolveInterval tick (a new commit rolls out without a change on the hub): every
+// resolve_interval while keys are held, the revision of each distinct source (RevisionKeyOf: what
+// the cache resolves per) is asked for once, at once (`refresh` to the cache, so the interval
+// does not slip by the time the last answer took). on_changed runs only for the keys of a source
+// whose answer (revision or resolve error) differs from the one their last Prepare saw, and for
+// the keys whose last render failed with a retryable error (Retryable, render_cache.h). A tick
+// that brings nothing new costs O(distinct sources): no key is decided again and the cache is
+// asked for no render (mmi_dispatcher_render_asks_total does not move).
+//
 // Answers: ManifestPlan (apps/manifest_delivery.h). A failed render keeps the last good bundle:
 // only the row's error changes. A repository Secret that would have matched but is bad refuses
 // the Application (Argo CD fails it too) rather than render it without credentials.
@@ -25,6 +34,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "libs/argocd_repo/request_builder.h"
 #include "libs/common/loop.h"
 #include "libs/store/dispatch_store.h"
@@ -43,9 +53,9 @@ inline constexpr char kNotConfigured[] =
 
 struct ManifestRendererSettings {
   bool enabled = false;  // manifests.repoServer.address set
-  // manifests.resolveInterval: every key rendered is decided again this often, so that its
-  // Prepare() asks the cache for the revision again (the cache asks the repo-server at most
-  // this often per source): a new commit rolls out without a change on the hub.
+  // manifests.resolveInterval: each distinct source's revision is resolved again this often,
+  // and the keys whose revision changed are decided again: a new commit rolls out without a
+  // change on the hub.
   std::chrono::nanoseconds resolve_interval = std::chrono::seconds(180);
   argocd_repo::RenderSettings render;
   PayloadSettings payload;
@@ -66,27 +76,54 @@ class ManifestRenderer final : public ManifestDelivery {
   void Forget(const std::string& key) override;
 
  private:
+  // A resolve answer as the tick compares it: the revision and the error's message.
+  struct Seen {
+    std::string revision;
+    std::string error;  // "" when the resolve succeeded
+    friend bool operator==(const Seen&, const Seen&) = default;
+  };
   struct Entry {
     std::shared_ptr<const argocd_repo::RenderedManifests> last_good;
     std::optional<std::string> error;
-    bool answered = false;  // a render (or its refusal) has answered
-    uint64_t asked = 0;     // the newest ask; older answers are dropped
+    bool answered = false;         // a render (or its refusal) has answered
+    uint64_t asked = 0;            // the newest ask; older answers are dropped
+    std::string source;            // RevisionKeyOf its last Prepare's resolve request
+    std::optional<Seen> resolved;  // the resolve answer its last Prepare got
+  };
+  // The keys of one distinct source, and the resolve request the tick sends for them.
+  struct Source {
+    argocd_repo::ResolveRevisionRequest request;
+    absl::flat_hash_set<std::string> keys;
+    // The answer the last tick passed on to the keys; nullopt before the first tick.
+    std::optional<Seen> told;
+    // A key's own resolve got an answer other than `told` since the last tick: the next tick
+    // compares each key even when its answer equals `told`.
+    bool dirty = false;
   };
 
   // Renders at the resolved revision (`refresh` renders again even a key rendered before).
   void OnResolved(const std::string& key, uint64_t ask, const nlohmann::json& app,
                   const nlohmann::json& repository, bool refresh, const RevisionResult& revision);
   // Records an answer for `key` and tells on_changed when it changes what Prepare answers.
+  // `retry`: the render failed with a retryable error, so the next tick asks again.
   void Settle(const std::string& key, uint64_t ask,
               std::shared_ptr<const argocd_repo::RenderedManifests> good,
-              std::optional<std::string> error);
+              std::optional<std::string> error, bool retry);
+  // Files `key` under the source `source_key` (leaving the one it was under).
+  void Track(const std::string& key, Entry& entry, const std::string& source_key,
+             const argocd_repo::ResolveRevisionRequest& request);
+  void Untrack(const std::string& key, const Entry& entry);
 
-  // Every resolve_interval while keys are held: on_changed for each of them.
+  // Every resolve_interval while keys are held: one resolve per source, then on_changed for the
+  // keys it changes (and those to retry).
   void Tick();
+  void OnTickResolved(const std::string& source_key, const RevisionResult& result);
 
   Deps deps_;
   const ManifestRendererSettings settings_;
   absl::flat_hash_map<std::string, Entry> entries_;
+  absl::flat_hash_map<std::string, Source> sources_;
+  absl::flat_hash_set<std::string> retry_;  // keys whose last render failed retryably
   uint64_t next_ask_ = 0;
   bool tick_armed_ = false;
 };

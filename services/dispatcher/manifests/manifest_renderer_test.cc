@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "libs/argocd_repo/testing/fake_repo_server_client.h"
@@ -79,9 +81,13 @@ class ManifestRendererTest : public ::testing::Test {
   Loop loop_{clock_, "test-loop"};
   WorkerPool workers_{clock_, "test-workers", 1};
   argocd_repo::testing::FakeRepoServerClient repo_;
-  RenderCache cache_{
-      RenderCache::Deps{.loop = loop_, .workers = workers_, .clock = clock_, .client = repo_},
-      RenderCacheSettings{}};
+  int asks_ = 0;  // RenderCache::Render asks (mmi_dispatcher_render_asks_total)
+  RenderCache cache_{RenderCache::Deps{.loop = loop_,
+                                       .workers = workers_,
+                                       .clock = clock_,
+                                       .client = repo_,
+                                       .on_ask = [this](std::string_view) { ++asks_; }},
+                     RenderCacheSettings{}};
   std::unique_ptr<ManifestRenderer> renderer_;
   std::vector<std::string> changed_;
 };
@@ -224,6 +230,169 @@ TEST_F(ManifestRendererTest, AFleetOnOneSourceSharesOneRender) {
   EXPECT_EQ(changed_.size(), 50U);
   EXPECT_EQ(repo_.resolve_requests().size(), 1U);
   EXPECT_EQ(repo_.manifest_requests().size(), 1U);
+}
+
+// `count` Applications named `prefix`-i on one source (repoURL `repo`, targetRevision
+// `revision`), each prepared once; returns their keys.
+std::vector<std::string> PrepareFleet(ManifestRenderer& renderer, const std::string& prefix,
+                                      int count, const std::string& repo,
+                                      const std::string& revision) {
+  std::vector<std::string> keys;
+  for (int i = 0; i < count; ++i) {
+    json app = HubApp();
+    app["metadata"]["name"] = prefix + "-" + std::to_string(i);
+    app["metadata"]["annotations"][kClusterAnnotation] = prefix + std::to_string(i);
+    app["spec"]["source"]["repoURL"] = repo;
+    app["spec"]["source"]["targetRevision"] = revision;
+    keys.push_back("argocd/" + prefix + "-" + std::to_string(i));
+    renderer.Prepare(keys.back(), app, false);
+  }
+  return keys;
+}
+
+json FleetApp(const std::string& key, const std::string& repo, const std::string& revision) {
+  const std::string name = key.substr(key.find('/') + 1);
+  json app = HubApp();
+  app["metadata"]["name"] = name;
+  app["metadata"]["annotations"][kClusterAnnotation] =
+      name.substr(0, name.find('-')) + name.substr(name.find('-') + 1);
+  app["spec"]["source"]["repoURL"] = repo;
+  app["spec"]["source"]["targetRevision"] = revision;
+  return app;
+}
+
+TEST_F(ManifestRendererTest, ATickWithNothingNewResolvesEachSourceOnceAndDecidesNoKey) {
+  ManifestRenderer& renderer = Make();
+  repo_.SetRevision("main", Resolved("sha-1"));
+  repo_.SetRevision("stable", Resolved("sha-s"));
+  repo_.SetDefaultManifests(Rendered("sha-1"));
+  PrepareFleet(renderer, "a", 40, "https://git.example/a.git", "main");
+  PrepareFleet(renderer, "b", 20, "https://git.example/b.git", "stable");
+  RunAll();
+  ASSERT_EQ(changed_.size(), 60U);
+  const int asks = asks_;
+  const size_t renders = repo_.manifest_requests().size();
+  changed_.clear();
+
+  for (int tick = 1; tick <= 3; ++tick) {
+    clock_.Advance(std::chrono::seconds(180));
+    RunAll();
+    EXPECT_TRUE(changed_.empty()) << "tick " << tick << ": " << changed_.size() << " keys told";
+    EXPECT_EQ(repo_.resolve_requests().size(), 2U + 2U * tick);  // one per source and tick
+  }
+  EXPECT_EQ(asks_, asks);  // no render asked for: the asks metric does not move
+  EXPECT_EQ(repo_.manifest_requests().size(), renders);
+}
+
+TEST_F(ManifestRendererTest, ANewCommitOnOneSourceDecidesOnlyItsKeysAgain) {
+  ManifestRenderer& renderer = Make();
+  repo_.SetRevision("main", Resolved("sha-1"));
+  repo_.SetRevision("stable", Resolved("sha-s"));
+  repo_.SetDefaultManifests(Rendered("sha-1"));
+  const std::vector<std::string> a =
+      PrepareFleet(renderer, "a", 30, "https://git.example/a.git", "main");
+  const std::vector<std::string> b =
+      PrepareFleet(renderer, "b", 10, "https://git.example/b.git", "stable");
+  RunAll();
+  changed_.clear();
+
+  repo_.SetRevision("main", Resolved("sha-2"));
+  repo_.SetDefaultManifests(Rendered("sha-2", 2));
+  clock_.Advance(std::chrono::seconds(180));
+  RunAll();
+  std::vector<std::string> told = changed_;
+  std::sort(told.begin(), told.end());
+  std::vector<std::string> expected = a;
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(told, expected);  // the keys of source a, none of b
+
+  // The reconciler decides them again: source a renders at sha-2, b stays at sha-s.
+  changed_.clear();
+  for (const std::string& key : a) {
+    renderer.Prepare(key, FleetApp(key, "https://git.example/a.git", "main"), false);
+  }
+  RunAll();
+  EXPECT_EQ(changed_.size(), a.size());  // each key's new render
+  EXPECT_EQ(renderer.Prepare(a[0], FleetApp(a[0], "https://git.example/a.git", "main"), false)
+                .render.revision,
+            "sha-2");
+  EXPECT_EQ(renderer.Prepare(b[0], FleetApp(b[0], "https://git.example/b.git", "stable"), false)
+                .render.revision,
+            "sha-1");  // b was not rendered again (the fake would now answer sha-2)
+  RunAll();
+
+  changed_.clear();
+  clock_.Advance(std::chrono::seconds(180));
+  RunAll();
+  EXPECT_TRUE(changed_.empty());
+}
+
+TEST_F(ManifestRendererTest, ARefreshSeenByOneKeyIsComparedKeyByKeyAtTheNextTick) {
+  ManifestRenderer& renderer = Make();
+  repo_.SetRevision("main", Resolved("sha-1"));
+  repo_.SetDefaultManifests(Rendered("sha-1"));
+  const std::vector<std::string> a =
+      PrepareFleet(renderer, "a", 5, "https://git.example/a.git", "main");
+  RunAll();
+  clock_.Advance(std::chrono::seconds(180));
+  RunAll();  // the first tick: told sha-1
+  changed_.clear();
+
+  // One key's refresh sees sha-2; the commit is then reverted, so the next tick answers sha-1,
+  // what the source was last told, yet that key must be decided again.
+  repo_.SetRevision("main", Resolved("sha-2"));
+  renderer.Prepare(a[0], FleetApp(a[0], "https://git.example/a.git", "main"), /*refresh=*/true);
+  RunAll();
+  changed_.clear();
+  repo_.SetRevision("main", Resolved("sha-1"));
+  clock_.Advance(std::chrono::seconds(180));
+  RunAll();
+  EXPECT_EQ(changed_, std::vector<std::string>{a[0]});
+}
+
+TEST_F(ManifestRendererTest, ARetryableRenderErrorIsAskedForAgainAtEachTickUntilItRenders) {
+  ManifestRenderer& renderer = Make();
+  repo_.SetRevision("main", Resolved("sha-1"));
+  // The default answer of the fake is kUnavailable: the repo-server was not reached.
+  renderer.Prepare("argocd/guestbook", HubApp(), false);
+  RunAll();
+  ASSERT_EQ(changed_.size(), 1U);
+  ASSERT_TRUE(renderer.Prepare("argocd/guestbook", HubApp(), false).render.render_error);
+  RunAll();
+  changed_.clear();
+
+  clock_.Advance(std::chrono::seconds(180));
+  RunAll();
+  EXPECT_EQ(changed_, std::vector<std::string>{"argocd/guestbook"});  // same revision, retried
+  repo_.SetDefaultManifests(Rendered("sha-1"));
+  changed_.clear();
+  renderer.Prepare("argocd/guestbook", HubApp(), false);
+  RunAll();
+  EXPECT_EQ(changed_.size(), 1U);  // rendered now
+  EXPECT_FALSE(renderer.Prepare("argocd/guestbook", HubApp(), false).render.render_error);
+  RunAll();
+
+  changed_.clear();
+  clock_.Advance(std::chrono::seconds(180));
+  RunAll();
+  EXPECT_TRUE(changed_.empty());  // rendered: no longer retried
+}
+
+TEST_F(ManifestRendererTest, AForgottenKeyLeavesItsSourceAndTheTickStops) {
+  ManifestRenderer& renderer = Make();
+  repo_.SetRevision("main", Resolved("sha-1"));
+  repo_.SetDefaultManifests(Rendered("sha-1"));
+  renderer.Prepare("argocd/guestbook", HubApp(), false);
+  RunAll();
+  renderer.Forget("argocd/guestbook");
+  changed_.clear();
+  clock_.Advance(std::chrono::seconds(180));
+  RunAll();
+  EXPECT_TRUE(changed_.empty());
+  EXPECT_EQ(repo_.resolve_requests().size(), 1U);  // no source left to resolve
+  clock_.Advance(std::chrono::seconds(180));
+  RunAll();
+  EXPECT_EQ(loop_.Pending(), 0U);  // not armed again
 }
 
 }  // namespace

@@ -13,26 +13,14 @@ using argocd_repo::ManifestRequest;
 using argocd_repo::RenderedManifests;
 using argocd_repo::ResolvedRevision;
 using argocd_repo::ResolveRevisionRequest;
-using nlohmann::json;
 
-// The codes RepoServerClient documents as worth retrying: the repo-server was not reached or did
-// not answer in time, so the same request may well render on the next ask.
+}  // namespace
+
 bool Retryable(const absl::Status& status) {
   return status.code() == absl::StatusCode::kUnavailable ||
          status.code() == absl::StatusCode::kDeadlineExceeded ||
          status.code() == absl::StatusCode::kResourceExhausted;
 }
-
-// (repoURL, chart, ambiguous revision): a Helm repository resolves a version range per chart.
-std::string RevisionKeyOf(const ResolveRevisionRequest& request) {
-  const json& body = request.body;
-  return json::array({kube::StringAt(body, json::json_pointer("/app/spec/source/repoURL")),
-                      kube::StringAt(body, json::json_pointer("/app/spec/source/chart")),
-                      kube::StringAt(body, "ambiguousRevision")})
-      .dump();
-}
-
-}  // namespace
 
 RenderCache::RenderCache(Deps deps, RenderCacheSettings settings)
     : deps_(deps), settings_(settings) {}

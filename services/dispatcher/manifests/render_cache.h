@@ -65,6 +65,11 @@ struct RenderCacheSettings {
   std::chrono::nanoseconds idle_ttl = std::chrono::minutes(15);
 };
 
+// The codes RepoServerClient documents as worth retrying (kUnavailable, kDeadlineExceeded,
+// kResourceExhausted): the repo-server was not reached or did not answer in time, so the same
+// request may well render on the next ask.
+bool Retryable(const absl::Status& status);
+
 struct RenderResult {
   // RenderKeyOf the request (for the error of a source whose type is not known yet: the key of
   // the render that failed, or SourceKeyOf the request).

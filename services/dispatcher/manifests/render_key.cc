@@ -101,4 +101,12 @@ std::string SourceKeyOf(const ManifestRequest& request) {
   return HashOf(stripped.body);
 }
 
+std::string RevisionKeyOf(const argocd_repo::ResolveRevisionRequest& request) {
+  const json& body = request.body;
+  return json::array({kube::StringAt(body, json::json_pointer("/app/spec/source/repoURL")),
+                      kube::StringAt(body, json::json_pointer("/app/spec/source/chart")),
+                      kube::StringAt(body, "ambiguousRevision")})
+      .dump();
+}
+
 }  // namespace mmi::dispatcher::manifests

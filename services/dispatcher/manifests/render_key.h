@@ -49,4 +49,9 @@ std::string RenderKeyOf(const argocd_repo::ManifestRequest& request,
 // in their name. The render cache keeps the detected source type under it.
 std::string SourceKeyOf(const argocd_repo::ManifestRequest& request);
 
+// The revision key: (repoURL, chart, targetRevision as sent). The render cache resolves one
+// revision per key (a Helm repository resolves a version range per chart), and the renderer's
+// resolveInterval tick asks once per key.
+std::string RevisionKeyOf(const argocd_repo::ResolveRevisionRequest& request);
+
 }  // namespace mmi::dispatcher::manifests

@@ -1,5 +1,6 @@
 #include "services/status-sink/intake/intake.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -94,9 +95,14 @@ void Intake::Admit(const store::HubAppRef& ref, AwaitingReport item) {
     std::move(item.ack)();
     return;
   }
-  if (item.report.bundle_status != nullptr && !item.report.update.deleted &&
-      !BuildManifestStatus(ref, item)) {
-    return;
+  std::optional<HeldReport> held;
+  if (item.report.bundle_status != nullptr && !item.report.update.deleted) {
+    if (manifests_ != nullptr) {
+      held = ManifestStatuses::HeldOf(item.report);  // before the build takes the status
+    }
+    if (!BuildManifestStatus(ref, item)) {
+      return;
+    }
   }
   if (!item.report.metadata_app.empty() &&
       item.report.metadata_app != ref.hub_namespace + "/" + ref.hub_name) {
@@ -109,11 +115,46 @@ void Intake::Admit(const store::HubAppRef& ref, AwaitingReport item) {
   if (outcome.result != OfferResult::kStale) {
     // A newer report of it arrived (an overflow is remembered as lost again below).
     resync_.ReportArrived(ref.resource_id, outcome.result == OfferResult::kOverflow);
+    if (held) {
+      manifests_->Hold(ref.resource_id, *std::move(held));
+    }
   }
   for (auto& ack : outcome.release) {
     std::move(ack)();
   }
   CountOffer(ref, outcome);
+  admitted_();
+}
+
+void Intake::RenderChanged(const store::HubAppRef& ref) {
+  if (!ref.manifest) {
+    return;
+  }
+  coalescer_.ForgetHash(ref.resource_id);
+  std::string detail;
+  std::optional<StatusUpdate> update =
+      manifests_ != nullptr ? manifests_->Rebuild(ref, detail) : std::nullopt;
+  if (!update) {
+    if (!detail.empty()) {
+      malformed_.Add(ref.resource_id, {{"resource", ref.resource_id}, {"error", detail}});
+    }
+    metrics_.RenderChange(/*rederived=*/false);
+    resync_.RememberLost(ref.resource_id, ref.cluster);
+    return;
+  }
+  metrics_.RenderChange(/*rederived=*/true);
+  // No transport ack: nothing waits for this write but the hub.
+  auto outcome = coalescer_.Offer(*std::move(update), [] {});
+  for (auto& ack : outcome.release) {
+    std::move(ack)();
+  }
+  for (int i = 0; i < outcome.shed; ++i) {
+    metrics_.Dropped(DropReason::kVolatileShed);
+  }
+  unlogged_.shed += static_cast<uint64_t>(outcome.shed);
+  if (outcome.result == OfferResult::kOverflow) {
+    Overflowed(ref.resource_id, ref.cluster);  // the agent is asked, as for a lost report
+  }
   admitted_();
 }
 

@@ -10,6 +10,13 @@
 // any other resource it is dropped as before (no_feedback). The event of a resource whose cached
 // record is in manifest delivery is decoded as a bundle alone (DecodeStatusOrBundleReport).
 //
+// A render change without an agent event (RenderChanged: the dispatcher's new revision, render
+// error or its end, for a resource whose record was just read again) is mapped again from the
+// resource's last agent report (ManifestStatuses::Rebuild) and offered to the coalescer like a
+// report: coalesced per resource, bounded by its max_pending, written by the same writers. When
+// no report is held, the resource's agent is asked for it (the lost-report status resync).
+// Either way its last status hash is forgotten, so the agent's next report is no duplicate.
+//
 // A report whose `dispatchVersion` is no dispatch version (StatusReport::acked_version_error) is
 // used without its acknowledgement, counted (mmi_status_acks_malformed_total) and summed up in
 // the log: to the dispatcher's AckCheck the version stays unacknowledged.
@@ -51,6 +58,9 @@ class Intake {
   void Handle(const cloudevents::Event& event, Ack ack);
   // A report whose hub Application is `ref` (HubApps::Found).
   void Admit(const store::HubAppRef& ref, AwaitingReport item);
+  // The manifest render of `ref` changed (its record read again); nothing for a resource back
+  // in Application delivery (its spoke Argo CD reports).
+  void RenderChanged(const store::HubAppRef& ref);
 
   // Whether LogUnlogged() has something to say; LogUnlogged() writes one line summing the reports
   // shed, overflowed and without their manifests since the last one, and resets the counts.

@@ -1,5 +1,6 @@
 #include "services/status-sink/intake/manifest_statuses.h"
 
+#include <iterator>
 #include <utility>
 
 #include "services/status-sink/manifests/application_status.h"
@@ -49,6 +50,63 @@ ManifestBuild ManifestStatuses::Build(const store::HubAppRef& ref, StatusReport&
   report.update.material_hash.clear();
   report.bundle_status.reset();  // mapped: not held while the write waits
   return ManifestBuild::kBuilt;
+}
+
+HeldReport ManifestStatuses::HeldOf(const StatusReport& report) {
+  HeldReport held{.status = report.bundle_status,
+                  .generation = report.bundle_generation,
+                  .status_hash = report.update.status_hash,
+                  .acked_version = report.update.acked_version};
+  if (held.status != nullptr && held.status->manifest_bundle.has_value()) {
+    auto copy = std::make_shared<cloudevents::ManifestBundleStatus>(*held.status);
+    copy->manifest_bundle.reset();
+    held.status = std::move(copy);
+  }
+  return held;
+}
+
+void ManifestStatuses::Hold(const std::string& resource_id, HeldReport report) {
+  if (report.status == nullptr || max_held_ == 0) {
+    return;
+  }
+  if (auto it = held_.find(resource_id); it != held_.end()) {
+    it->second.report = std::move(report);
+    held_order_.splice(held_order_.end(), held_order_, it->second.order);
+    return;
+  }
+  if (held_.size() >= max_held_) {
+    held_.erase(held_order_.front());
+    held_order_.pop_front();
+  }
+  held_order_.push_back(resource_id);
+  held_.emplace(resource_id, Held{std::move(report), std::prev(held_order_.end())});
+}
+
+std::optional<StatusUpdate> ManifestStatuses::Rebuild(const store::HubAppRef& ref,
+                                                      std::string& detail) {
+  auto it = held_.find(ref.resource_id);
+  if (it == held_.end() || !ref.manifest) {
+    return std::nullopt;
+  }
+  const HeldReport& held = it->second.report;
+  StatusReport report;
+  report.update.resource_id = ref.resource_id;
+  report.update.status_hash = held.status_hash;
+  report.update.acked_version = held.acked_version;
+  report.bundle_status = held.status;
+  report.bundle_generation = held.generation;
+  if (Build(ref, report, /*reread=*/true, detail) != ManifestBuild::kBuilt) {
+    return std::nullopt;
+  }
+  return std::move(report.update);
+}
+
+void ManifestStatuses::Forget(const std::string& resource_id) {
+  history_.Forget(resource_id);
+  if (auto it = held_.find(resource_id); it != held_.end()) {
+    held_order_.erase(it->second.order);
+    held_.erase(it);
+  }
 }
 
 }  // namespace mmi::status_sink

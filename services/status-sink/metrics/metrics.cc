@@ -92,6 +92,12 @@ SinkMetrics::SinkMetrics(prometheus::Registry& registry)
                         "come in time, by outcome (asked_again, given_up)")),
       lost_asked_again_(lost_unanswered_.Add({{"outcome", "asked_again"}})),
       lost_given_up_(lost_unanswered_.Add({{"outcome", "given_up"}})),
+      render_changes_(CounterFamily(registry, "mmi_status_render_changes_total",
+                                    "Manifest render changes without an agent event (revision, "
+                                    "render error), by path: rederived (mapped again from the last "
+                                    "agent report) or resync (none held: the agent is asked)")),
+      render_rederived_(render_changes_.Add({{"path", "rederived"}})),
+      render_resync_(render_changes_.Add({{"path", "resync"}})),
       store_errors_(CounterFamily(registry, "mmi_status_store_errors_total",
                                   "Failed store operations of the status sink, by operation")),
       appsets_(GaugeFamily(registry, "mmi_appset_applications",

@@ -75,6 +75,11 @@ class SinkMetrics {
   void LostUnanswered(bool given_up) {
     (given_up ? lost_given_up_ : lost_asked_again_).Increment();
   }
+  // A manifest render change without an agent event: the status mapped again from the last
+  // agent report (`rederived`) or, with none held, asked of the agent by a status resync.
+  void RenderChange(bool rederived) {
+    (rederived ? render_rederived_ : render_resync_).Increment();
+  }
   void StoreError(std::string_view operation) {
     store_errors_.Add({{"operation", std::string(operation)}}).Increment();
   }
@@ -103,6 +108,9 @@ class SinkMetrics {
   prometheus::Family<prometheus::Counter>& lost_unanswered_;
   prometheus::Counter& lost_asked_again_;
   prometheus::Counter& lost_given_up_;
+  prometheus::Family<prometheus::Counter>& render_changes_;
+  prometheus::Counter& render_rederived_;
+  prometheus::Counter& render_resync_;
   prometheus::Family<prometheus::Counter>& store_errors_;
   prometheus::Family<prometheus::Gauge>& appsets_;
   std::map<std::tuple<std::string, std::string, std::string, std::string>, prometheus::Gauge*>

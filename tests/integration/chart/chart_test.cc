@@ -448,6 +448,7 @@ statusSink:
     resyncChunk: 555
     maxStatusBytes: 2048
     maxManifestPayloads: 77
+    maxManifestStatuses: 88
     writers: 6
     fieldManager: fm-s
 )";
@@ -571,6 +572,7 @@ TEST_F(ChartTest, EverySettingReachesTheServices) {
   EXPECT_EQ(s.sink.resync_chunk, 555u);
   EXPECT_EQ(s.sink.patch.max_status_bytes, 2048u);
   EXPECT_EQ(s.sink.max_manifest_payloads, 77u);
+  EXPECT_EQ(s.sink.max_manifest_statuses, 88u);
   EXPECT_EQ(s.writers, 6);
   EXPECT_EQ(s.writer.field_manager, "fm-s");
 
