@@ -66,7 +66,7 @@ class MeteredStore final : public store::DispatchStore {
       const std::string& resource_id) override {
     return inner_.GetManifestRender(resource_id);
   }
-  absl::StatusOr<std::vector<store::UnacknowledgedResource>> UnacknowledgedResources(
+  absl::StatusOr<store::AckSnapshot> UnacknowledgedResources(
       const store::AckWindow& window) override {
     return inner_.UnacknowledgedResources(window);
   }

@@ -107,18 +107,37 @@ struct UnacknowledgedResource {
   std::string resource_id;
   int32_t version = 0;                   // dispatched
   std::optional<int32_t> acked_version;  // reported applied; nullopt = none yet
+  // When the broker accepted `version` (last_published_at).
+  std::chrono::system_clock::time_point published_at;
+  // Listed because a change of its cluster published at least AckWindow::grace later is
+  // acknowledged; false: only because its agent reported AckWindow::timeout after it.
+  bool overtaken = false;
   friend bool operator==(const UnacknowledgedResource&, const UnacknowledgedResource&) = default;
 };
 
 // When a missing acknowledgement counts. For a resource B of cluster C published at t (the broker
 // accepted it, nothing for it is pending in the outbox), B counts when
 //  * a resource of C published at least `grace` after t is acknowledged (the agent applied a
-//    later change, so B's was lost on the way or reverted), or
-//  * C's agent reported anything at least `timeout` after t (it is alive but never applied B).
+//    later change, so B's was lost on the way or reverted: `overtaken`), or
+//  * C's agent reported anything at least `timeout` after t (it is alive but has not applied B:
+//    lost, or still queued in a source that is behind; the caller tells them apart with
+//    AckSnapshot's frontier).
 struct AckWindow {
   std::chrono::seconds grace{30};
   std::chrono::seconds timeout{120};
-  int limit = 1000;  // at most this many, the longest published first
+  int limit = 1000;  // at most this many: the overtaken first, then the longest published
+};
+
+// One look-up of the end-to-end acknowledgement, from one snapshot.
+struct AckSnapshot {
+  std::vector<UnacknowledgedResource> resources;
+  // How far the acknowledgements have come, over every cluster: the latest last_published_at of
+  // a live resource whose agent acknowledged its version (nullopt: none), and how many live
+  // resources are acknowledged. A source that delivers in order and is behind moves these while
+  // it works through its queue; a source that lost events, or delivers nothing, does not.
+  std::optional<std::chrono::system_clock::time_point> acked_frontier;
+  int64_t acknowledged = 0;
+  friend bool operator==(const AckSnapshot&, const AckSnapshot&) = default;
 };
 
 // Told, after every store call, which operation it was, how long it took and whether it
@@ -190,9 +209,9 @@ class DispatchStore {
       const std::string& resource_id) = 0;
 
   // The live resources whose dispatched version is not acknowledged under `window` (see
-  // AckWindow), longest published first. Reads the sink's `resource_status`; one statement.
-  virtual absl::StatusOr<std::vector<UnacknowledgedResource>> UnacknowledgedResources(
-      const AckWindow& window) = 0;
+  // AckWindow; the overtaken first, then the longest published), and the acknowledgements'
+  // progress. Reads the sink's `resource_status`; one statement.
+  virtual absl::StatusOr<AckSnapshot> UnacknowledgedResources(const AckWindow& window) = 0;
 };
 
 // The channel both stores' MarkDeletionConfirmed notify (payload: the resource id).

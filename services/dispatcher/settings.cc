@@ -51,6 +51,7 @@ absl::StatusOr<DispatcherSettings> ParseSettingsYaml(std::string_view yaml) {
   ack.Duration("grace", s.reconciler.ack_check.grace);
   ack.Duration("timeout", s.reconciler.ack_check.timeout);
   ack.Scalar("maxPerCheck", s.reconciler.ack_check.max_per_check);
+  ack.Scalar("maxWhileStalled", s.reconciler.ack_check.max_while_stalled);
   ack.Duration("maxBackoff", s.reconciler.ack_check.max_backoff);
   d.Scalar("workers", s.workers);
   d.Scalar("specResync", s.spec_resync);
@@ -250,6 +251,9 @@ void ValidateAckCheck(const AckCheckSettings& a, std::vector<std::string>& error
   }
   if (a.max_per_check < 1) {
     errors.push_back("dispatch.ackCheck.maxPerCheck: must be >= 1");
+  }
+  if (a.max_while_stalled < 0) {
+    errors.push_back("dispatch.ackCheck.maxWhileStalled: must be >= 0");
   }
   if (a.max_backoff < a.grace) {
     errors.push_back("dispatch.ackCheck.maxBackoff: must be >= dispatch.ackCheck.grace");

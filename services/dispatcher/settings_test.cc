@@ -97,12 +97,13 @@ TEST(SettingsTest, TheAckCheckIsOnByDefaultAndItsWindowIsValidated) {
   EXPECT_EQ(defaults.timeout, std::chrono::seconds(120));
   auto set = ParseSettingsYaml(
       "dispatch: {ackCheck: {enabled: false, interval: 10s, grace: 20s, timeout: 2m, "
-      "maxPerCheck: 50, maxBackoff: 30m}}\n");
+      "maxPerCheck: 50, maxWhileStalled: 7, maxBackoff: 30m}}\n");
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_FALSE(set->reconciler.ack_check.enabled);
   EXPECT_EQ(set->reconciler.ack_check.interval, std::chrono::seconds(10));
   EXPECT_EQ(set->reconciler.ack_check.timeout, std::chrono::minutes(2));
   EXPECT_EQ(set->reconciler.ack_check.max_per_check, 50);
+  EXPECT_EQ(set->reconciler.ack_check.max_while_stalled, 7);
   EXPECT_EQ(set->reconciler.ack_check.max_backoff, std::chrono::minutes(30));
   auto bad = ParseSettingsYaml("dispatch: {ackCheck: {grace: 5m, timeout: 1m}}\n");
   ASSERT_TRUE(bad.ok()) << bad.status();

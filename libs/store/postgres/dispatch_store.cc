@@ -13,6 +13,12 @@
 namespace mmi::store::postgres {
 namespace {
 
+std::chrono::system_clock::time_point FromEpochMicros(int64_t micros) {
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::microseconds(micros)));
+}
+
 // Rows per multi-row statement: big enough to amortise round trips, small enough for one packet
 // budget of a few MiB with 2 KB payloads.
 constexpr size_t kRowsPerStatement = 500;
@@ -47,9 +53,7 @@ DispatchedResource ResourceFromRow(const pqxx::row& r) {
   d.payload = r[10].as<std::string>();
   d.metadata = r[11].as<std::string>();
   if (!r[12].is_null()) {
-    d.last_published_at = std::chrono::system_clock::time_point(
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(
-            std::chrono::microseconds(r[12].as<int64_t>())));
+    d.last_published_at = FromEpochMicros(r[12].as<int64_t>());
   }
   d.deletion_state = static_cast<DeletionState>(r[13].as<int>());
   return d;
@@ -556,45 +560,67 @@ absl::StatusOr<std::optional<ManifestRender>> PostgresDispatchStore::GetManifest
   return out;
 }
 
-absl::StatusOr<std::vector<UnacknowledgedResource>> PostgresDispatchStore::UnacknowledgedResources(
+absl::StatusOr<AckSnapshot> PostgresDispatchStore::UnacknowledgedResources(
     const AckWindow& window) {
-  // Per cluster: the latest publish its agent acknowledged and its latest report (live rows
-  // only), then the rows of that cluster published `grace` before the one or `timeout` before
-  // the other and not acknowledged. A scan of both tables (~0.3 s at 300,000 rows), run once per
-  // check interval.
+  // Per cluster: the latest publish its agent acknowledged, how many it acknowledged and its
+  // latest report (live rows only); over all clusters the same as the progress; then the rows of
+  // a cluster published `grace` before the one or `timeout` before the other and not
+  // acknowledged. A scan of both tables (~0.3 s at 300,000 rows), run once per check interval.
+  // The progress is one row, joined to the (maybe no) rows found.
   static constexpr char kSql[] =
       "WITH clusters AS ("
       " SELECT d.cluster,"
       "  max(d.last_published_at) FILTER (WHERE s.acked_version >= d.version) AS acked_publish,"
+      "  count(*) FILTER (WHERE s.acked_version >= d.version) AS acked,"
       "  max(s.applied_at) AS reported"
       " FROM dispatched_resources d JOIN resource_status s ON s.resource_id = d.resource_id"
-      " WHERE d.deletion_state = 0 GROUP BY d.cluster) "
-      "SELECT d.resource_id::text, d.version, s.acked_version "
-      "FROM dispatched_resources d JOIN clusters c ON c.cluster = d.cluster "
-      "LEFT JOIN resource_status s ON s.resource_id = d.resource_id "
-      "WHERE d.deletion_state = 0 AND d.last_published_at IS NOT NULL"
-      " AND (s.acked_version IS NULL OR s.acked_version < d.version)"
-      " AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.resource_id = d.resource_id)"
+      " WHERE d.deletion_state = 0 GROUP BY d.cluster), "
+      "progress AS (SELECT max(acked_publish) AS frontier, coalesce(sum(acked), 0)::bigint AS acked"
+      " FROM clusters), "
+      "found AS ("
+      " SELECT d.resource_id::text AS id, d.version, s.acked_version,"
+      "  d.last_published_at AS published,"
+      "  coalesce(c.acked_publish >= d.last_published_at + make_interval(secs => $1), false)"
+      "   AS overtaken"
+      " FROM dispatched_resources d JOIN clusters c ON c.cluster = d.cluster"
+      " LEFT JOIN resource_status s ON s.resource_id = d.resource_id"
+      " WHERE d.deletion_state = 0 AND d.last_published_at IS NOT NULL"
+      "  AND (s.acked_version IS NULL OR s.acked_version < d.version)"
+      "  AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.resource_id = d.resource_id)"
       // Manifest delivery has no Application to carry the stamp (yet).
-      " AND NOT EXISTS (SELECT 1 FROM manifest_renders m WHERE m.resource_id = d.resource_id::text)"
-      " AND (c.acked_publish >= d.last_published_at + make_interval(secs => $1)"
-      "  OR c.reported >= d.last_published_at + make_interval(secs => $2)) "
-      "ORDER BY d.last_published_at, d.resource_id LIMIT $3";
-  std::vector<UnacknowledgedResource> out;
+      "  AND NOT EXISTS (SELECT 1 FROM manifest_renders m"
+      "   WHERE m.resource_id = d.resource_id::text)"
+      "  AND (c.acked_publish >= d.last_published_at + make_interval(secs => $1)"
+      "   OR c.reported >= d.last_published_at + make_interval(secs => $2))"
+      " ORDER BY overtaken DESC, d.last_published_at, d.resource_id LIMIT $3) "
+      "SELECT (extract(epoch from p.frontier) * 1000000)::bigint, p.acked, f.id, f.version,"
+      " f.acked_version, (extract(epoch from f.published) * 1000000)::bigint, f.overtaken "
+      "FROM progress p LEFT JOIN found f ON true "
+      "ORDER BY f.overtaken DESC, f.published, f.id";
+  AckSnapshot out;
   absl::Status status =
       Run("unacknowledged_resources", "list unacknowledged resources", [&](pqxx::connection& conn) {
-        out.clear();
+        out = AckSnapshot{};
         pqxx::nontransaction tx(conn);
         for (const auto& r :
              tx.exec_params(kSql, static_cast<double>(window.grace.count()),
                             static_cast<double>(window.timeout.count()), window.limit)) {
-          UnacknowledgedResource u;
-          u.resource_id = r[0].as<std::string>();
-          u.version = r[1].as<int32_t>();
-          if (!r[2].is_null()) {
-            u.acked_version = r[2].as<int32_t>();
+          if (!r[0].is_null()) {
+            out.acked_frontier = FromEpochMicros(r[0].as<int64_t>());
           }
-          out.push_back(std::move(u));
+          out.acknowledged = r[1].as<int64_t>();
+          if (r[2].is_null()) {
+            continue;  // the progress alone: nothing found
+          }
+          UnacknowledgedResource u;
+          u.resource_id = r[2].as<std::string>();
+          u.version = r[3].as<int32_t>();
+          if (!r[4].is_null()) {
+            u.acked_version = r[4].as<int32_t>();
+          }
+          u.published_at = FromEpochMicros(r[5].as<int64_t>());
+          u.overtaken = r[6].as<bool>();
+          out.resources.push_back(std::move(u));
         }
       });
   if (!status.ok()) {

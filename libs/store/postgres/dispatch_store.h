@@ -34,8 +34,7 @@ class PostgresDispatchStore final : public DispatchStore {
   absl::Status PutManifestRender(const ManifestRender& render) override;
   absl::StatusOr<std::optional<ManifestRender>> GetManifestRender(
       const std::string& resource_id) override;
-  absl::StatusOr<std::vector<UnacknowledgedResource>> UnacknowledgedResources(
-      const AckWindow& window) override;
+  absl::StatusOr<AckSnapshot> UnacknowledgedResources(const AckWindow& window) override;
 
  private:
   // pool_.Run, timed for the observer under the metric label `operation`.

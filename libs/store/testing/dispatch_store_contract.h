@@ -393,22 +393,34 @@ TEST_P(DispatchStoreContract, ListsWhatAReportingAgentHasNotAcknowledged) {
 
   auto got = store_->UnacknowledgedResources(window);
   ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(*got, (std::vector<UnacknowledgedResource>{
-                      {.resource_id = id(0), .version = 1, .acked_version = std::nullopt},
-                      {.resource_id = id(3), .version = 2, .acked_version = 1}}));
+  // The overtaken one first; the progress is id(1), the only acknowledged version.
+  EXPECT_EQ(*got, (AckSnapshot{.resources = {{.resource_id = id(0),
+                                              .version = 1,
+                                              .acked_version = std::nullopt,
+                                              .published_at = t0,
+                                              .overtaken = true},
+                                             {.resource_id = id(3),
+                                              .version = 2,
+                                              .acked_version = 1,
+                                              .published_at = t0,
+                                              .overtaken = false}},
+                               .acked_frontier = t0 + seconds(60),
+                               .acknowledged = 1}));
 
-  // A limit of one keeps the longest published; a change waiting in the outbox is not listed
-  // (it has not been sent yet); an acknowledgement of the version ends it.
+  // A limit of one keeps the overtaken; a change waiting in the outbox is not listed (it has not
+  // been sent yet); an acknowledgement of the version ends it and moves the progress.
   auto one =
       store_->UnacknowledgedResources({.grace = seconds(30), .timeout = seconds(300), .limit = 1});
   ASSERT_TRUE(one.ok()) << one.status();
-  ASSERT_EQ(one->size(), 1U);
-  EXPECT_EQ(one->front().resource_id, id(0));
+  ASSERT_EQ(one->resources.size(), 1U);
+  EXPECT_EQ(one->resources.front().resource_id, id(0));
   ASSERT_TRUE(store_->Record({Change(4, "c2", OutboxAction::kUpdate, 3)}).ok());
   GetParam().seed_ack(*store_, id(0), 1, t0 + seconds(80));
   got = store_->UnacknowledgedResources(window);
   ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_TRUE(got->empty()) << got->size();
+  EXPECT_TRUE(got->resources.empty()) << got->resources.size();
+  EXPECT_EQ(got->acked_frontier, t0 + seconds(60));
+  EXPECT_EQ(got->acknowledged, 2);
 
   // Forgetting a resource drops its acknowledgement: the same id dispatched again starts over.
   ASSERT_TRUE(store_->Forget(id(0)).ok());
@@ -417,8 +429,18 @@ TEST_P(DispatchStoreContract, ListsWhatAReportingAgentHasNotAcknowledged) {
   ASSERT_TRUE(store_->MarkPublished(*seqs, t0).ok());
   got = store_->UnacknowledgedResources(window);
   ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(*got, (std::vector<UnacknowledgedResource>{
-                      {.resource_id = id(0), .version = 1, .acked_version = std::nullopt}}));
+  EXPECT_EQ(got->resources, (std::vector<UnacknowledgedResource>{{.resource_id = id(0),
+                                                                  .version = 1,
+                                                                  .acked_version = std::nullopt,
+                                                                  .published_at = t0,
+                                                                  .overtaken = true}}));
+  EXPECT_EQ(got->acknowledged, 1);
+}
+
+TEST_P(DispatchStoreContract, AnEmptyAckLookUpStillReportsNoProgress) {
+  auto got = store_->UnacknowledgedResources({});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, AckSnapshot{});
 }
 
 }  // namespace mmi::store::testing

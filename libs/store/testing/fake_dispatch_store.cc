@@ -289,8 +289,7 @@ void FakeDispatchStore::SetAckForTest(const std::string& resource_id,
   acks_[resource_id] = Ack{.version = acked_version, .reported_at = reported_at};
 }
 
-absl::StatusOr<std::vector<UnacknowledgedResource>> FakeDispatchStore::UnacknowledgedResources(
-    const AckWindow& window) {
+absl::StatusOr<AckSnapshot> FakeDispatchStore::UnacknowledgedResources(const AckWindow& window) {
   using Time = std::chrono::system_clock::time_point;
   absl::MutexLock lock(&mu_);
   if (!fault_.ok()) {
@@ -300,6 +299,7 @@ absl::StatusOr<std::vector<UnacknowledgedResource>> FakeDispatchStore::Unacknowl
     std::optional<Time> acked_publish;
     std::optional<Time> reported;
   };
+  AckSnapshot out;
   std::map<std::string, ClusterFacts> clusters;
   for (const auto& [id, r] : resources_) {
     const auto ack = acks_.find(id);
@@ -311,13 +311,15 @@ absl::StatusOr<std::vector<UnacknowledgedResource>> FakeDispatchStore::Unacknowl
     if (ack->second.version.has_value() && *ack->second.version >= r.version &&
         r.last_published_at.has_value()) {
       c.acked_publish = std::max(c.acked_publish.value_or(Time::min()), *r.last_published_at);
+      out.acked_frontier = std::max(out.acked_frontier.value_or(Time::min()), *r.last_published_at);
+      ++out.acknowledged;
     }
   }
   std::set<std::string> pending;
   for (const auto& [seq, e] : outbox_) {
     pending.insert(e.resource_id);
   }
-  std::vector<std::pair<Time, UnacknowledgedResource>> found;
+  std::vector<UnacknowledgedResource> found;
   for (const auto& [id, r] : resources_) {
     const auto c = clusters.find(r.cluster);
     if (r.deletion_state != DeletionState::kLive || !r.last_published_at.has_value() ||
@@ -335,20 +337,24 @@ absl::StatusOr<std::vector<UnacknowledgedResource>> FakeDispatchStore::Unacknowl
     const bool reported =
         c->second.reported.has_value() && *c->second.reported >= t + window.timeout;
     if (later_acked || reported) {
-      found.push_back({t, UnacknowledgedResource{
-                              .resource_id = id, .version = r.version, .acked_version = acked}});
+      found.push_back(UnacknowledgedResource{.resource_id = id,
+                                             .version = r.version,
+                                             .acked_version = acked,
+                                             .published_at = t,
+                                             .overtaken = later_acked});
     }
   }
+  // The overtaken first, then the longest published.
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.first, a.second.resource_id) < std::tie(b.first, b.second.resource_id);
-  });
-  std::vector<UnacknowledgedResource> out;
-  for (auto& [t, u] : found) {
-    if (static_cast<int>(out.size()) == window.limit) {
-      break;
+    if (a.overtaken != b.overtaken) {
+      return a.overtaken;
     }
-    out.push_back(std::move(u));
+    return std::tie(a.published_at, a.resource_id) < std::tie(b.published_at, b.resource_id);
+  });
+  if (static_cast<int>(found.size()) > window.limit) {
+    found.resize(static_cast<size_t>(window.limit));
   }
+  out.resources = std::move(found);
   return out;
 }
 

@@ -32,8 +32,7 @@ class FakeDispatchStore final : public DispatchStore, public FakeLockedStore {
   absl::Status PutManifestRender(const ManifestRender& render) override;
   absl::StatusOr<std::optional<ManifestRender>> GetManifestRender(
       const std::string& resource_id) override;
-  absl::StatusOr<std::vector<UnacknowledgedResource>> UnacknowledgedResources(
-      const AckWindow& window) override;
+  absl::StatusOr<AckSnapshot> UnacknowledgedResources(const AckWindow& window) override;
 
   // FailWithForTest() and notifications() (of kDeletionConfirmedChannel): see FakeLockedStore.
   // While held, ForEachResource() fails with kUnavailable: a warm load that has not finished.

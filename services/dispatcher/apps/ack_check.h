@@ -9,6 +9,20 @@
 // `republish`, which publishes it again as a new version (a changed payload: Maestro skips an
 // identical one).
 //
+// Lost or only late (finding 8). Maestro sends spec events in the order it committed them, on one
+// worker for all clusters (~20/s): behind a long queue an agent keeps reporting what it holds
+// while its new changes wait for minutes, and publishing those again only lengthens the queue.
+// So a listed resource is published again only on evidence that the source is past it:
+//  * kOvertaken: a change of its cluster published `grace` later is acknowledged;
+//  * kPassed: a change of any cluster published `timeout` later is acknowledged (the source
+//    delivers in order, so it has sent this one);
+//  * kStalled: no acknowledgement arrived since the last check (nothing newer acknowledged, no
+//    more acknowledged): the source is not working through a queue. At most `max_while_stalled`
+//    from the start of a stall until an acknowledgement arrives again, so a source that delivers
+//    nothing is not fed more than that.
+// Any other listed resource is left alone for now (`mmi_dispatcher_ack_waiting`): the
+// acknowledgements still arrive, so it is queued, not lost.
+//
 // Bounded: one look-up at a time, at most `max_per_check` resources per look-up; per resource the
 // republishes back off (ack_republishes on TrackedResource, decided by the caller). Errors are
 // counted and logged once per outage; the next interval tries again.
@@ -17,14 +31,17 @@
 // Collaborators are borrowed and outlive it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "libs/common/loop.h"
 #include "libs/store/dispatch_store.h"
+#include "services/dispatcher/apps/metrics.h"
 #include "services/dispatcher/apps/reconciler_settings.h"
 
 namespace mmi::dispatcher {
@@ -35,6 +52,7 @@ class AckCheck {
     Loop& loop;
     WorkerPool& workers;
     store::DispatchStore& store;
+    DispatcherMetrics& metrics;
     // Loop thread: publish `resource` again if it is still what was listed; true when it will be.
     std::function<bool(const store::UnacknowledgedResource& resource)> republish;
   };
@@ -53,13 +71,23 @@ class AckCheck {
 
  private:
   void Schedule();
-  void OnAnswer(const absl::StatusOr<std::vector<store::UnacknowledgedResource>>& found);
+  void OnAnswer(const absl::StatusOr<store::AckSnapshot>& found);
+  // Whether acknowledgements arrived since the last answer (true for the first: nothing known).
+  bool Progressed(const store::AckSnapshot& now) const;
 
   Deps deps_;
   const AckCheckSettings settings_;
   bool running_ = false;
   bool in_flight_ = false;
   int64_t failures_ = 0;  // failed look-ups since the last answer; logs once per outage
+  // The acknowledgements' progress at the last answer (store::AckSnapshot).
+  struct Progress {
+    std::optional<std::chrono::system_clock::time_point> frontier;
+    int64_t acknowledged = 0;
+  };
+  std::optional<Progress> last_;
+  int stall_budget_;      // what the current stall may still republish
+  bool waiting_ = false;  // the last answer left resources alone; logs once per backlog
   // Ends a look-up's answer after Stop() or destruction.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -95,7 +95,17 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry, std::string
               .Help("Changed Applications decided from their own store rows while the dispatch "
                     "state was still loading after a (re)start")
               .Register(registry)
-              .Add({})) {}
+              .Add({})),
+      ack_republishes_(prometheus::BuildCounter()
+                           .Name("mmi_dispatcher_ack_republishes_total")
+                           .Help("Unacknowledged changes published again, by the evidence of loss")
+                           .Register(registry)),
+      ack_waiting_(prometheus::BuildGauge()
+                       .Name("mmi_dispatcher_ack_waiting")
+                       .Help("Unacknowledged changes left alone at the last check: "
+                             "acknowledgements still arrive")
+                       .Register(registry)
+                       .Add({})) {}
 
 void DispatcherMetrics::Dispatch(std::string_view action, std::string_view result) {
   dispatches_.Add({{"transport", transport_}, {"action", S(action)}, {"result", S(result)}})
@@ -126,6 +136,10 @@ void DispatcherMetrics::HubWrite(std::string_view operation, std::string_view re
 
 void DispatcherMetrics::DeletionCheck(std::string_view result) {
   deletion_checks_.Add({{"result", S(result)}}).Increment();
+}
+
+void DispatcherMetrics::AckRepublish(std::string_view reason) {
+  ack_republishes_.Add({{"reason", S(reason)}}).Increment();
 }
 
 void DispatcherMetrics::SpecResync(std::string_view result) {

@@ -33,6 +33,13 @@
 //       REST API (gRPC; deletion_check.h): gone (404: confirmed) | present | error | dropped
 //       (the check queue was full: checked at the resource's next resend)
 //   mmi_dispatcher_deletion_checks_queued     deletions waiting for their REST look-up
+//   mmi_dispatcher_ack_republishes_total{reason}  unacknowledged changes published again by the
+//       AckCheck (ack_check.h): overtaken (a later change of the cluster acknowledged) | passed
+//       (a change published `timeout` later, of any cluster, acknowledged) | stalled (no
+//       acknowledgement arrived since the last check; at most ackCheck.maxWhileStalled a stall)
+//   mmi_dispatcher_ack_waiting                unacknowledged changes of reporting agents that the
+//       last check left alone: acknowledgements still arrive, so they are queued in a source that
+//       is behind (or a stall's budget is spent); at most ackCheck.maxPerCheck
 //
 // Thread-safe (prometheus-cpp metrics are atomic).
 #pragma once
@@ -62,6 +69,7 @@ class DispatcherMetrics {
   void SpecResync(std::string_view result);
   void UnknownCluster() { unknown_cluster_.Increment(); }
   void DeletionCheck(std::string_view result);
+  void AckRepublish(std::string_view reason);
 
   prometheus::Gauge& queue_depth() { return queue_depth_; }
   prometheus::Gauge& outbox_pending() { return outbox_pending_; }
@@ -69,6 +77,7 @@ class DispatcherMetrics {
   prometheus::Gauge& parked() { return parked_; }
   prometheus::Gauge& tracked() { return tracked_; }
   prometheus::Gauge& deletion_checks_queued() { return deletion_checks_queued_; }
+  prometheus::Gauge& ack_waiting() { return ack_waiting_; }
   prometheus::Counter& deferred_until_synced() { return deferred_until_synced_; }
   prometheus::Counter& decided_before_load() { return decided_before_load_; }
   const std::string& transport() const { return transport_; }
@@ -92,6 +101,8 @@ class DispatcherMetrics {
   prometheus::Gauge& deletion_checks_queued_;
   prometheus::Counter& deferred_until_synced_;
   prometheus::Counter& decided_before_load_;
+  prometheus::Family<prometheus::Counter>& ack_republishes_;
+  prometheus::Gauge& ack_waiting_;
 };
 
 }  // namespace mmi::dispatcher

@@ -75,6 +75,7 @@ Reconciler::Reconciler(ReconcilerDeps deps, ReconcilerSettings settings)
                            AckCheck::Deps{.loop = loop_,
                                           .workers = deps.workers,
                                           .store = deps.store,
+                                          .metrics = metrics_,
                                           .republish =
                                               [this](const store::UnacknowledgedResource& r) {
                                                 return RepublishUnacknowledged(r);

@@ -28,10 +28,16 @@ struct AckCheckSettings {
   bool enabled = true;                         // (enabled)
   std::chrono::milliseconds interval{15'000};  // (interval) between two look-ups in the store
   // (grace, timeout, maxPerCheck) store::AckWindow: a later change of the same cluster
-  // acknowledged `grace` after this one's publish, or any report `timeout` after it.
+  // acknowledged `grace` after this one's publish, or any report `timeout` after it. The
+  // second counts only when the source is not behind (ack_check.h): a change of any cluster
+  // published `timeout` after it is acknowledged, or no acknowledgement arrived since the last
+  // check.
   std::chrono::seconds grace{30};
   std::chrono::seconds timeout{120};
   int max_per_check = 1000;
+  // (maxWhileStalled) republishes on the timeout rule while no acknowledgement arrives at all,
+  // from one stall to the next acknowledgement: a source that delivers nothing gets no more.
+  int max_while_stalled = 200;
   // The n-th republish of one unchanged resource waits grace x 2^n (at most `max_backoff`) after
   // the one before: an agent that keeps failing to apply it is not flooded.
   std::chrono::seconds max_backoff{3600};

@@ -57,8 +57,7 @@ class OwningPostgresStore final : public DispatchStore {
   absl::StatusOr<std::optional<ManifestRender>> GetManifestRender(const std::string& id) override {
     return store_.GetManifestRender(id);
   }
-  absl::StatusOr<std::vector<UnacknowledgedResource>> UnacknowledgedResources(
-      const AckWindow& window) override {
+  absl::StatusOr<AckSnapshot> UnacknowledgedResources(const AckWindow& window) override {
     return store_.UnacknowledgedResources(window);
   }
 
