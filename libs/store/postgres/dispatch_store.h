@@ -36,6 +36,7 @@ class PostgresDispatchStore final : public DispatchStore {
       const std::string& resource_id) override;
   absl::StatusOr<std::vector<UnacknowledgedResource>> UnacknowledgedResources(
       const AckWindow& window) override;
+  absl::StatusOr<std::vector<AcknowledgedHandover>> AcknowledgedHandovers(int limit) override;
 
  private:
   // pool_.Run, timed for the observer under the metric label `operation`.
