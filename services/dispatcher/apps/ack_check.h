@@ -9,6 +9,9 @@
 // `republish`, which publishes it again as a new version (a changed payload: Maestro skips an
 // identical one).
 //
+// The same look-up also lists the hand-overs between the delivery modes whose first step the
+// agent acknowledged (store::AcknowledgedHandovers) and hands each to `handover_acked`.
+//
 // Bounded: one look-up at a time, at most `max_per_check` resources per look-up; per resource the
 // republishes back off (ack_republishes on TrackedResource, decided by the caller). Errors are
 // counted and logged once per outage; the next interval tries again.
@@ -37,6 +40,9 @@ class AckCheck {
     store::DispatchStore& store;
     // Loop thread: publish `resource` again if it is still what was listed; true when it will be.
     std::function<bool(const store::UnacknowledgedResource& resource)> republish;
+    // Loop thread: the first step of `handover` (handover.h) is acknowledged; the second may
+    // go. Null: hand-overs are not looked up.
+    std::function<void(const store::AcknowledgedHandover& handover)> handover_acked;
   };
   AckCheck(Deps deps, AckCheckSettings settings);
   ~AckCheck();
@@ -54,6 +60,7 @@ class AckCheck {
  private:
   void Schedule();
   void OnAnswer(const absl::StatusOr<std::vector<store::UnacknowledgedResource>>& found);
+  void OnHandovers(const absl::StatusOr<std::vector<store::AcknowledgedHandover>>& acked);
 
   Deps deps_;
   const AckCheckSettings settings_;
