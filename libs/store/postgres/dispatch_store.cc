@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "libs/common/status_macros.h"
 #include "libs/store/postgres/internal/shared_statements.h"
 
 namespace mmi::store::postgres {
@@ -614,19 +615,18 @@ absl::StatusOr<std::vector<AcknowledgedHandover>> PostgresDispatchStore::Acknowl
       "WHERE d.delivery IN (2, 3) AND d.deletion_state = 0 AND s.acked_version >= d.version "
       "ORDER BY d.resource_id LIMIT $1";
   std::vector<AcknowledgedHandover> out;
-  absl::Status status =
+  RETURN_IF_ERROR(
       Run("acknowledged_handovers", "list acknowledged hand-overs", [&](pqxx::connection& conn) {
         out.clear();
         pqxx::nontransaction tx(conn);
-        for (const auto& r : tx.exec_params(kSql, limit)) {
+        const pqxx::result rows = tx.exec_params(kSql, limit);
+        out.reserve(rows.size());
+        for (const auto& r : rows) {
           out.push_back({.resource_id = r[0].as<std::string>(),
                          .version = r[1].as<int32_t>(),
                          .delivery = static_cast<Delivery>(r[2].as<int>())});
         }
-      });
-  if (!status.ok()) {
-    return status;
-  }
+      }));
   return out;
 }
 
