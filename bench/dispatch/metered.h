@@ -70,6 +70,10 @@ class MeteredStore final : public store::DispatchStore {
       const store::AckWindow& window) override {
     return inner_.UnacknowledgedResources(window);
   }
+  absl::StatusOr<std::vector<store::AcknowledgedHandover>> AcknowledgedHandovers(
+      int limit) override {
+    return inner_.AcknowledgedHandovers(limit);
+  }
 
   const CallCost& record() const { return record_; }
   const CallCost& mark() const { return mark_; }

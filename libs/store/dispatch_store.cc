@@ -14,4 +14,18 @@ std::string_view OutboxActionName(OutboxAction action) {
   return "update";
 }
 
+std::string_view DeliveryName(Delivery delivery) {
+  switch (delivery) {
+    case Delivery::kApplication:
+      return "application";
+    case Delivery::kManifests:
+      return "manifests";
+    case Delivery::kReleasingApplication:
+      return "releasing_application";
+    case Delivery::kOrphaningManifests:
+      return "orphaning_manifests";
+  }
+  return "application";
+}
+
 }  // namespace mmi::store

@@ -26,6 +26,21 @@ namespace mmi::store {
 
 enum class DeletionState : int16_t { kLive = 0, kDeleteRequested = 1, kDeleteConfirmed = 2 };
 
+// How the bundle last recorded for a resource delivers its Application (ADR 0007), including the
+// first step of a hand-over between the two ways, which must be acknowledged by the agent
+// (AcknowledgedHandovers) before the second step goes:
+//  * kReleasingApplication: the spoke Application without Argo CD's resources finalizer, so the
+//    manifest bundle that replaces it deletes it without a prune;
+//  * kOrphaningManifests: the manifests with the delete option `Orphan`, so the agent drops its
+//    owner references and the Application bundle that replaces them deletes none of them.
+enum class Delivery : int16_t {
+  kApplication = 0,
+  kManifests = 1,
+  kReleasingApplication = 2,
+  kOrphaningManifests = 3,
+};
+std::string_view DeliveryName(Delivery delivery);
+
 struct DispatchedResource {
   std::string resource_id;  // UUID, lower case
   std::string cluster;
@@ -41,6 +56,7 @@ struct DispatchedResource {
   std::string metadata;      // `metadata` extension JSON last sent ("" = none)
   std::optional<std::chrono::system_clock::time_point> last_published_at;
   DeletionState deletion_state = DeletionState::kLive;
+  Delivery delivery = Delivery::kApplication;  // what `payload` delivers (migration 0005)
   friend bool operator==(const DispatchedResource&, const DispatchedResource&) = default;
 };
 
@@ -113,6 +129,16 @@ struct UnacknowledgedResource {
   // acknowledged; false: only because its agent reported AckWindow::timeout after it.
   bool overtaken = false;
   friend bool operator==(const UnacknowledgedResource&, const UnacknowledgedResource&) = default;
+};
+
+// A live resource in the first step of a hand-over (Delivery kReleasingApplication or
+// kOrphaningManifests) whose agent acknowledged the version last dispatched: the second step
+// may go.
+struct AcknowledgedHandover {
+  std::string resource_id;
+  int32_t version = 0;  // dispatched and acknowledged
+  Delivery delivery = Delivery::kApplication;
+  friend bool operator==(const AcknowledgedHandover&, const AcknowledgedHandover&) = default;
 };
 
 // When a missing acknowledgement counts. For a resource B of cluster C published at t (the broker
@@ -212,6 +238,10 @@ class DispatchStore {
   // AckWindow; the overtaken first, then the longest published), and the acknowledgements'
   // progress. Reads the sink's `resource_status`; one statement.
   virtual absl::StatusOr<AckSnapshot> UnacknowledgedResources(const AckWindow& window) = 0;
+  // The live resources in the first step of a hand-over whose `resource_status.acked_version`
+  // (the sink's) is at least the version dispatched, ascending id, at most `limit`; one
+  // statement, on the same acknowledgements as UnacknowledgedResources.
+  virtual absl::StatusOr<std::vector<AcknowledgedHandover>> AcknowledgedHandovers(int limit) = 0;
 };
 
 // The channel both stores' MarkDeletionConfirmed notify (payload: the resource id).

@@ -1,5 +1,7 @@
 #include "tools/fleet-sim/apply_plan.h"
 
+#include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -223,6 +225,25 @@ absl::StatusOr<ApplyPlan> PlanBundle(const ManifestBundle& bundle) {
     plan.manifests.push_back(std::move(m));
   }
   return plan;
+}
+
+bool CarriesOwnerReference(const ManifestPlan& applied) {
+  return !applied.orphan_on_delete && applied.mode != WriteMode::kReadOnly;
+}
+
+std::vector<ManifestPlan> DroppedToDelete(const ApplyPlan& applied, const ApplyPlan& next) {
+  auto key = [](const ManifestPlan& m) {
+    return std::tie(m.ref.group, m.ref.resource, m.namespace_, m.name);
+  };
+  std::vector<ManifestPlan> out;
+  for (const ManifestPlan& old : applied.manifests) {
+    const bool kept = std::ranges::any_of(
+        next.manifests, [&](const ManifestPlan& now) { return key(now) == key(old); });
+    if (!kept && CarriesOwnerReference(old)) {
+      out.push_back(old);
+    }
+  }
+  return out;
 }
 
 }  // namespace mmi::fleet_sim

@@ -69,6 +69,20 @@ void RemoveJsonPath(nlohmann::json& object, std::string_view path);
 // "ingresses", "NetworkPolicy" -> "networkpolicies".
 std::string GuessResource(std::string_view kind);
 
+// Owner references, as OCM's work agent keeps them (the ManifestWork DeletePropagation
+// enhancement, open-cluster-management-io/enhancements, "Implementation Details" 1-3): an object
+// the agent applies gets the owner reference of its AppliedManifestWork unless the work's delete
+// option orphans it (applied again under an orphaning option, it loses it), a ReadOnly one never
+// gets it; a manifest removed from the work, and the work's deletion, delete only objects that
+// still carry it. fleet-sim writes no owner references (it has no AppliedManifestWork): the plan
+// an object was last applied under says whether it would carry one.
+bool CarriesOwnerReference(const ManifestPlan& applied);
+
+// What an update from `applied` (the plan last applied) to `next` deletes: the manifests `next`
+// no longer holds (by group, resource, namespace and name) whose objects carry the owner
+// reference. In `applied`'s order.
+std::vector<ManifestPlan> DroppedToDelete(const ApplyPlan& applied, const ApplyPlan& next);
+
 // The plan for `bundle`. kInvalidArgument naming the manifest (`manifests[2]`) when one has no
 // apiVersion, kind or name, or an update strategy type the agent does not know.
 absl::StatusOr<ApplyPlan> PlanBundle(const cloudevents::ManifestBundle& bundle);

@@ -143,6 +143,75 @@ TEST(PlanBundleTest, FollowsTheDeleteOption) {
   }
 }
 
+// OCM's owner-reference rule (apply_plan.h): an update deletes a dropped object only when it
+// still carries the agent's owner reference, i.e. when the plan it was last applied under did
+// not orphan it (the hand-over from manifests to an Application relies on it, ADR 0007).
+TEST(DroppedToDeleteTest, DeletesOnlyDroppedObjectsThatStillCarryTheOwnerReference) {
+  auto plan = [](const char* policy, std::vector<json> manifests,
+                 std::vector<cloudevents::ResourceIdentifier> rules = {}) {
+    ManifestBundle bundle;
+    bundle.manifests = std::move(manifests);
+    if (policy != nullptr) {
+      cloudevents::DeleteOption option;
+      option.propagation_policy = policy;
+      if (!rules.empty()) {
+        option.orphaning_rules = rules;
+      }
+      bundle.delete_option = option;
+    }
+    return PlanBundle(bundle).value();
+  };
+  const json cm = Object("v1", "ConfigMap", "cm", "demo");
+  const json deploy = Object("apps/v1", "Deployment", "web", "demo");
+  const struct {
+    const char* name;
+    ApplyPlan applied;
+    ApplyPlan next;
+    std::vector<std::string> deleted;
+  } cases[] = {
+      {"Foreground, both dropped",
+       plan("Foreground", {cm, deploy}),
+       plan("Foreground", {}),
+       {"cm", "web"}},
+      {"no delete option (Foreground), one kept",
+       plan(nullptr, {cm, deploy}),
+       plan(nullptr, {deploy}),
+       {"cm"}},
+      {"applied under Orphan, then dropped",
+       plan("Orphan", {cm, deploy}),
+       plan("Foreground", {}),
+       {}},
+      {"applied under Orphan, dropped under Orphan",
+       plan("Orphan", {cm, deploy}),
+       plan("Orphan", {}),
+       {}},
+      {"selectively orphaned ConfigMap",
+       plan("SelectivelyOrphan", {cm, deploy}, {{"", "configmaps", "cm", "demo"}}),
+       plan("Foreground", {}),
+       {"web"}},
+      {"nothing dropped", plan("Foreground", {cm, deploy}), plan("Orphan", {deploy, cm}), {}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<std::string> deleted;
+    for (const ManifestPlan& m : DroppedToDelete(c.applied, c.next)) {
+      deleted.push_back(m.name);
+    }
+    EXPECT_EQ(deleted, c.deleted);
+  }
+  // A ReadOnly manifest is never owned: neither dropped nor deleted with the work.
+  ManifestBundle read_only;
+  read_only.manifests = {cm};
+  cloudevents::ManifestConfigOption config;
+  config.resource_identifier = {"", "configmaps", "cm", "demo"};
+  config.update_strategy =
+      cloudevents::UpdateStrategy{.type = "ReadOnly", .server_side_apply = std::nullopt};
+  read_only.manifest_configs = {config};
+  const ApplyPlan observed = PlanBundle(read_only).value();
+  EXPECT_FALSE(CarriesOwnerReference(observed.manifests[0]));
+  EXPECT_TRUE(DroppedToDelete(observed, ApplyPlan{}).empty());
+}
+
 // What Argo CD renders for one app often names a ConfigMap, a Service and a Deployment alike:
 // each manifest takes the config of its own resource, as the agent's RESTMapper matches them.
 TEST(PlanBundleTest, MatchesConfigsByResourceToo) {

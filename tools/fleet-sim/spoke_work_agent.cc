@@ -231,17 +231,9 @@ absl::StatusOr<std::optional<json>> SpokeWorkAgent::Read(const ManifestPlan& m) 
 }
 
 void SpokeWorkAgent::DeleteDropped(const ApplyPlan& old_plan, const ApplyPlan& new_plan) {
-  auto key = [](const ManifestPlan& m) {
-    return std::tie(m.ref.group, m.ref.resource, m.namespace_, m.name);
-  };
-  for (const ManifestPlan& old : old_plan.manifests) {
-    bool kept = false;
-    for (const ManifestPlan& now : new_plan.manifests) {
-      kept = kept || key(old) == key(now);
-    }
-    if (kept) {
-      continue;
-    }
+  // Only what still carries the agent's owner reference (apply_plan.h): an object applied under
+  // an orphaning delete option stays on the spoke when the work drops it.
+  for (const ManifestPlan& old : DroppedToDelete(old_plan, new_plan)) {
     absl::Status status = client_.Delete(old.ref, old.name, DeleteOptionsFor(settings_));
     if (!status.ok() && !absl::IsNotFound(status)) {
       Log().Warn(
@@ -254,7 +246,7 @@ void SpokeWorkAgent::DeleteDropped(const ApplyPlan& old_plan, const ApplyPlan& n
 void SpokeWorkAgent::DeleteObjects(const Work& work) {
   for (std::size_t i = 0; i < work.plan.manifests.size(); ++i) {
     const ManifestPlan& m = work.plan.manifests[i];
-    if (m.orphan_on_delete || m.mode == WriteMode::kReadOnly) {
+    if (!CarriesOwnerReference(m)) {
       continue;
     }
     kube::DeleteOptions options = DeleteOptionsFor(settings_);

@@ -35,6 +35,7 @@ class PostgresDispatchStore final : public DispatchStore {
   absl::StatusOr<std::optional<ManifestRender>> GetManifestRender(
       const std::string& resource_id) override;
   absl::StatusOr<AckSnapshot> UnacknowledgedResources(const AckWindow& window) override;
+  absl::StatusOr<std::vector<AcknowledgedHandover>> AcknowledgedHandovers(int limit) override;
 
  private:
   // pool_.Run, timed for the observer under the metric label `operation`.

@@ -443,4 +443,63 @@ TEST_P(DispatchStoreContract, AnEmptyAckLookUpStillReportsNoProgress) {
   EXPECT_EQ(*got, AckSnapshot{});
 }
 
+TEST_P(DispatchStoreContract, ListsTheHandOversWhoseFirstStepIsAcknowledged) {
+  using std::chrono::seconds;
+  const auto t0 = std::chrono::system_clock::time_point(seconds(1'790'000'000));
+  // 1 releases its Application (acknowledged), 2 orphans its manifests (not acknowledged yet),
+  // 3 orphans them and is acknowledged, 4 is in manifest delivery (no hand-over), 5 released
+  // its Application but is being deleted.
+  std::vector<DispatchChange> changes = {
+      Change(1, "c1", OutboxAction::kUpdate, 2), Change(2, "c1", OutboxAction::kUpdate, 5),
+      Change(3, "c2", OutboxAction::kUpdate, 3), Change(4, "c2", OutboxAction::kUpdate, 1),
+      Change(5, "c2", OutboxAction::kUpdate, 4)};
+  changes[0].resource.delivery = Delivery::kReleasingApplication;
+  changes[1].resource.delivery = Delivery::kOrphaningManifests;
+  changes[2].resource.delivery = Delivery::kOrphaningManifests;
+  changes[3].resource.delivery = Delivery::kManifests;
+  changes[4].resource.delivery = Delivery::kReleasingApplication;
+  changes[4].resource.deletion_state = DeletionState::kDeleteRequested;
+  ASSERT_TRUE(store_->Record(changes).ok());
+  const auto id = [&](int i) { return changes[i].resource.resource_id; };
+  GetParam().seed_ack(*store_, id(0), 2, t0);
+  GetParam().seed_ack(*store_, id(1), 4, t0);
+  GetParam().seed_ack(*store_, id(2), 7, t0);
+  GetParam().seed_ack(*store_, id(3), 1, t0);
+  GetParam().seed_ack(*store_, id(4), 4, t0);
+
+  auto got = store_->AcknowledgedHandovers(10);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got,
+            (std::vector<AcknowledgedHandover>{
+                {.resource_id = id(0), .version = 2, .delivery = Delivery::kReleasingApplication},
+                {.resource_id = id(2), .version = 3, .delivery = Delivery::kOrphaningManifests}}));
+  got = store_->AcknowledgedHandovers(1);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 1U);
+  EXPECT_EQ(got->front().resource_id, id(0));
+
+  // The delivery survives the store (a restarted dispatcher resumes the hand-over), and the
+  // second step ends it.
+  auto row = store_->GetResource(id(1));
+  ASSERT_TRUE(row.ok()) << row.status();
+  ASSERT_TRUE(row->has_value());
+  EXPECT_EQ((*row)->delivery, Delivery::kOrphaningManifests);
+  std::vector<Delivery> walked;
+  ASSERT_TRUE(store_
+                  ->ForEachResource([&](const DispatchedResource& r) {
+                    if (r.resource_id == id(0)) {
+                      walked.push_back(r.delivery);
+                    }
+                  })
+                  .ok());
+  EXPECT_EQ(walked, std::vector<Delivery>{Delivery::kReleasingApplication});
+  DispatchChange second = Change(1, "c1", OutboxAction::kUpdate, 3);
+  second.resource.delivery = Delivery::kManifests;
+  ASSERT_TRUE(store_->Record({second}).ok());
+  got = store_->AcknowledgedHandovers(10);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 1U);
+  EXPECT_EQ(got->front().resource_id, id(2));
+}
+
 }  // namespace mmi::store::testing

@@ -358,4 +358,27 @@ absl::StatusOr<AckSnapshot> FakeDispatchStore::UnacknowledgedResources(const Ack
   return out;
 }
 
+absl::StatusOr<std::vector<AcknowledgedHandover>> FakeDispatchStore::AcknowledgedHandovers(
+    int limit) {
+  absl::MutexLock lock(&mu_);
+  if (!fault_.ok()) {
+    return fault_;
+  }
+  std::vector<AcknowledgedHandover> out;
+  for (const auto& [id, r] : resources_) {  // ascending id
+    if (static_cast<int>(out.size()) == limit) {
+      break;
+    }
+    const auto ack = acks_.find(id);
+    if (r.deletion_state != DeletionState::kLive || ack == acks_.end() ||
+        !ack->second.version.has_value() || *ack->second.version < r.version ||
+        (r.delivery != Delivery::kReleasingApplication &&
+         r.delivery != Delivery::kOrphaningManifests)) {
+      continue;
+    }
+    out.push_back({.resource_id = id, .version = r.version, .delivery = r.delivery});
+  }
+  return out;
+}
+
 }  // namespace mmi::store::testing

@@ -33,6 +33,7 @@ class FakeDispatchStore final : public DispatchStore, public FakeLockedStore {
   absl::StatusOr<std::optional<ManifestRender>> GetManifestRender(
       const std::string& resource_id) override;
   absl::StatusOr<AckSnapshot> UnacknowledgedResources(const AckWindow& window) override;
+  absl::StatusOr<std::vector<AcknowledgedHandover>> AcknowledgedHandovers(int limit) override;
 
   // FailWithForTest() and notifications() (of kDeletionConfirmedChannel): see FakeLockedStore.
   // While held, ForEachResource() fails with kUnavailable: a warm load that has not finished.

@@ -1,5 +1,6 @@
 #include "services/dispatcher/apps/ack_check.h"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -40,10 +41,18 @@ void AckCheck::CheckNow() {
       .grace = settings_.grace, .timeout = settings_.timeout, .limit = settings_.max_per_check};
   deps_.workers.Post([this, window, alive = alive_] {
     auto found = deps_.store.UnacknowledgedResources(window);
-    deps_.loop.Post([this, alive, found = std::move(found)] {
-      if (*alive) {
-        OnAnswer(found);
+    std::optional<absl::StatusOr<std::vector<store::AcknowledgedHandover>>> handovers;
+    if (deps_.handover_acked) {
+      handovers = deps_.store.AcknowledgedHandovers(window.limit);
+    }
+    deps_.loop.Post([this, alive, found = std::move(found), handovers = std::move(handovers)] {
+      if (!*alive) {
+        return;
       }
+      if (handovers.has_value()) {
+        OnHandovers(*handovers);
+      }
+      OnAnswer(found);
     });
   });
 }
@@ -125,6 +134,17 @@ void AckCheck::OnAnswer(const absl::StatusOr<store::AckSnapshot>& found) {
         waiting_ ? "acknowledgements arrive behind the reports; unacknowledged resources wait"
                  : "no unacknowledged resource waits for a source that is behind any more",
         {{"waiting", waiting}});
+  }
+}
+
+void AckCheck::OnHandovers(const absl::StatusOr<std::vector<store::AcknowledgedHandover>>& acked) {
+  if (!acked.ok()) {
+    // Counted by the store's call metrics (operation "acknowledged_handovers"); logged with the
+    // other look-up's failure, which shares the connection.
+    return;
+  }
+  for (const store::AcknowledgedHandover& h : *acked) {
+    deps_.handover_acked(h);
   }
 }
 

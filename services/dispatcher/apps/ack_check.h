@@ -22,6 +22,8 @@
 //    nothing is not fed more than that.
 // Any other listed resource is left alone for now (`mmi_dispatcher_ack_waiting`): the
 // acknowledgements still arrive, so it is queued, not lost.
+// The same look-up also lists the hand-overs between the delivery modes whose first step the
+// agent acknowledged (store::AcknowledgedHandovers) and hands each to `handover_acked`.
 //
 // Bounded: one look-up at a time, at most `max_per_check` resources per look-up; per resource the
 // republishes back off (ack_republishes on TrackedResource, decided by the caller). Errors are
@@ -55,6 +57,9 @@ class AckCheck {
     DispatcherMetrics& metrics;
     // Loop thread: publish `resource` again if it is still what was listed; true when it will be.
     std::function<bool(const store::UnacknowledgedResource& resource)> republish;
+    // Loop thread: the first step of `handover` (handover.h) is acknowledged; the second may
+    // go. Null: hand-overs are not looked up.
+    std::function<void(const store::AcknowledgedHandover& handover)> handover_acked;
   };
   AckCheck(Deps deps, AckCheckSettings settings);
   ~AckCheck();
@@ -74,6 +79,7 @@ class AckCheck {
   void OnAnswer(const absl::StatusOr<store::AckSnapshot>& found);
   // Whether acknowledgements arrived since the last answer (true for the first: nothing known).
   bool Progressed(const store::AckSnapshot& now) const;
+  void OnHandovers(const absl::StatusOr<std::vector<store::AcknowledgedHandover>>& acked);
 
   Deps deps_;
   const AckCheckSettings settings_;

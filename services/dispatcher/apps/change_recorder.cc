@@ -83,6 +83,7 @@ void ChangeRecorder::OnRecorded(std::vector<PendingChange> batch,
       t->busy = false;
       t->payload_hash = pc.change.resource.payload_hash;
       t->version = pc.change.resource.version;
+      t->delivery = pc.change.resource.delivery;
       if (t->state == DeletionState::kDeleteConfirmed &&
           pc.change.resource.deletion_state == DeletionState::kDeleteRequested) {
         // The agent's Deleted came while this resend was recorded (the key was busy): it stands

@@ -79,6 +79,9 @@ struct Decision {
   // kPublishSpec of a manifest bundle: its manifest_renders row, recorded with it (set by the
   // reconciler from its ManifestPlan, not by Decide()).
   std::optional<store::ManifestRender> manifest_render;
+  // kPublishSpec: how `dispatch` delivers the Application (set by the reconciler with the
+  // hand-over between the modes, handover.h; Decide() leaves Application delivery).
+  store::Delivery delivery = store::Delivery::kApplication;
 };
 
 Decision Decide(const Observation& seen, const ReconcilerSettings& settings);

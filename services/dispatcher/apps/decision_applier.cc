@@ -137,6 +137,7 @@ void DecisionApplier::PublishSpec(const std::string& key, const json& app, const
   resource.version = d.version;
   resource.payload_hash = dispatch.payload_hash;
   row = resource.Row(DeletionState::kLive);
+  row.delivery = d.delivery;
   row.payload = event->data.value_or("");
   row.metadata = event->MetadataJson().value_or("");
   pc.change.event =

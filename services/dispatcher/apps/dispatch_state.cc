@@ -21,6 +21,7 @@ store::DispatchedResource TrackedResource::Row(store::DeletionState row_state) c
   row.version = version;
   row.payload_hash = payload_hash;
   row.deletion_state = row_state;
+  row.delivery = delivery;
   return row;
 }
 
@@ -37,6 +38,7 @@ TrackedResource TrackedResource::FromRow(store::DispatchedResource row) {
   t.payload_hash = std::move(row.payload_hash);
   t.version = row.version;
   t.state = row.deletion_state;
+  t.delivery = row.delivery;
   return t;
 }
 

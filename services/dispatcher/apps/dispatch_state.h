@@ -54,6 +54,11 @@ struct TrackedResource {
   // check finds it again). How often that happened since its content last changed, and when.
   bool republish = false;
   int ack_republishes = 0;
+  // How the recorded bundle delivers the Application (a first step of a hand-over included,
+  // handover.h), and the version of a first step the agent acknowledged (AckCheck; memory only:
+  // after a restart the check finds it again).
+  store::Delivery delivery = store::Delivery::kApplication;
+  int32_t handover_acked_version = 0;
   std::optional<std::chrono::steady_clock::time_point> ack_republished_at;
 
   const std::string& id() const { return identity.resource_id; }

@@ -33,15 +33,21 @@ struct ManifestPlan {
   std::string message;               // kRefused
   std::optional<Dispatch> dispatch;  // kRendered: the last good render's bundle
   store::ManifestRender render;      // kRendered (resource_id set)
+  // kPending, kRendered: asked with `handing_over`, the Application asks for Application
+  // delivery; this is the render of the manifests its hand-over sends last (handover.h).
+  bool asks_application = false;
 };
 
 class ManifestDelivery {
  public:
   virtual ~ManifestDelivery() = default;
   // The plan for the live pull-model Application `app` of `key`; `refresh`: the hub asked for
-  // one (argocd.argoproj.io/refresh). May start a resolve or render whose answer decides `key`
-  // again.
-  virtual ManifestPlan Prepare(const std::string& key, const nlohmann::json& app, bool refresh) = 0;
+  // one (argocd.argoproj.io/refresh). `handing_over`: its manifests are on the spoke, so an
+  // Application that asks for Application delivery is rendered all the same (the hand-over's
+  // first step sends its manifests once more, orphaning them), answered with
+  // `asks_application`. May start a resolve or render whose answer decides `key` again.
+  virtual ManifestPlan Prepare(const std::string& key, const nlohmann::json& app, bool refresh,
+                               bool handing_over) = 0;
   // `key`'s Application is gone: whatever is kept for it is dropped.
   virtual void Forget(const std::string& key) = 0;
 };

@@ -20,7 +20,8 @@ using Kind = ManifestPlan::Kind;
 // Answers `plan` for every key; records the refresh flags asked with.
 class FakeManifests final : public ManifestDelivery {
  public:
-  ManifestPlan Prepare(const std::string& /*key*/, const json& /*app*/, bool refresh) override {
+  ManifestPlan Prepare(const std::string& /*key*/, const json& /*app*/, bool refresh,
+                       bool /*handing_over*/) override {
     refreshes.push_back(refresh);
     return plan;
   }

@@ -266,20 +266,25 @@ absl::StatusOr<Dispatch> BuildDispatch(const json& hub_app, const PayloadSetting
   return d;
 }
 
-cloudevents::ManifestBundle StampDispatchVersion(cloudevents::ManifestBundle bundle,
-                                                 int32_t version) {
+bool HoldsApplication(const cloudevents::ManifestBundle& bundle) {
   if (bundle.manifests.empty()) {
-    return bundle;
+    return false;
   }
-  json& app = bundle.manifests.front();
+  const json& app = bundle.manifests.front();
   const auto kind = app.find("kind");
   const auto api_version = app.find("apiVersion");
-  if (kind == app.end() || *kind != "Application" || api_version == app.end() ||
-      !api_version->is_string() ||
-      !api_version->get_ref<const std::string&>().starts_with("argoproj.io/")) {
+  return kind != app.end() && *kind == "Application" && api_version != app.end() &&
+         api_version->is_string() &&
+         api_version->get_ref<const std::string&>().starts_with("argoproj.io/");
+}
+
+cloudevents::ManifestBundle StampDispatchVersion(cloudevents::ManifestBundle bundle,
+                                                 int32_t version) {
+  if (!HoldsApplication(bundle)) {
     return bundle;
   }
-  app["metadata"]["annotations"][kDispatchVersionAnnotation] = std::to_string(version);
+  bundle.manifests.front()["metadata"]["annotations"][kDispatchVersionAnnotation] =
+      std::to_string(version);
   return bundle;
 }
 

@@ -110,6 +110,9 @@ absl::StatusOr<Dispatch> DispatchIdentityOf(const nlohmann::json& hub_app,
 std::string PayloadHashOf(const cloudevents::ManifestBundle& bundle,
                           const cloudevents::ObjectMeta& work_meta);
 
+// Whether the first manifest of `bundle` is an argoproj.io Application (Application delivery).
+bool HoldsApplication(const cloudevents::ManifestBundle& bundle);
+
 // `bundle` with `version` stamped into kDispatchVersionAnnotation of its Application manifest (the
 // first manifest, when it is an argoproj.io Application; any other bundle is returned as is).
 cloudevents::ManifestBundle StampDispatchVersion(cloudevents::ManifestBundle bundle,

@@ -7,6 +7,7 @@
 
 #include "libs/kube_object/object.h"
 #include "services/dispatcher/apps/decision.h"
+#include "services/dispatcher/apps/handover.h"
 #include "services/dispatcher/apps/internal/reconciler_log.h"
 
 namespace mmi::dispatcher {
@@ -79,6 +80,10 @@ Reconciler::Reconciler(ReconcilerDeps deps, ReconcilerSettings settings)
                                           .republish =
                                               [this](const store::UnacknowledgedResource& r) {
                                                 return RepublishUnacknowledged(r);
+                                              },
+                                          .handover_acked =
+                                              [this](const store::AcknowledgedHandover& h) {
+                                                OnHandoverAcked(h);
                                               }},
                            settings_.ack_check)
                      : nullptr) {}
@@ -356,25 +361,28 @@ bool Reconciler::Reconcile(const std::string& key, bool absence_is_final,
     return false;
   }
   TrackedResource* t = state_.FindByKey(key);
-  std::optional<Dispatch> prepared;
-  std::optional<store::ManifestRender> render;
+  PreparedDelivery prepared;
   if (manifests_ != nullptr) {
     if (app == nullptr || !PullModelCluster(*app)) {
       manifests_->Forget(key);
       manifest_writes_.Forget(key, "");
     } else if (!DeletionTimestampOf(*app) && (t == nullptr || !t->busy) &&
-               !PlanManifests(key, *app, t, prepared, render)) {
+               !PlanManifests(key, *app, t, prepared)) {
       return true;
     }
   }
+  const std::optional<store::ManifestRender>& render = prepared.render;
   const Observation seen{.key = key,
                          .app = app.get(),
                          .tracked = t,
                          .state = &state_,
                          .clusters = &clusters_,
                          .now = clock_.MonotonicNow(),
-                         .prepared = prepared ? &*prepared : nullptr};
+                         .prepared = prepared.dispatch ? &*prepared.dispatch : nullptr};
   Decision decision = Decide(seen, settings_);
+  if (decision.action == Decision::Action::kPublishSpec) {
+    decision.delivery = prepared.delivery;
+  }
   if (render) {
     if (decision.action == Decision::Action::kPublishSpec) {
       decision.manifest_render = render;  // recorded with the bundle, one transaction
@@ -391,12 +399,19 @@ bool Reconciler::Reconcile(const std::string& key, bool absence_is_final,
 }
 
 bool Reconciler::PlanManifests(const std::string& key, const nlohmann::json& app,
-                               const TrackedResource* t, std::optional<Dispatch>& prepared,
-                               std::optional<store::ManifestRender>& render) {
+                               const TrackedResource* t, PreparedDelivery& prepared) {
   const PropagatedRequest request = PropagatedRequestOf(app);
-  ManifestPlan plan = manifests_->Prepare(key, app, request.refresh.has_value());
+  // What a hand-over starts from: the delivery recorded for the live resource. None without the
+  // end-to-end acknowledgement (dispatch.ackCheck off): the way asked for then goes at once.
+  std::optional<store::Delivery> recorded;
+  if (t != nullptr && t->state == store::DeletionState::kLive && ack_check_ != nullptr) {
+    recorded = t->delivery;
+  }
+  ManifestPlan plan = manifests_->Prepare(key, app, request.refresh.has_value(),
+                                          recorded.has_value() && DeliversManifests(*recorded));
   switch (plan.kind) {
     case ManifestPlan::Kind::kApplication:
+      // Also the switch back from a released Application: the finalizer returns.
       manifest_writes_.Forget(key, "");
       return true;
     case ManifestPlan::Kind::kRefused:
@@ -432,10 +447,61 @@ bool Reconciler::PlanManifests(const std::string& key, const nlohmann::json& app
     }
     return false;
   }
-  manifest_writes_.Forget(key, "");
-  render = plan.render;
-  prepared = *std::move(plan.dispatch);
+  PlanHandover(key, app, t, recorded, std::move(plan), prepared);
   return true;
+}
+
+void Reconciler::PlanHandover(const std::string& key, const nlohmann::json& app,
+                              const TrackedResource* t, std::optional<store::Delivery> recorded,
+                              ManifestPlan plan, PreparedDelivery& prepared) {
+  if (t != nullptr && t->id() != plan.dispatch->resource_id) {
+    recorded.reset();  // moved to another cluster: deleted there, created here
+  }
+  const bool acknowledged =
+      t != nullptr && t->version > 0 && t->handover_acked_version == t->version;
+  prepared.delivery = NextDelivery(!plan.asks_application, recorded, acknowledged);
+  if (IsFirstStep(prepared.delivery) && recorded != prepared.delivery) {
+    internal::ReconcilerLog().Info(
+        "switching delivery modes: sending the first step of the hand-over",
+        {{"resource", key}, {"step", std::string(store::DeliveryName(prepared.delivery))}});
+  }
+  switch (prepared.delivery) {
+    case store::Delivery::kManifests:
+      manifest_writes_.Forget(key, "");
+      prepared.render = plan.render;
+      prepared.dispatch = *std::move(plan.dispatch);
+      return;
+    case store::Delivery::kOrphaningManifests:
+      manifest_writes_.Forget(key, "");
+      prepared.render = plan.render;
+      prepared.dispatch = Orphaning(*std::move(plan.dispatch));
+      return;
+    case store::Delivery::kReleasingApplication: {
+      // Still the Application, without the finalizer that would prune on its deletion. A
+      // failure leaves `dispatch` unset: Decide() builds it and reports why it cannot.
+      absl::StatusOr<Dispatch> released =
+          BuildDispatch(WithoutPruningFinalizers(app), settings_.payload);
+      if (released.ok()) {
+        prepared.dispatch = *std::move(released);
+      }
+      return;
+    }
+    case store::Delivery::kApplication:
+      return;  // the hand-over's second step: Decide() builds the Application
+  }
+}
+
+void Reconciler::OnHandoverAcked(const store::AcknowledgedHandover& handover) {
+  TrackedResource* t = state_.Find(handover.resource_id);
+  if (t == nullptr || t->state != store::DeletionState::kLive || t->version != handover.version ||
+      t->delivery != handover.delivery || t->handover_acked_version == handover.version) {
+    return;  // changed since it was listed, or known already
+  }
+  t->handover_acked_version = handover.version;
+  internal::ReconcilerLog().Info(
+      "the agent applied the first step of a hand-over; sending the second",
+      {{"resource", t->Key()}, {"step", std::string(store::DeliveryName(t->delivery))}});
+  Enqueue(t->Key(), /*urgent=*/true);
 }
 
 // ---------------------------------------------------------------------------------------------

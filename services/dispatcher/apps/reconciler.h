@@ -175,12 +175,26 @@ class Reconciler {
   // Decide() for `key`, then DecisionApplier::Apply(). False (nothing decided) when its
   // Application is absent and `absence_is_final` is not (the Application list is not complete).
   bool Reconcile(const std::string& key, bool absence_is_final, std::vector<PendingChange>& batch);
+  // What manifest delivery prepares for Decide(): the bundle to decide on (unset: the
+  // Application, which Decide() builds), its `manifest_renders` row, and how it delivers the
+  // Application (a hand-over's step included, handover.h).
+  struct PreparedDelivery {
+    std::optional<Dispatch> dispatch;
+    std::optional<store::ManifestRender> render;
+    store::Delivery delivery = store::Delivery::kApplication;
+  };
   // Manifest delivery's part of Reconcile() for a live pull-model Application: false when the
   // plan settles the key without a decision (refused, pending, no bundle yet); else `prepared`
-  // holds the bundle to decide on (unset: Application delivery) and `render` its row.
+  // is what to decide on, with the step of a hand-over between the modes where one is under way.
   bool PlanManifests(const std::string& key, const nlohmann::json& app, const TrackedResource* t,
-                     std::optional<Dispatch>& prepared,
-                     std::optional<store::ManifestRender>& render);
+                     PreparedDelivery& prepared);
+  // The next step for `app`, rendered as `plan` (kRendered with a bundle), given what was
+  // recorded for it (handover.h).
+  void PlanHandover(const std::string& key, const nlohmann::json& app, const TrackedResource* t,
+                    std::optional<store::Delivery> recorded, ManifestPlan plan,
+                    PreparedDelivery& prepared);
+  // AckCheck found the first step of a hand-over acknowledged: its key is decided again.
+  void OnHandoverAcked(const store::AcknowledgedHandover& handover);
   // Maestro's REST API answered 404 for `resource_id`, whose deletion waits for its
   // confirmation: finished as on the status sink's Deleted.
   void OnGoneFromMaestro(const std::string& resource_id);

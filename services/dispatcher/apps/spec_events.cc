@@ -9,10 +9,16 @@
 
 namespace mmi::dispatcher {
 
-absl::StatusOr<std::string> EncodedWorkMeta(const Dispatch& d, int32_t version) {
+absl::StatusOr<std::string> EncodedWorkMeta(const Dispatch& d, int32_t version,
+                                            std::optional<int32_t> dispatch_version) {
   cloudevents::ObjectMeta meta = d.work_meta;
   meta.resource_version = std::to_string(version);
   meta.generation = version;
+  if (dispatch_version.has_value() && !HoldsApplication(d.bundle)) {
+    // No Application to carry the stamp (manifest delivery): the work's metadata carries it, and
+    // the agent echoes that metadata with the generation its Applied condition observed.
+    meta.annotations[kDispatchVersionAnnotation] = std::to_string(*dispatch_version);
+  }
   return cloudevents::FormatObjectMeta(meta);
 }
 
@@ -22,7 +28,7 @@ absl::StatusOr<cloudevents::Event> MakeSpecEvent(const Dispatch& d, const std::s
                                                  cloudevents::Timestamp time) {
   ASSIGN_OR_RETURN(std::string data, cloudevents::EncodeManifestBundle(
                                          StampDispatchVersion(d.bundle, dispatch_version)));
-  ASSIGN_OR_RETURN(std::string meta, EncodedWorkMeta(d, version));
+  ASSIGN_OR_RETURN(std::string meta, EncodedWorkMeta(d, version, dispatch_version));
   return cloudevents::MakeSpecRequest({.id = std::move(id),
                                        .source = source_id,
                                        .time = time,

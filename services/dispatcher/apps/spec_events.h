@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -48,7 +49,10 @@ absl::StatusOr<cloudevents::Event> MakeDeleteEvent(const ResourceIdentity& resou
                                                    cloudevents::Timestamp deletion_time,
                                                    std::string id, cloudevents::Timestamp time);
 
-// The `metadata` extension of `d` at `version` (ObjectMeta JSON).
-absl::StatusOr<std::string> EncodedWorkMeta(const Dispatch& d, int32_t version);
+// The `metadata` extension of `d` at `version` (ObjectMeta JSON). A bundle without an
+// Application (manifest delivery) carries `dispatch_version`, when given, in its
+// kDispatchVersionAnnotation (the end-to-end acknowledgement of its bundle).
+absl::StatusOr<std::string> EncodedWorkMeta(const Dispatch& d, int32_t version,
+                                            std::optional<int32_t> dispatch_version = std::nullopt);
 
 }  // namespace mmi::dispatcher

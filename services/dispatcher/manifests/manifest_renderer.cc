@@ -72,9 +72,13 @@ void ManifestRenderer::Untrack(const std::string& key, const Entry& entry) {
   }
 }
 
-ManifestPlan ManifestRenderer::Prepare(const std::string& key, const json& app, bool refresh) {
+ManifestPlan ManifestRenderer::Prepare(const std::string& key, const json& app, bool refresh,
+                                       bool handing_over) {
   const absl::StatusOr<DeliveryMode> mode = DeliveryModeOf(app);
-  if (!mode.ok() || *mode == DeliveryMode::kApplication) {
+  // Back to Application delivery while the manifests are on the spoke: rendered all the same,
+  // for the hand-over's orphaning step.
+  const bool asks_application = mode.ok() && *mode == DeliveryMode::kApplication && handing_over;
+  if (!mode.ok() || (*mode == DeliveryMode::kApplication && !asks_application)) {
     Forget(key);
     return mode.ok() ? ManifestPlan{} : Refused(std::string(mode.status().message()));
   }
@@ -116,10 +120,12 @@ ManifestPlan ManifestRenderer::Prepare(const std::string& key, const json& app, 
   if (!entry.answered) {
     ManifestPlan pending;
     pending.kind = ManifestPlan::Kind::kPending;
+    pending.asks_application = asks_application;
     return pending;
   }
   ManifestPlan plan;
   plan.kind = ManifestPlan::Kind::kRendered;
+  plan.asks_application = asks_application;
   plan.render.render_error = entry.error;
   if (entry.last_good) {
     plan.render.revision = entry.last_good->revision;

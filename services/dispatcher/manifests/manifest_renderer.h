@@ -71,7 +71,8 @@ class ManifestRenderer final : public ManifestDelivery {
   };
   ManifestRenderer(Deps deps, ManifestRendererSettings settings);
 
-  ManifestPlan Prepare(const std::string& key, const nlohmann::json& app, bool refresh) override;
+  ManifestPlan Prepare(const std::string& key, const nlohmann::json& app, bool refresh,
+                       bool handing_over) override;
   // Also when the key's Application left manifest delivery.
   void Forget(const std::string& key) override;
 

@@ -94,10 +94,11 @@ class ManifestRendererTest : public ::testing::Test {
 
 TEST_F(ManifestRendererTest, ApplicationDeliveryAndRefusalsNeverAskTheRepoServer) {
   ManifestRenderer& renderer = Make();
-  EXPECT_EQ(renderer.Prepare("argocd/guestbook", HubApp(""), false).kind, Kind::kApplication);
-  EXPECT_EQ(renderer.Prepare("argocd/guestbook", HubApp("application"), false).kind,
+  EXPECT_EQ(renderer.Prepare("argocd/guestbook", HubApp(""), false, false).kind,
             Kind::kApplication);
-  const ManifestPlan typo = renderer.Prepare("argocd/guestbook", HubApp("manifest"), false);
+  EXPECT_EQ(renderer.Prepare("argocd/guestbook", HubApp("application"), false, false).kind,
+            Kind::kApplication);
+  const ManifestPlan typo = renderer.Prepare("argocd/guestbook", HubApp("manifest"), false, false);
   EXPECT_EQ(typo.kind, Kind::kRefused);
   EXPECT_NE(typo.message.find("unknown delivery mode"), std::string::npos) << typo.message;
   RunAll();
@@ -105,21 +106,45 @@ TEST_F(ManifestRendererTest, ApplicationDeliveryAndRefusalsNeverAskTheRepoServer
   EXPECT_TRUE(repo_.manifest_requests().empty());
 
   ManifestRenderer& off = Make(/*enabled=*/false);
-  const ManifestPlan refused = off.Prepare("argocd/guestbook", HubApp(), false);
+  const ManifestPlan refused = off.Prepare("argocd/guestbook", HubApp(), false, false);
   EXPECT_EQ(refused.kind, Kind::kRefused);
   EXPECT_EQ(refused.message, kNotConfigured);
+}
+
+// Back to Application delivery while the manifests are on the spoke: the hand-over's orphaning
+// step needs them, so the render goes on, marked as asked for Application delivery.
+TEST_F(ManifestRendererTest, AnApplicationHandingOverIsStillRenderedAndSaysItAsksForApplication) {
+  ManifestRenderer& renderer = Make();
+  repo_.SetRevision("main", Resolved("sha-1"));
+  repo_.SetDefaultManifests(Rendered("sha-1"));
+  const ManifestPlan pending =
+      renderer.Prepare("argocd/guestbook", HubApp("application"), false, /*handing_over=*/true);
+  EXPECT_EQ(pending.kind, Kind::kPending);
+  EXPECT_TRUE(pending.asks_application);
+  RunAll();
+  const ManifestPlan plan =
+      renderer.Prepare("argocd/guestbook", HubApp("application"), false, /*handing_over=*/true);
+  ASSERT_EQ(plan.kind, Kind::kRendered);
+  EXPECT_TRUE(plan.asks_application);
+  ASSERT_TRUE(plan.dispatch.has_value());
+  EXPECT_EQ(plan.dispatch->bundle.manifests.size(), 1U);
+  // The hand-over done: plain Application delivery, and the render is forgotten.
+  EXPECT_EQ(renderer.Prepare("argocd/guestbook", HubApp("application"), false, false).kind,
+            Kind::kApplication);
+  EXPECT_FALSE(
+      renderer.Prepare("argocd/guestbook", HubApp("manifests"), false, false).asks_application);
 }
 
 TEST_F(ManifestRendererTest, ResolvesRendersAndTellsOnceThenAnswersTheBundle) {
   ManifestRenderer& renderer = Make();
   repo_.SetRevision("main", Resolved("sha-1"));
   repo_.SetDefaultManifests(Rendered("sha-1"));
-  EXPECT_EQ(renderer.Prepare("argocd/guestbook", HubApp(), false).kind, Kind::kPending);
+  EXPECT_EQ(renderer.Prepare("argocd/guestbook", HubApp(), false, false).kind, Kind::kPending);
   RunAll();
   EXPECT_EQ(changed_, std::vector<std::string>{"argocd/guestbook"});
   ASSERT_EQ(repo_.manifest_requests().size(), 1U);
 
-  const ManifestPlan plan = renderer.Prepare("argocd/guestbook", HubApp(), false);
+  const ManifestPlan plan = renderer.Prepare("argocd/guestbook", HubApp(), false, false);
   ASSERT_EQ(plan.kind, Kind::kRendered);
   ASSERT_TRUE(plan.dispatch.has_value());
   EXPECT_EQ(plan.dispatch->bundle.manifests.size(), 1U);
@@ -137,18 +162,18 @@ TEST_F(ManifestRendererTest, ARenderErrorKeepsTheLastGoodBundleAndShowsTheError)
   ManifestRenderer& renderer = Make();
   repo_.SetRevision("main", Resolved("sha-1"));
   repo_.SetDefaultManifests(Rendered("sha-1"));
-  renderer.Prepare("argocd/guestbook", HubApp(), false);
+  renderer.Prepare("argocd/guestbook", HubApp(), false, false);
   RunAll();
-  const ManifestPlan good = renderer.Prepare("argocd/guestbook", HubApp(), false);
+  const ManifestPlan good = renderer.Prepare("argocd/guestbook", HubApp(), false, false);
   ASSERT_TRUE(good.dispatch.has_value());
 
   // A broken commit: the refresh resolves it at once, its render fails.
   repo_.SetRevision("main", Resolved("sha-2"));
   repo_.SetDefaultManifests(absl::FailedPreconditionError("kustomize build: broken"));
-  renderer.Prepare("argocd/guestbook", HubApp(), /*refresh=*/true);
+  renderer.Prepare("argocd/guestbook", HubApp(), /*refresh=*/true, false);
   RunAll();
   EXPECT_EQ(changed_.size(), 2U);
-  const ManifestPlan broken = renderer.Prepare("argocd/guestbook", HubApp(), false);
+  const ManifestPlan broken = renderer.Prepare("argocd/guestbook", HubApp(), false, false);
   ASSERT_EQ(broken.kind, Kind::kRendered);
   ASSERT_TRUE(broken.dispatch.has_value());
   EXPECT_EQ(broken.dispatch->payload_hash, good.dispatch->payload_hash);  // nothing new is sent
@@ -159,9 +184,9 @@ TEST_F(ManifestRendererTest, ARenderErrorKeepsTheLastGoodBundleAndShowsTheError)
   // The fix: a new bundle, the error gone.
   repo_.SetRevision("main", Resolved("sha-3"));
   repo_.SetDefaultManifests(Rendered("sha-3", 2));
-  renderer.Prepare("argocd/guestbook", HubApp(), /*refresh=*/true);
+  renderer.Prepare("argocd/guestbook", HubApp(), /*refresh=*/true, false);
   RunAll();
-  const ManifestPlan fixed = renderer.Prepare("argocd/guestbook", HubApp(), false);
+  const ManifestPlan fixed = renderer.Prepare("argocd/guestbook", HubApp(), false, false);
   ASSERT_TRUE(fixed.dispatch.has_value());
   EXPECT_NE(fixed.dispatch->payload_hash, good.dispatch->payload_hash);
   EXPECT_EQ(fixed.render.revision, "sha-3");
@@ -172,9 +197,9 @@ TEST_F(ManifestRendererTest, AFirstRenderFailingHasNoBundleButItsErrorAndResourc
   ManifestRenderer& renderer = Make();
   repo_.SetRevision("main", Resolved("sha-1"));
   repo_.SetDefaultManifests(absl::FailedPreconditionError("helm template: boom"));
-  renderer.Prepare("argocd/guestbook", HubApp(), false);
+  renderer.Prepare("argocd/guestbook", HubApp(), false, false);
   RunAll();
-  const ManifestPlan plan = renderer.Prepare("argocd/guestbook", HubApp(), false);
+  const ManifestPlan plan = renderer.Prepare("argocd/guestbook", HubApp(), false, false);
   ASSERT_EQ(plan.kind, Kind::kRendered);
   EXPECT_FALSE(plan.dispatch.has_value());
   EXPECT_EQ(plan.render.revision, "");
@@ -184,9 +209,9 @@ TEST_F(ManifestRendererTest, AFirstRenderFailingHasNoBundleButItsErrorAndResourc
 
   // A revision that cannot be resolved is shown the same way.
   repo_.SetRevision("main", absl::FailedPreconditionError("unable to resolve 'main'"));
-  renderer.Prepare("argocd/guestbook", HubApp(), /*refresh=*/true);
+  renderer.Prepare("argocd/guestbook", HubApp(), /*refresh=*/true, false);
   RunAll();
-  const ManifestPlan unresolved = renderer.Prepare("argocd/guestbook", HubApp(), false);
+  const ManifestPlan unresolved = renderer.Prepare("argocd/guestbook", HubApp(), false, false);
   ASSERT_TRUE(unresolved.render.render_error.has_value());
   EXPECT_NE(unresolved.render.render_error->find("resolving the revision"), std::string::npos)
       << *unresolved.render.render_error;
@@ -196,7 +221,7 @@ TEST_F(ManifestRendererTest, ANewCommitRollsOutAfterTheResolveIntervalWithoutAHu
   ManifestRenderer& renderer = Make();
   repo_.SetRevision("main", Resolved("sha-1"));
   repo_.SetDefaultManifests(Rendered("sha-1"));
-  renderer.Prepare("argocd/guestbook", HubApp(), false);
+  renderer.Prepare("argocd/guestbook", HubApp(), false, false);
   RunAll();
   ASSERT_EQ(changed_.size(), 1U);
   repo_.SetRevision("main", Resolved("sha-2"));
@@ -206,11 +231,11 @@ TEST_F(ManifestRendererTest, ANewCommitRollsOutAfterTheResolveIntervalWithoutAHu
   EXPECT_EQ(changed_.size(), 1U);
   clock_.Advance(std::chrono::seconds(1));
   RunAll();
-  ASSERT_EQ(changed_.size(), 2U);                         // the timer: decide the key again
-  renderer.Prepare("argocd/guestbook", HubApp(), false);  // what the reconciler then does
+  ASSERT_EQ(changed_.size(), 2U);                                // the timer: decide the key again
+  renderer.Prepare("argocd/guestbook", HubApp(), false, false);  // what the reconciler then does
   RunAll();
   ASSERT_EQ(changed_.size(), 3U);  // the new commit's render
-  const ManifestPlan plan = renderer.Prepare("argocd/guestbook", HubApp(), false);
+  const ManifestPlan plan = renderer.Prepare("argocd/guestbook", HubApp(), false, false);
   EXPECT_EQ(plan.render.revision, "sha-2");
   EXPECT_EQ(repo_.resolve_requests().size(), 2U);
 }
@@ -224,7 +249,7 @@ TEST_F(ManifestRendererTest, AFleetOnOneSourceSharesOneRender) {
     json app = HubApp();
     app["metadata"]["name"] = "guestbook-" + std::to_string(i);
     app["metadata"]["annotations"][kClusterAnnotation] = "cluster" + std::to_string(i);
-    renderer.Prepare("argocd/guestbook-" + std::to_string(i), app, false);
+    renderer.Prepare("argocd/guestbook-" + std::to_string(i), app, false, false);
   }
   RunAll();
   EXPECT_EQ(changed_.size(), 50U);

@@ -146,6 +146,30 @@ std::variant<StatusReport, Rejection> DecodeStatusReportFull(const cloudevents::
   return decoded;
 }
 
+std::optional<int32_t> BundleAckedVersion(const cloudevents::Event& event,
+                                          const cloudevents::ManifestBundleStatus& status) {
+  if (!event.HasExtension(cloudevents::kExtMetadata)) {
+    return std::nullopt;
+  }
+  auto meta = cloudevents::ObjectMetaOf(event);
+  if (!meta.ok()) {
+    return std::nullopt;
+  }
+  auto stamp = meta->annotations.find(std::string(kDispatchVersionAnnotation));
+  if (stamp == meta->annotations.end()) {
+    return std::nullopt;
+  }
+  // The agent's metadata is that of the work it holds; its Applied condition says whether that
+  // generation is the one applied (the captured agent reports observedGeneration per condition).
+  const auto applied = std::ranges::find(status.conditions, std::string_view("Applied"),
+                                         &cloudevents::Condition::type);
+  if (applied == status.conditions.end() || applied->status != "True" ||
+      applied->observed_generation != meta->generation) {
+    return std::nullopt;
+  }
+  return AckedVersionOf(stamp->second);
+}
+
 std::variant<StatusReport, Rejection> DecodeBundleReport(const cloudevents::Event& event) {
   auto payload = std::make_shared<cloudevents::ManifestBundleStatus>();
   auto decoded = DecodeEnvelope(event, *payload);
@@ -159,6 +183,9 @@ std::variant<StatusReport, Rejection> DecodeBundleReport(const cloudevents::Even
       return Malformed(version.status());
     }
     report->bundle_generation = *version;
+  }
+  if (!report->update.deleted) {
+    report->update.acked_version = BundleAckedVersion(event, *payload);
   }
   report->bundle_status = std::move(payload);
   return decoded;

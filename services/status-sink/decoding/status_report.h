@@ -58,7 +58,18 @@ struct Rejection {
 // manifests reports (it holds no Application): the same report with `bundle_status` and
 // `bundle_generation` set instead of `update.status`. The sink keeps it only for a resource in
 // manifest delivery; any other rejection is returned as DecodeStatusReportFull returns it.
+// Its `update.acked_version` is BundleAckedVersion's.
 std::variant<StatusReport, Rejection> DecodeBundleReport(const cloudevents::Event& event);
+
+// The dispatch version a bundle of rendered manifests acknowledges (the end-to-end
+// acknowledgement of manifest delivery, ADR 0007): the dispatcher stamps its version into the
+// work's `apps.open-cluster-management.io/dispatch-version` annotation (the bundle holds no
+// Application to carry it), the agent echoes the work's metadata in every status event, and its
+// `Applied` condition, True with the observedGeneration of that metadata's generation, says the
+// stamped work is the one applied. nullopt otherwise (no stamp, not applied yet, an older
+// generation applied, or a stamp AckedVersionOf refuses).
+std::optional<int32_t> BundleAckedVersion(const cloudevents::Event& event,
+                                          const cloudevents::ManifestBundleStatus& status);
 
 // What every decode path takes from the event's attributes alone: its time and its cluster.
 void TakeEventFacts(const cloudevents::Event& event, StatusReport& report);

@@ -350,5 +350,53 @@ TEST(FeedbackStatusTest, AFeedbackOfTheWrongTypeIsInvalid) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Manifest delivery: the version stamped into the work's metadata counts once the agent's
+// Applied condition observed that metadata's generation.
+TEST(StatusReportTest, ABundleAcknowledgesTheStampOfTheGenerationItApplied) {
+  struct Row {
+    std::string name;
+    std::optional<std::string> stamp;  // the dispatch-version annotation; nullopt: none
+    std::string applied_status;        // "" = no Applied condition
+    int64_t observed_generation;
+    bool with_metadata;
+    std::optional<int32_t> acked;
+  };
+  const std::vector<Row> rows = {
+      {"applied, stamped", "7", "True", 4, true, 7},
+      {"an older generation applied", "7", "True", 3, true, std::nullopt},
+      {"not applied", "7", "False", 4, true, std::nullopt},
+      {"no Applied condition yet", "7", "", 0, true, std::nullopt},
+      {"no stamp (an older dispatcher)", std::nullopt, "True", 4, true, std::nullopt},
+      {"a stamp that is no version", "seven", "True", 4, true, std::nullopt},
+      {"no metadata", "7", "True", 4, false, std::nullopt},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.name);
+    json conditions = json::array();
+    if (!row.applied_status.empty()) {
+      conditions.push_back({{"type", "Applied"},
+                            {"status", row.applied_status},
+                            {"observedGeneration", row.observed_generation},
+                            {"lastTransitionTime", "2026-06-01T10:00:04Z"},
+                            {"reason", "Test"},
+                            {"message", ""}});
+    }
+    cloudevents::Event event =
+        StatusEvent(json{{"conditions", conditions}, {"resourceStatus", json::array()}}.dump());
+    if (row.with_metadata) {
+      cloudevents::ObjectMeta meta;
+      meta.name = "work";
+      meta.generation = 4;
+      if (row.stamp) {
+        meta.annotations["apps.open-cluster-management.io/dispatch-version"] = *row.stamp;
+      }
+      ASSERT_TRUE(cloudevents::SetObjectMeta(event, meta).ok());
+    }
+    auto got = DecodeBundleReport(event);
+    ASSERT_TRUE(std::holds_alternative<StatusReport>(got)) << std::get<Rejection>(got).detail;
+    EXPECT_EQ(std::get<StatusReport>(got).update.acked_version, row.acked);
+  }
+}
+
 }  // namespace
 }  // namespace mmi::status_sink

@@ -357,6 +357,57 @@ TEST(FleetSimApplyTest, AppliesReportsAndDeletesOnARealSpoke) {
   ASSERT_TRUE(testing::WaitFor(deleted, seconds(30))) << "no Deleted status";
   EXPECT_TRUE(absl::IsNotFound(kube.Get(kApps, "guestbook").status()));
 
+  // The dispatcher's hand-over from manifests to an Application (ADR 0007, apply_plan.h's
+  // owner-reference rule): an update to the delete option Orphan, then the manifest dropped,
+  // leaves the object in place (same uid); applied again without orphaning it is owned again, and
+  // dropped then it is deleted.
+  auto handover_bundle = [](const char* policy, bool with_cm) {
+    cloudevents::ManifestBundle b;
+    if (with_cm) {
+      b.manifests.push_back(json{{"apiVersion", "v1"},
+                                 {"kind", "ConfigMap"},
+                                 {"metadata", {{"name", "handed"}, {"namespace", "argocd"}}},
+                                 {"data", {{"owner", "work"}}}});
+    }
+    b.manifests.push_back(json{{"apiVersion", "v1"},
+                               {"kind", "ConfigMap"},
+                               {"metadata", {{"name", "stays"}, {"namespace", "argocd"}}}});
+    b.delete_option = cloudevents::DeleteOption{policy, std::nullopt, std::nullopt};
+    return b;
+  };
+  auto applied = [&](int generation) {
+    return testing::WaitFor(
+        [&] {
+          return inbox.Any("res-handover", [&](const cloudevents::ManifestBundleStatus& s) {
+            const cloudevents::Condition* c = cloudevents::FindCondition(s.conditions, "Applied");
+            return c != nullptr && c->status == "True" && c->observed_generation == generation;
+          });
+        },
+        seconds(30));
+  };
+  auto uid = [&] {
+    auto cm = kube.Get(kConfigMaps, "handed");
+    return cm.ok() ? (*cm)["metadata"].value("uid", std::string()) : std::string();
+  };
+  Event created = Update(kSpoke, "res-handover", 1, handover_bundle("Foreground", true));
+  created.type = std::string(cloudevents::kSpecCreateRequestType);
+  publish(std::move(created));
+  ASSERT_TRUE(applied(1));
+  const std::string first_uid = uid();
+  ASSERT_FALSE(first_uid.empty());
+  publish(Update(kSpoke, "res-handover", 2, handover_bundle("Orphan", true)));
+  ASSERT_TRUE(applied(2));
+  publish(Update(kSpoke, "res-handover", 3, handover_bundle("Foreground", false)));
+  ASSERT_TRUE(applied(3));
+  EXPECT_EQ(uid(), first_uid) << "an object applied under Orphan was deleted when dropped";
+  publish(Update(kSpoke, "res-handover", 4, handover_bundle("Foreground", true)));
+  ASSERT_TRUE(applied(4));
+  EXPECT_EQ(uid(), first_uid) << "adopting the live object re-created it";
+  publish(Update(kSpoke, "res-handover", 5, handover_bundle("Foreground", false)));
+  ASSERT_TRUE(applied(5));
+  EXPECT_TRUE(testing::WaitFor([&] { return uid().empty(); }, seconds(30)))
+      << "an owned object dropped from its work was not deleted";
+
   simulator.Stop();
   (*publisher)->Stop();
   (*subscriber)->Stop();

@@ -60,6 +60,9 @@ class OwningPostgresStore final : public DispatchStore {
   absl::StatusOr<AckSnapshot> UnacknowledgedResources(const AckWindow& window) override {
     return store_.UnacknowledgedResources(window);
   }
+  absl::StatusOr<std::vector<AcknowledgedHandover>> AcknowledgedHandovers(int limit) override {
+    return store_.AcknowledgedHandovers(limit);
+  }
 
   // What the sink's SaveAppliedStatuses would leave, with `applied_at` chosen.
   void SeedAck(const std::string& id, std::optional<int32_t> acked,
