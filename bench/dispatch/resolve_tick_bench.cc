@@ -101,7 +101,7 @@ class Harness {
  private:
   void Decide(size_t i) {
     ++counts_.prepared;
-    renderer_.Prepare(keys_[i], apps_[i], false);
+    renderer_.Prepare(keys_[i], apps_[i], false, false);
   }
   void Drain() {
     while (true) {

@@ -217,7 +217,8 @@ class AckCheckBehindTest : public ::testing::Test {
                            [this](const store::UnacknowledgedResource& r) {
                              republished_.push_back(r.resource_id);
                              return source_.Republish(r);
-                           }},
+                           },
+                       .handover_acked = nullptr},
         settings);
   }
   // `n` resources over 10 clusters, 100 a second (Maestro accepts faster than it sends).

@@ -270,7 +270,7 @@ std::vector<std::string> PrepareFleet(ManifestRenderer& renderer, const std::str
     app["spec"]["source"]["repoURL"] = repo;
     app["spec"]["source"]["targetRevision"] = revision;
     keys.push_back("argocd/" + prefix + "-" + std::to_string(i));
-    renderer.Prepare(keys.back(), app, false);
+    renderer.Prepare(keys.back(), app, false, false);
   }
   return keys;
 }
@@ -334,16 +334,18 @@ TEST_F(ManifestRendererTest, ANewCommitOnOneSourceDecidesOnlyItsKeysAgain) {
   // The reconciler decides them again: source a renders at sha-2, b stays at sha-s.
   changed_.clear();
   for (const std::string& key : a) {
-    renderer.Prepare(key, FleetApp(key, "https://git.example/a.git", "main"), false);
+    renderer.Prepare(key, FleetApp(key, "https://git.example/a.git", "main"), false, false);
   }
   RunAll();
   EXPECT_EQ(changed_.size(), a.size());  // each key's new render
-  EXPECT_EQ(renderer.Prepare(a[0], FleetApp(a[0], "https://git.example/a.git", "main"), false)
-                .render.revision,
-            "sha-2");
-  EXPECT_EQ(renderer.Prepare(b[0], FleetApp(b[0], "https://git.example/b.git", "stable"), false)
-                .render.revision,
-            "sha-1");  // b was not rendered again (the fake would now answer sha-2)
+  EXPECT_EQ(
+      renderer.Prepare(a[0], FleetApp(a[0], "https://git.example/a.git", "main"), false, false)
+          .render.revision,
+      "sha-2");
+  EXPECT_EQ(
+      renderer.Prepare(b[0], FleetApp(b[0], "https://git.example/b.git", "stable"), false, false)
+          .render.revision,
+      "sha-1");  // b was not rendered again (the fake would now answer sha-2)
   RunAll();
 
   changed_.clear();
@@ -366,7 +368,8 @@ TEST_F(ManifestRendererTest, ARefreshSeenByOneKeyIsComparedKeyByKeyAtTheNextTick
   // One key's refresh sees sha-2; the commit is then reverted, so the next tick answers sha-1,
   // what the source was last told, yet that key must be decided again.
   repo_.SetRevision("main", Resolved("sha-2"));
-  renderer.Prepare(a[0], FleetApp(a[0], "https://git.example/a.git", "main"), /*refresh=*/true);
+  renderer.Prepare(a[0], FleetApp(a[0], "https://git.example/a.git", "main"), /*refresh=*/true,
+                   false);
   RunAll();
   changed_.clear();
   repo_.SetRevision("main", Resolved("sha-1"));
@@ -379,10 +382,10 @@ TEST_F(ManifestRendererTest, ARetryableRenderErrorIsAskedForAgainAtEachTickUntil
   ManifestRenderer& renderer = Make();
   repo_.SetRevision("main", Resolved("sha-1"));
   // The default answer of the fake is kUnavailable: the repo-server was not reached.
-  renderer.Prepare("argocd/guestbook", HubApp(), false);
+  renderer.Prepare("argocd/guestbook", HubApp(), false, false);
   RunAll();
   ASSERT_EQ(changed_.size(), 1U);
-  ASSERT_TRUE(renderer.Prepare("argocd/guestbook", HubApp(), false).render.render_error);
+  ASSERT_TRUE(renderer.Prepare("argocd/guestbook", HubApp(), false, false).render.render_error);
   RunAll();
   changed_.clear();
 
@@ -391,10 +394,10 @@ TEST_F(ManifestRendererTest, ARetryableRenderErrorIsAskedForAgainAtEachTickUntil
   EXPECT_EQ(changed_, std::vector<std::string>{"argocd/guestbook"});  // same revision, retried
   repo_.SetDefaultManifests(Rendered("sha-1"));
   changed_.clear();
-  renderer.Prepare("argocd/guestbook", HubApp(), false);
+  renderer.Prepare("argocd/guestbook", HubApp(), false, false);
   RunAll();
   EXPECT_EQ(changed_.size(), 1U);  // rendered now
-  EXPECT_FALSE(renderer.Prepare("argocd/guestbook", HubApp(), false).render.render_error);
+  EXPECT_FALSE(renderer.Prepare("argocd/guestbook", HubApp(), false, false).render.render_error);
   RunAll();
 
   changed_.clear();
@@ -407,7 +410,7 @@ TEST_F(ManifestRendererTest, AForgottenKeyLeavesItsSourceAndTheTickStops) {
   ManifestRenderer& renderer = Make();
   repo_.SetRevision("main", Resolved("sha-1"));
   repo_.SetDefaultManifests(Rendered("sha-1"));
-  renderer.Prepare("argocd/guestbook", HubApp(), false);
+  renderer.Prepare("argocd/guestbook", HubApp(), false, false);
   RunAll();
   renderer.Forget("argocd/guestbook");
   changed_.clear();
