@@ -31,6 +31,13 @@ RULES = [
      ('ParseWatchEvent', 'HttpKubeClient::List', 'PagedList', 'ListPages', 'Informer::')),
     ('reconciler: key queue (WorkQueue)', ('WorkQueue',)),
     ('PostgreSQL client (libpq/libpqxx)', ('ConnectionPool', 'pqxx::', 'PQexec', 'PQgetResult')),
+    # manifest delivery (issue #38, scenario (f))
+    ('manifests: bundles built per decision (BuildManifestDispatch)',
+     ('BuildManifestDispatch', 'ManifestAndConfig', 'SyncOrder', 'FeedbackRulesFor')),
+    ('manifests: ManifestRenderer entries and pending asks', ('ManifestRenderer::',)),
+    ('manifests: RenderCache (renders, revisions, waiters)', ('RenderCache::',)),
+    ('manifests: manifest_renders rows written (ManifestWrites)', ('ManifestWrites::',)),
+    ('manifests: repo-server client (gRPC, protobuf)', ('RepoServerClient', 'argocd_repo::', 'grpc::')),
     ('GitOpsCluster controller', ('GitOpsCluster', 'AppSetRefresh')),
     ('transport (MQTT)', ('Mqtt', 'MQTT', 'mosquitto')),
     ('kube client: curl/TLS, threads', ('HttpKubeClient', 'CurlTransport', 'LeaderElector')),

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "libs/cloudevents/manifest_bundle.h"
+#include "libs/cloudevents/resource_id.h"
 #include "services/dispatcher/apps/manifest_delivery.h"
 #include "services/dispatcher/apps/manifest_writes.h"
 #include "services/dispatcher/apps/testing/pipeline_fixture.h"
@@ -155,6 +156,86 @@ TEST_F(ManifestReconcileTest, PendingAndApplicationDeliveryPlans) {
   p.RunAll();
   ASSERT_EQ(p.publisher.accepted().size(), 1U);
   EXPECT_FALSE(store_.GetManifestRender(IdOf("cluster1", "argocd", "guestbook")).value());
+}
+
+// ManifestWrites alone: each distinct row is written once per resource, resources of one source
+// and revision share one row in memory, and rows nobody holds are dropped.
+TEST(ManifestWritesTest, WritesEachChangeOnceAndSharesEqualRows) {
+  mmi::testing::FakeClock clock;
+  store::testing::FakeDispatchStore store;
+  kube::testing::FakeKubeClient hub;
+  WorkerPool workers(clock, "workers", 1);
+  prometheus::Registry registry;
+  DispatcherMetrics metrics(registry, "fake");
+  const ReconcilerSettings settings;
+  ManifestWrites writes({workers, store, hub, metrics, clock}, settings);
+  auto row = [](const std::string& id, const std::string& revision,
+                std::optional<std::string> error = std::nullopt) {
+    return store::ManifestRender{.resource_id = id,
+                                 .revision = revision,
+                                 .source_type = "Directory",
+                                 .render_error = std::move(error)};
+  };
+  auto writes_so_far = [&] {
+    workers.RunUntilIdleForTest();
+    return store.manifest_render_notifications().size();
+  };
+  std::vector<std::string> ids;
+  for (int i = 0; i < 50; ++i) {
+    ids.push_back(cloudevents::FormatUuid(
+        cloudevents::UuidV5(cloudevents::kOidNamespace, "resource-" + std::to_string(i))));
+  }
+  ids.push_back("not-a-uuid");  // kept by string
+
+  for (const std::string& id : ids) {
+    writes.PutRender(row(id, "sha-1"));
+  }
+  EXPECT_EQ(writes_so_far(), ids.size());
+  EXPECT_EQ(writes.resources_held(), ids.size());
+  EXPECT_EQ(writes.distinct_rows_held(), 1U);
+  for (const std::string& id : ids) {
+    writes.PutRender(row(id, "sha-1"));  // unchanged: not written again
+  }
+  EXPECT_EQ(writes_so_far(), ids.size());
+
+  struct Step {
+    const char* what;
+    std::string id;
+    store::ManifestRender put;
+    size_t new_writes;
+  };
+  const std::vector<Step> steps = {
+      {"a new revision", ids[0], row(ids[0], "sha-2"), 1},
+      {"the same again", ids[0], row(ids[0], "sha-2"), 0},
+      {"a render error", ids[0], row(ids[0], "sha-2", "kustomize build: broken"), 1},
+      {"the error again", ids[0], row(ids[0], "sha-2", "kustomize build: broken"), 0},
+      {"its end", ids[0], row(ids[0], "sha-2"), 1},
+      {"the string id changes", "not-a-uuid", row("not-a-uuid", "sha-2"), 1},
+      {"another resource, sha-1 still", ids[1], row(ids[1], "sha-1"), 0},
+  };
+  for (const Step& step : steps) {
+    const size_t before = writes_so_far();
+    writes.PutRender(step.put);
+    EXPECT_EQ(writes_so_far() - before, step.new_writes) << step.what;
+  }
+
+  // Recorded with its bundle: not written again; forgotten: written again.
+  writes.Recorded(row(ids[2], "sha-3"));
+  size_t before = writes_so_far();
+  writes.PutRender(row(ids[2], "sha-3"));
+  EXPECT_EQ(writes_so_far(), before);
+  writes.Forget("argocd/app-2", ids[2]);
+  writes.Forget("argocd/other", "not-a-uuid");
+  EXPECT_EQ(writes.resources_held(), ids.size() - 2);
+  writes.PutRender(row(ids[2], "sha-3"));
+  EXPECT_EQ(writes_so_far(), before + 1);
+
+  // 300 revisions of one resource: the rows nobody holds any more are dropped.
+  for (int r = 0; r < 300; ++r) {
+    writes.PutRender(row(ids[3], "rev-" + std::to_string(r)));
+  }
+  EXPECT_EQ(writes_so_far(), before + 1 + 300);
+  EXPECT_LE(writes.distinct_rows_held(), 80U);
 }
 
 TEST(ComparisonErrorPatchTest, SetsUnknownSyncAndOneCondition) {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "libs/cloudevents/event.h"
 #include "libs/service/kube_event.h"
@@ -65,12 +66,37 @@ void ManifestWrites::ShowProblem(const std::string& key, const json& app,
   });
 }
 
-void ManifestWrites::PutRender(const store::ManifestRender& render) {
-  auto it = written_.find(render.resource_id);
-  if (it != written_.end() && it->second == render) {
-    return;
+ManifestWrites::FactsPtr ManifestWrites::Intern(const store::ManifestRender& render) {
+  RenderFacts facts{.revision = render.revision,
+                    .source_type = render.source_type,
+                    .render_error = render.render_error};
+  if (facts_.size() > 2 * facts_swept_at_ + 64) {
+    absl::erase_if(facts_, [](const auto& entry) { return entry.second.expired(); });
+    facts_swept_at_ = facts_.size();
   }
-  written_[render.resource_id] = render;
+  auto [it, added] = facts_.try_emplace(facts);
+  FactsPtr shared = it->second.lock();
+  if (shared == nullptr) {
+    shared = std::make_shared<const RenderFacts>(std::move(facts));
+    it->second = shared;
+  }
+  return shared;
+}
+
+ManifestWrites::FactsPtr& ManifestWrites::Written(const std::string& resource_id) {
+  if (absl::StatusOr<cloudevents::Uuid> uuid = cloudevents::ParseUuid(resource_id); uuid.ok()) {
+    return written_[*uuid];
+  }
+  return written_other_[resource_id];
+}
+
+void ManifestWrites::PutRender(const store::ManifestRender& render) {
+  FactsPtr facts = Intern(render);
+  FactsPtr& written = Written(render.resource_id);
+  if (written == facts) {
+    return;  // interned: the same pointer is the same row
+  }
+  written = std::move(facts);
   deps_.workers.Post([this, render] {
     const absl::Status put = deps_.store.PutManifestRender(render);
     deps_.metrics.HubWrite("manifest_render", put.ok() ? "ok" : "error");
@@ -83,7 +109,7 @@ void ManifestWrites::PutRender(const store::ManifestRender& render) {
 }
 
 void ManifestWrites::Recorded(const store::ManifestRender& render) {
-  written_[render.resource_id] = render;
+  Written(render.resource_id) = Intern(render);
 }
 
 void ManifestWrites::StripRefresh(const std::string& ns, const std::string& name,
@@ -97,8 +123,13 @@ void ManifestWrites::StripRefresh(const std::string& ns, const std::string& name
 
 void ManifestWrites::Forget(const std::string& key, const std::string& resource_id) {
   shown_.erase(key);
-  if (!resource_id.empty()) {
-    written_.erase(resource_id);
+  if (resource_id.empty()) {
+    return;
+  }
+  if (absl::StatusOr<cloudevents::Uuid> uuid = cloudevents::ParseUuid(resource_id); uuid.ok()) {
+    written_.erase(*uuid);
+  } else {
+    written_other_.erase(resource_id);
   }
 }
 

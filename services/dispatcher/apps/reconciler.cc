@@ -365,7 +365,9 @@ bool Reconciler::Reconcile(const std::string& key, bool absence_is_final,
   if (manifests_ != nullptr) {
     if (app == nullptr || !PullModelCluster(*app)) {
       manifests_->Forget(key);
-      manifest_writes_.Forget(key, "");
+      // With the resource id: the row kept for it goes too (else one per deleted Application
+      // stays for the life of the process).
+      manifest_writes_.Forget(key, t != nullptr ? t->id() : "");
     } else if (!DeletionTimestampOf(*app) && (t == nullptr || !t->busy) &&
                !PlanManifests(key, *app, t, prepared)) {
       return true;
