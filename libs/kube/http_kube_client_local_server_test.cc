@@ -384,7 +384,8 @@ class Recorder final : public InformerHandler {
 };
 
 TEST_F(LocalServerTest, InformerResumesAfterADisconnectAndRelistsAfterExpiry) {
-  ScriptedServer server([](int index, const Request& request, Conn& conn) {
+  Recorder recorder;
+  ScriptedServer server([&recorder](int index, const Request& request, Conn& conn) {
     const bool watch = request.target.find("watch=true") != std::string::npos;
     if (!watch) {
       // First list: a@10, b@10. Relist (after the 410): a@13, c@14 (b vanished).
@@ -399,6 +400,9 @@ TEST_F(LocalServerTest, InformerResumesAfterADisconnectAndRelistsAfterExpiry) {
     }
     conn.StartChunked();
     if (request.target.find("resourceVersion=10&") != std::string::npos) {
+      // The informer watches from the list's version while it still hands the list over; the
+      // event waits for the list's two adds, so the order below is the one checked.
+      recorder.WaitForCount(2);
       conn.Chunk(Event("MODIFIED", App("a", "11")) + "{\"type\":\"ADD");
       conn.Abort();  // mid-stream disconnect
     } else if (request.target.find("resourceVersion=11&") != std::string::npos) {
@@ -409,7 +413,6 @@ TEST_F(LocalServerTest, InformerResumesAfterADisconnectAndRelistsAfterExpiry) {
     }
   });
   auto client = Client(server);
-  Recorder recorder;
   Informer informer(*client, RealClock::Instance(),
                     FastInformer(/*watch_list=*/false),  // paged LISTs (streamed: the next test)
                     nullptr);
