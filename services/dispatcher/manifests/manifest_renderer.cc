@@ -44,12 +44,12 @@ void ManifestRenderer::Forget(const std::string& key) {
   if (it == entries_.end()) {
     return;
   }
-  Untrack(key, it->second);
+  Untrack(&it->first, it->second);  // before the erase: the source points at the key
   entries_.erase(it);
   retry_.erase(key);
 }
 
-void ManifestRenderer::Track(const std::string& key, Entry& entry, const std::string& source_key,
+void ManifestRenderer::Track(const std::string* key, Entry& entry, const std::string& source_key,
                              const argocd_repo::ResolveRevisionRequest& request) {
   Untrack(key, entry);
   entry.source = source_key;
@@ -61,7 +61,7 @@ void ManifestRenderer::Track(const std::string& key, Entry& entry, const std::st
   it->second.keys.insert(key);
 }
 
-void ManifestRenderer::Untrack(const std::string& key, const Entry& entry) {
+void ManifestRenderer::Untrack(const std::string* key, const Entry& entry) {
   auto it = sources_.find(entry.source);
   if (it == sources_.end()) {
     return;
@@ -106,9 +106,10 @@ ManifestPlan ManifestRenderer::Prepare(const std::string& key, const json& app, 
     tick_armed_ = true;
     deps_.loop->PostAfter(settings_.resolve_interval, [this] { Tick(); });
   }
-  Entry& entry = entries_[key];
+  const auto slot = entries_.try_emplace(key).first;
+  Entry& entry = slot->second;
   if (std::string source_key = RevisionKeyOf(*resolve); source_key != entry.source) {
-    Track(key, entry, source_key, *resolve);
+    Track(&slot->first, entry, source_key, *resolve);
   }
   const uint64_t ask = ++next_ask_;
   entry.asked = ask;
@@ -180,12 +181,13 @@ void ManifestRenderer::OnTickResolved(const std::string& source_key, const Revis
   if (source.told == seen && !source.dirty) {
     return;  // nothing new for any of its keys: O(1) per source
   }
+  // Copies: on_changed may forget a key, and with it the string a source points at.
   std::vector<std::string> changed;
-  for (const std::string& key : source.keys) {
-    auto entry = entries_.find(key);
+  for (const std::string* key : source.keys) {
+    auto entry = entries_.find(*key);
     // A key without an answer yet gets its own (its ask is under way).
     if (entry != entries_.end() && entry->second.resolved && *entry->second.resolved != seen) {
-      changed.push_back(key);
+      changed.push_back(*key);
     }
   }
   source.told = std::move(seen);

@@ -35,6 +35,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "libs/argocd_repo/request_builder.h"
 #include "libs/common/loop.h"
 #include "libs/store/dispatch_store.h"
@@ -94,7 +95,8 @@ class ManifestRenderer final : public ManifestDelivery {
   // The keys of one distinct source, and the resolve request the tick sends for them.
   struct Source {
     argocd_repo::ResolveRevisionRequest request;
-    absl::flat_hash_set<std::string> keys;
+    // The keys of `entries_` (a node map, so they stay put): the key strings once per process.
+    absl::flat_hash_set<const std::string*> keys;
     // The answer the last tick passed on to the keys; nullopt before the first tick.
     std::optional<Seen> told;
     // A key's own resolve got an answer other than `told` since the last tick: the next tick
@@ -110,10 +112,11 @@ class ManifestRenderer final : public ManifestDelivery {
   void Settle(const std::string& key, uint64_t ask,
               std::shared_ptr<const argocd_repo::RenderedManifests> good,
               std::optional<std::string> error, bool retry);
-  // Files `key` under the source `source_key` (leaving the one it was under).
-  void Track(const std::string& key, Entry& entry, const std::string& source_key,
+  // Files `key` (the key held in `entries_`) under the source `source_key` (leaving the one it
+  // was under).
+  void Track(const std::string* key, Entry& entry, const std::string& source_key,
              const argocd_repo::ResolveRevisionRequest& request);
-  void Untrack(const std::string& key, const Entry& entry);
+  void Untrack(const std::string* key, const Entry& entry);
 
   // Every resolve_interval while keys are held: one resolve per source, then on_changed for the
   // keys it changes (and those to retry).
@@ -122,7 +125,8 @@ class ManifestRenderer final : public ManifestDelivery {
 
   Deps deps_;
   const ManifestRendererSettings settings_;
-  absl::flat_hash_map<std::string, Entry> entries_;
+  // A node map: Source::keys points at its keys.
+  absl::node_hash_map<std::string, Entry> entries_;
   absl::flat_hash_map<std::string, Source> sources_;
   absl::flat_hash_set<std::string> retry_;  // keys whose last render failed retryably
   uint64_t next_ask_ = 0;
