@@ -32,6 +32,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -84,21 +85,35 @@ class ManifestRenderer final : public ManifestDelivery {
     std::string error;  // "" when the resolve succeeded
     friend bool operator==(const Seen&, const Seen&) = default;
   };
+  struct Source;
   struct Entry {
     std::shared_ptr<const argocd_repo::RenderedManifests> last_good;
     std::optional<std::string> error;
-    bool answered = false;         // a render (or its refusal) has answered
-    uint64_t asked = 0;            // the newest ask; older answers are dropped
-    std::string source;            // RevisionKeyOf its last Prepare's resolve request
-    std::optional<Seen> resolved;  // the resolve answer its last Prepare got
+    uint64_t asked = 0;        // the newest ask; older answers are dropped
+    Source* source = nullptr;  // the source of its last Prepare's resolve request
+    uint32_t resolved = 0;     // the generation of the resolve answer its last Prepare got; 0: none
+    bool answered = false;     // a render (or its refusal) has answered
   };
   // The keys of one distinct source, and the resolve request the tick sends for them.
   struct Source {
+    // The generation of `seen`: the number of that answer among the source's distinct answers
+    // (the same answer again, the same number), so keys compare numbers instead of strings.
+    uint32_t GenerationOf(Seen seen);
+
     argocd_repo::ResolveRevisionRequest request;
+    const std::string* name = nullptr;  // its key in `sources_` (a node map)
     // The keys of `entries_` (a node map, so they stay put): the key strings once per process.
     absl::flat_hash_set<const std::string*> keys;
-    // The answer the last tick passed on to the keys; nullopt before the first tick.
-    std::optional<Seen> told;
+    // The distinct answers a key or the last tick holds (pruned at each tick that walks the
+    // keys): one or two in the common case.
+    struct Answer {
+      uint32_t generation = 0;
+      Seen seen;
+    };
+    std::vector<Answer> answers;
+    uint32_t generations = 0;  // the last generation given out
+    // The generation the last tick passed on to the keys; 0 before the first tick.
+    uint32_t told = 0;
     // A key's own resolve got an answer other than `told` since the last tick: the next tick
     // compares each key even when its answer equals `told`.
     bool dirty = false;
@@ -127,7 +142,8 @@ class ManifestRenderer final : public ManifestDelivery {
   const ManifestRendererSettings settings_;
   // A node map: Source::keys points at its keys.
   absl::node_hash_map<std::string, Entry> entries_;
-  absl::flat_hash_map<std::string, Source> sources_;
+  // A node map: entries point at their Source.
+  absl::node_hash_map<std::string, Source> sources_;
   absl::flat_hash_set<std::string> retry_;  // keys whose last render failed retryably
   uint64_t next_ask_ = 0;
   bool tick_armed_ = false;
