@@ -139,7 +139,9 @@ ManifestPlan ManifestRenderer::Prepare(const std::string& key, const json& app, 
   ManifestPlan plan;
   plan.kind = ManifestPlan::Kind::kRendered;
   plan.asks_application = asks_application;
-  plan.render.render_error = entry.error;
+  if (entry.error) {
+    plan.render.render_error = *entry.error;
+  }
   if (entry.last_good) {
     plan.render.revision = entry.last_good->revision;
     plan.render.source_type = entry.last_good->source_type;
@@ -272,11 +274,15 @@ void ManifestRenderer::Settle(const std::string& key, uint64_t ask,
   if (!good) {
     good = entry.last_good;  // an error keeps the last good bundle
   }
-  const bool changed =
-      !entry.answered || !SameRender(good, entry.last_good) || error != entry.error;
+  const bool same_error =
+      error.has_value() ? entry.error && *entry.error == *error : entry.error == nullptr;
+  const bool changed = !entry.answered || !SameRender(good, entry.last_good) || !same_error;
   entry.answered = true;
   entry.last_good = std::move(good);
-  entry.error = std::move(error);
+  if (!same_error) {
+    entry.error =
+        error.has_value() ? std::make_unique<const std::string>(*std::move(error)) : nullptr;
+  }
   if (changed && deps_.on_changed) {
     deps_.on_changed(key);
   }

@@ -88,7 +88,9 @@ class ManifestRenderer final : public ManifestDelivery {
   struct Source;
   struct Entry {
     std::shared_ptr<const argocd_repo::RenderedManifests> last_good;
-    std::optional<std::string> error;
+    // The last answer's error; null when it rendered (almost always: 8 bytes, not an optional
+    // string's 40, in every key's entry).
+    std::unique_ptr<const std::string> error;
     uint64_t asked = 0;        // the newest ask; older answers are dropped
     Source* source = nullptr;  // the source of its last Prepare's resolve request
     uint32_t resolved = 0;     // the generation of the resolve answer its last Prepare got; 0: none
