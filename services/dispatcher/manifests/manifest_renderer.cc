@@ -1,5 +1,6 @@
 #include "services/dispatcher/manifests/manifest_renderer.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -44,31 +45,41 @@ void ManifestRenderer::Forget(const std::string& key) {
   if (it == entries_.end()) {
     return;
   }
-  Untrack(key, it->second);
+  Untrack(&it->first, it->second);  // before the erase: the source points at the key
   entries_.erase(it);
   retry_.erase(key);
 }
 
-void ManifestRenderer::Track(const std::string& key, Entry& entry, const std::string& source_key,
+uint32_t ManifestRenderer::Source::GenerationOf(Seen seen) {
+  for (const Answer& answer : answers) {
+    if (answer.seen == seen) {
+      return answer.generation;
+    }
+  }
+  answers.push_back(Answer{.generation = ++generations, .seen = std::move(seen)});
+  return generations;
+}
+
+void ManifestRenderer::Track(const std::string* key, Entry& entry, const std::string& source_key,
                              const argocd_repo::ResolveRevisionRequest& request) {
   Untrack(key, entry);
-  entry.source = source_key;
-  entry.resolved.reset();
   auto [it, inserted] = sources_.try_emplace(source_key);
   if (inserted) {
     it->second.request = request;  // the repo-server reads only the source from its app
+    it->second.name = &it->first;
   }
   it->second.keys.insert(key);
+  entry.source = &it->second;
+  entry.resolved = 0;
 }
 
-void ManifestRenderer::Untrack(const std::string& key, const Entry& entry) {
-  auto it = sources_.find(entry.source);
-  if (it == sources_.end()) {
+void ManifestRenderer::Untrack(const std::string* key, const Entry& entry) {
+  if (entry.source == nullptr) {
     return;
   }
-  it->second.keys.erase(key);
-  if (it->second.keys.empty()) {
-    sources_.erase(it);
+  entry.source->keys.erase(key);
+  if (entry.source->keys.empty()) {
+    sources_.erase(sources_.find(*entry.source->name));
   }
 }
 
@@ -106,9 +117,11 @@ ManifestPlan ManifestRenderer::Prepare(const std::string& key, const json& app, 
     tick_armed_ = true;
     deps_.loop->PostAfter(settings_.resolve_interval, [this] { Tick(); });
   }
-  Entry& entry = entries_[key];
-  if (std::string source_key = RevisionKeyOf(*resolve); source_key != entry.source) {
-    Track(key, entry, source_key, *resolve);
+  const auto slot = entries_.try_emplace(key).first;
+  Entry& entry = slot->second;
+  if (const std::string source_key = RevisionKeyOf(*resolve);
+      entry.source == nullptr || *entry.source->name != source_key) {
+    Track(&slot->first, entry, source_key, *resolve);
   }
   const uint64_t ask = ++next_ask_;
   entry.asked = ask;
@@ -126,7 +139,9 @@ ManifestPlan ManifestRenderer::Prepare(const std::string& key, const json& app, 
   ManifestPlan plan;
   plan.kind = ManifestPlan::Kind::kRendered;
   plan.asks_application = asks_application;
-  plan.render.render_error = entry.error;
+  if (entry.error) {
+    plan.render.render_error = *entry.error;
+  }
   if (entry.last_good) {
     plan.render.revision = entry.last_good->revision;
     plan.render.source_type = entry.last_good->source_type;
@@ -175,20 +190,33 @@ void ManifestRenderer::OnTickResolved(const std::string& source_key, const Revis
     return;  // its keys are gone
   }
   Source& source = it->second;
-  Seen seen{.revision = result.revision,
-            .error = result.error.ok() ? "" : std::string(result.error.message())};
-  if (source.told == seen && !source.dirty) {
+  const uint32_t told = source.GenerationOf(
+      Seen{.revision = result.revision,
+           .error = result.error.ok() ? "" : std::string(result.error.message())});
+  if (told == source.told && !source.dirty) {
     return;  // nothing new for any of its keys: O(1) per source
   }
+  // Copies: on_changed may forget a key, and with it the string a source points at.
   std::vector<std::string> changed;
-  for (const std::string& key : source.keys) {
-    auto entry = entries_.find(key);
+  std::vector<uint32_t> held = {told};  // the answers still referenced, to prune the others
+  for (const std::string* key : source.keys) {
+    auto entry = entries_.find(*key);
     // A key without an answer yet gets its own (its ask is under way).
-    if (entry != entries_.end() && entry->second.resolved && *entry->second.resolved != seen) {
-      changed.push_back(key);
+    if (entry == entries_.end() || entry->second.resolved == 0) {
+      continue;
+    }
+    const uint32_t resolved = entry->second.resolved;
+    if (resolved != told) {
+      changed.push_back(*key);
+    }
+    if (std::find(held.begin(), held.end(), resolved) == held.end()) {
+      held.push_back(resolved);
     }
   }
-  source.told = std::move(seen);
+  std::erase_if(source.answers, [&held](const Source::Answer& answer) {
+    return std::find(held.begin(), held.end(), answer.generation) == held.end();
+  });
+  source.told = told;
   source.dirty = false;
   for (const std::string& key : changed) {
     if (deps_.on_changed) {
@@ -200,14 +228,16 @@ void ManifestRenderer::OnTickResolved(const std::string& source_key, const Revis
 void ManifestRenderer::OnResolved(const std::string& key, uint64_t ask, const json& app,
                                   const json& repository, bool refresh,
                                   const RevisionResult& revision) {
-  if (auto it = entries_.find(key); it != entries_.end() && it->second.asked == ask) {
-    Seen seen{.revision = revision.revision,
-              .error = revision.error.ok() ? "" : std::string(revision.error.message())};
-    if (auto source = sources_.find(it->second.source);
-        source != sources_.end() && source->second.told != seen) {
-      source->second.dirty = true;  // the next tick compares its keys one by one
+  if (auto it = entries_.find(key);
+      it != entries_.end() && it->second.asked == ask && it->second.source != nullptr) {
+    Source& source = *it->second.source;
+    const uint32_t resolved = source.GenerationOf(
+        Seen{.revision = revision.revision,
+             .error = revision.error.ok() ? "" : std::string(revision.error.message())});
+    if (resolved != source.told) {
+      source.dirty = true;  // the next tick compares its keys one by one
     }
-    it->second.resolved = std::move(seen);
+    it->second.resolved = resolved;
   }
   if (!revision.error.ok()) {
     // The last good bundle stays; the hub shows why the revision could not be resolved.
@@ -244,11 +274,15 @@ void ManifestRenderer::Settle(const std::string& key, uint64_t ask,
   if (!good) {
     good = entry.last_good;  // an error keeps the last good bundle
   }
-  const bool changed =
-      !entry.answered || !SameRender(good, entry.last_good) || error != entry.error;
+  const bool same_error =
+      error.has_value() ? entry.error && *entry.error == *error : entry.error == nullptr;
+  const bool changed = !entry.answered || !SameRender(good, entry.last_good) || !same_error;
   entry.answered = true;
   entry.last_good = std::move(good);
-  entry.error = std::move(error);
+  if (!same_error) {
+    entry.error =
+        error.has_value() ? std::make_unique<const std::string>(*std::move(error)) : nullptr;
+  }
   if (changed && deps_.on_changed) {
     deps_.on_changed(key);
   }

@@ -32,9 +32,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "libs/argocd_repo/request_builder.h"
 #include "libs/common/loop.h"
 #include "libs/store/dispatch_store.h"
@@ -83,20 +84,37 @@ class ManifestRenderer final : public ManifestDelivery {
     std::string error;  // "" when the resolve succeeded
     friend bool operator==(const Seen&, const Seen&) = default;
   };
+  struct Source;
   struct Entry {
     std::shared_ptr<const argocd_repo::RenderedManifests> last_good;
-    std::optional<std::string> error;
-    bool answered = false;         // a render (or its refusal) has answered
-    uint64_t asked = 0;            // the newest ask; older answers are dropped
-    std::string source;            // RevisionKeyOf its last Prepare's resolve request
-    std::optional<Seen> resolved;  // the resolve answer its last Prepare got
+    // The last answer's error; null when it rendered (almost always: 8 bytes, not an optional
+    // string's 40, in every key's entry).
+    std::unique_ptr<const std::string> error;
+    uint64_t asked = 0;        // the newest ask; older answers are dropped
+    Source* source = nullptr;  // the source of its last Prepare's resolve request
+    uint32_t resolved = 0;     // the generation of the resolve answer its last Prepare got; 0: none
+    bool answered = false;     // a render (or its refusal) has answered
   };
   // The keys of one distinct source, and the resolve request the tick sends for them.
   struct Source {
+    // The generation of `seen`: the number of that answer among the source's distinct answers
+    // (the same answer again, the same number), so keys compare numbers instead of strings.
+    uint32_t GenerationOf(Seen seen);
+
     argocd_repo::ResolveRevisionRequest request;
-    absl::flat_hash_set<std::string> keys;
-    // The answer the last tick passed on to the keys; nullopt before the first tick.
-    std::optional<Seen> told;
+    const std::string* name = nullptr;  // its key in `sources_` (a node map)
+    // The keys of `entries_` (a node map, so they stay put): the key strings once per process.
+    absl::flat_hash_set<const std::string*> keys;
+    // The distinct answers a key or the last tick holds (pruned at each tick that walks the
+    // keys): one or two in the common case.
+    struct Answer {
+      uint32_t generation = 0;
+      Seen seen;
+    };
+    std::vector<Answer> answers;
+    uint32_t generations = 0;  // the last generation given out
+    // The generation the last tick passed on to the keys; 0 before the first tick.
+    uint32_t told = 0;
     // A key's own resolve got an answer other than `told` since the last tick: the next tick
     // compares each key even when its answer equals `told`.
     bool dirty = false;
@@ -110,10 +128,11 @@ class ManifestRenderer final : public ManifestDelivery {
   void Settle(const std::string& key, uint64_t ask,
               std::shared_ptr<const argocd_repo::RenderedManifests> good,
               std::optional<std::string> error, bool retry);
-  // Files `key` under the source `source_key` (leaving the one it was under).
-  void Track(const std::string& key, Entry& entry, const std::string& source_key,
+  // Files `key` (the key held in `entries_`) under the source `source_key` (leaving the one it
+  // was under).
+  void Track(const std::string* key, Entry& entry, const std::string& source_key,
              const argocd_repo::ResolveRevisionRequest& request);
-  void Untrack(const std::string& key, const Entry& entry);
+  void Untrack(const std::string* key, const Entry& entry);
 
   // Every resolve_interval while keys are held: one resolve per source, then on_changed for the
   // keys it changes (and those to retry).
@@ -122,8 +141,10 @@ class ManifestRenderer final : public ManifestDelivery {
 
   Deps deps_;
   const ManifestRendererSettings settings_;
-  absl::flat_hash_map<std::string, Entry> entries_;
-  absl::flat_hash_map<std::string, Source> sources_;
+  // A node map: Source::keys points at its keys.
+  absl::node_hash_map<std::string, Entry> entries_;
+  // A node map: entries point at their Source.
+  absl::node_hash_map<std::string, Source> sources_;
   absl::flat_hash_set<std::string> retry_;  // keys whose last render failed retryably
   uint64_t next_ask_ = 0;
   bool tick_armed_ = false;

@@ -378,6 +378,35 @@ TEST_F(ManifestRendererTest, ARefreshSeenByOneKeyIsComparedKeyByKeyAtTheNextTick
   EXPECT_EQ(changed_, std::vector<std::string>{a[0]});
 }
 
+TEST_F(ManifestRendererTest, AnAnswerComingBackAfterAnErrorIsNotNewToKeysThatSawIt) {
+  ManifestRenderer& renderer = Make();
+  repo_.SetRevision("main", Resolved("sha-1"));
+  repo_.SetDefaultManifests(Rendered("sha-1"));
+  const std::vector<std::string> a =
+      PrepareFleet(renderer, "a", 3, "https://git.example/a.git", "main");
+  RunAll();
+  clock_.Advance(std::chrono::seconds(180));
+  RunAll();  // the first tick: told sha-1
+  changed_.clear();
+
+  // A resolve error is new to every key; the keys are not decided again meanwhile, so when the
+  // revision comes back it is the answer they saw (the same generation), not a new one.
+  repo_.SetRevision("main", absl::NotFoundError("unable to resolve 'main'"));
+  clock_.Advance(std::chrono::seconds(180));
+  RunAll();
+  std::vector<std::string> told = changed_;
+  std::sort(told.begin(), told.end());
+  std::vector<std::string> expected = a;
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(told, expected);
+
+  changed_.clear();
+  repo_.SetRevision("main", Resolved("sha-1"));
+  clock_.Advance(std::chrono::seconds(180));
+  RunAll();
+  EXPECT_TRUE(changed_.empty()) << changed_.size() << " keys told";
+}
+
 TEST_F(ManifestRendererTest, ARetryableRenderErrorIsAskedForAgainAtEachTickUntilItRenders) {
   ManifestRenderer& renderer = Make();
   repo_.SetRevision("main", Resolved("sha-1"));
