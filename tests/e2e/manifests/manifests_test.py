@@ -546,20 +546,29 @@ def check_delete_prunes(stack: Stack, watch: AppWatch) -> None:
     check(exists(stack, dep_path) and bool(finalizers), f"{name}: deployed, with finalizers {finalizers}")
     t = time.monotonic()
     last_seen = t
+    released = None  # when the hub object with `uid` was first seen gone (polled, not the watch's
+    # DELETED event, which a watch reconnecting at that moment can miss)
+
+    def hub_released() -> bool:
+        app = hub_app(stack, name)
+        return app is None or (app.get("metadata") or {}).get("uid") != uid
+
     stack.hub.request("DELETE", app_path(name))
-    while True:  # polls the node until the Deployment is gone
+    while True:  # polls the node until the Deployment is gone, and the hub meanwhile
+        if released is None and hub_released():
+            released = time.monotonic()
         if not exists(stack, dep_path):
             break
         last_seen = time.monotonic()
         if last_seen - t > 240:
             raise StackError(f"{name}: {dep_path} still on the node after 240s")
         time.sleep(0.2)
-    wait_for(f"{name} (uid {uid}) gone from the hub", lambda: (watch.app(name) or {}).get(
-        "metadata", {}).get("uid") != uid, 240)
-    released = next((e for e, w, a in watch.events if w == "deleted" and a == name and e >= t), None)
+    if released is None:
+        wait_for(f"{name} (uid {uid}) gone from the hub", hub_released, 240)
+        released = time.monotonic()
     print(f"delete {name}: Deployment last seen on the node {last_seen - t:.1f}s, hub Application released "
-          f"{(released or t) - t:.1f}s after the delete", flush=True)
-    check(released is not None and last_seen < released,
+          f"{released - t:.1f}s after the delete", flush=True)
+    check(last_seen < released,
           f"{name}: the node's objects were pruned before the hub released the Application")
     wait_for(f"{name} generated again, Synced/Healthy", lambda: app_view(watch.app(name) or {})[:2] == (
         "Synced", "Healthy") and (watch.app(name) or {})["metadata"]["uid"] != uid, 240)
