@@ -21,7 +21,13 @@ Checks, in order (stage `all`, the default):
      (resolveInterval, no refresh) and a new pod on the node;
   4. a commit with broken YAML shows a ComparisonError condition on the hub Application (after an
      argocd.argoproj.io/refresh) while the old pod keeps running; the fix clears it;
-  5. deleting a hub Application prunes its objects from the node before its finalizer goes; the
+  5. the hand-over between the modes (ADR 0007, issue 38 item 6): the ApplicationSet of the plain,
+     Helm and Kustomize variants switched to `delivery: application` puts a spoke Application
+     (with Argo CD's resources finalizer) on the node while its objects stay, same uids; switched
+     back to `manifests`, the spoke Application goes (its finalizer was released first, and the
+     node has no Argo CD to run it), the objects stay, same uids, and the hub Applications are
+     Synced/Healthy at the repository's head again;
+  6. deleting a hub Application prunes its objects from the node before its finalizer goes; the
      ApplicationSet controller then makes it again.
 
 Stage `spoke` runs what needs no dispatcher or sink wiring: the peers, the Applications generated
@@ -46,7 +52,7 @@ sys.path.insert(0, os.path.join(REPO, "tools", "stack"))
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 from mmi_stack import (ARGO_NAMESPACE, AppWatch, KubeError, Stack, StackConfig, StackError,  # noqa: E402
                        app_view, prepare_work_dir)
-from checks import app_path, check, hub_app, run_checks, wait_for  # noqa: E402
+from checks import app_path, check, get_app, hub_app, run_checks, wait_for  # noqa: E402
 
 NODE = "cluster-0001"
 SHIPPED_REPO_URL = "https://github.com/multicluster-maestro-integrations/multicluster-maestro-integrations.git"
@@ -61,6 +67,13 @@ VARIANTS = {
     "cmp": ("guestbook-lite-cmp", "Plugin", "guestbook-lite"),
 }
 DELIVERY = "apps.open-cluster-management.io/delivery"
+# The ApplicationSet of examples/manifest-delivery/applicationset.yaml that generates the plain
+# variant; its matrix generates the Helm and Kustomize ones from the same template, so a switch of
+# its template's delivery annotation switches all three.
+HANDOVER_APPSET = "guestbook-manifests"
+HANDOVER_VARIANTS = ("plain", "helm", "kustomize")
+RESOURCES_FINALIZER = "resources-finalizer.argocd.argoproj.io"
+SHARED_DIR = os.environ.get("MMI_SHARED_DIR") or os.path.join(REPO, "..", "shared")
 RESOLVE_INTERVAL = 20  # manifests.resolveInterval (s): how soon a commit is seen without a refresh
 
 
@@ -413,6 +426,117 @@ def check_broken_commit(stack: Stack, repo: GitRepo) -> None:
     check(True, f"{name}: the dispatcher removed the refresh annotation")
 
 
+# ---- the hand-over between the modes ------------------------------------------------------------
+
+def live_uids(stack: Stack) -> dict[str, str | None]:
+    """{API path: uid or None when absent} of the switched variants' objects on the node: each
+    one's Namespace and Deployment, and the plain variant's ConfigMap and Service."""
+    paths = []
+    for v in HANDOVER_VARIANTS:
+        ns, _, deployment = VARIANTS[v]
+        paths += [f"/api/v1/namespaces/{ns}", f"/apis/apps/v1/namespaces/{ns}/deployments/{deployment}"]
+    ns, _, name = VARIANTS["plain"]
+    paths += [f"/api/v1/namespaces/{ns}/configmaps/{name}", f"/api/v1/namespaces/{ns}/services/{name}"]
+    uids = {}
+    for path in paths:
+        try:
+            meta = stack.spoke(NODE).request("GET", path).get("metadata") or {}
+            # An object being deleted counts as gone: the hand-over must delete nothing.
+            uids[path] = None if meta.get("deletionTimestamp") else meta.get("uid")
+        except KubeError as e:
+            if e.status != 404:
+                raise
+            uids[path] = None
+    return uids
+
+
+def prepare_spoke_for_applications(stack: Stack) -> None:
+    """What Application delivery needs on a spoke with no Argo CD: the Application CRD (only the
+    CRD: nothing reconciles it) and the namespace the dispatcher puts the spoke Application in
+    (ARGO_NAMESPACE). start-kube ROLE=managed installs both; applied again here (idempotent) so
+    that the check does not depend on it."""
+    crd = os.path.join(SHARED_DIR, "crds", "argoproj.io_applications.yaml")
+    stack.spoke_kubectl(NODE, "apply", "--server-side", "--field-manager=e2e-manifests", "--force-conflicts",
+                        "-f", crd)
+    spoke = stack.spoke(NODE)
+    wait_for("the Application CRD established on the node", lambda: any(
+        c.get("type") == "Established" and c.get("status") == "True" for c in (spoke.request(
+            "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/applications.argoproj.io").get(
+            "status") or {}).get("conditions") or []), 60)
+    spoke.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                 "metadata": {"name": ARGO_NAMESPACE}}, ok=(409,))
+
+
+def switch_delivery(stack: Stack, mode: str) -> None:
+    """The delivery annotation of HANDOVER_APPSET's template (the generated Applications are its:
+    an edit of one would be reverted)."""
+    stack.hub.request("PATCH", f"/apis/argoproj.io/v1alpha1/namespaces/{ARGO_NAMESPACE}/applicationsets/"
+                      f"{HANDOVER_APPSET}", {"spec": {"template": {"metadata": {"annotations": {DELIVERY: mode}}}}},
+                      "application/merge-patch+json")
+
+
+def delivery_of(app: dict | None) -> str | None:
+    return ((app or {}).get("metadata", {}).get("annotations") or {}).get(DELIVERY)
+
+
+def check_handover(stack: Stack, repo: GitRepo) -> None:
+    names = [app_name(v) for v in HANDOVER_VARIANTS]
+    spoke = stack.spoke(NODE)
+    plain_ns = VARIANTS["plain"][0]
+    before = live_uids(stack)
+    plain_pods = pods(stack, plain_ns, running=True)
+    check(all(before.values()), f"before the switch, on {NODE}: {len(before)} objects of {', '.join(names)}")
+    prepare_spoke_for_applications(stack)
+
+    t = time.monotonic()
+    switch_delivery(stack, "application")
+    wait_for(f"{', '.join(names)} with {DELIVERY}: application on the hub",
+             lambda: all(delivery_of(hub_app(stack, n)) == "application" for n in names), 120)
+    generated = time.monotonic() - t
+    spoke_apps = wait_for(f"the spoke Applications {names} on {NODE}", lambda: (lambda apps: apps if all(
+        apps) else None)([get_app(spoke, n) for n in names]), 240)
+    print(f"manifests -> application: the ApplicationSet generated the annotation in {generated:.1f}s, "
+          f"the spoke Applications on the node {time.monotonic() - t:.1f}s after the switch", flush=True)
+    finalizers = {a["metadata"]["name"]: (a.get("metadata") or {}).get("finalizers") or [] for a in spoke_apps}
+    check(all(RESOURCES_FINALIZER in f for f in finalizers.values()),
+          f"the spoke Applications carry Argo CD's resources finalizer ({finalizers})")
+    after = live_uids(stack)
+    check(after == before, f"{NODE}: after the hand-over to an Application the objects are the same (uids "
+                           f"{sum(1 for p in before if after[p] == before[p])}/{len(before)} unchanged)")
+    time.sleep(10)  # a late delete (an owner reference left, a Foreground work delete) has had time
+    later = live_uids(stack)
+    check(later == before and pods(stack, plain_ns, running=True) == plain_pods,
+          f"{NODE}: 10s later still the same objects, and the plain variant's pods {plain_pods}")
+
+    # The node has no Argo CD, so nothing writes the spoke Applications' status, and the work agent
+    # reports no `status` feedback value. The sink takes the dispatchVersion acknowledgement only
+    # from a report with a status (one_pass_decoder: "no status feedback yet"), so the way back's
+    # first step would never be acknowledged. Here the test writes the status the spoke's Argo CD
+    # would; a spoke whose Argo CD is gone is left for the sink to handle (ADR 0007).
+    for n in names:
+        spoke.request("PATCH", app_path(n), {"status": {"sync": {"status": "Synced"},
+                                                        "health": {"status": "Healthy"}}},
+                      "application/merge-patch+json")
+
+    t = time.monotonic()
+    switch_delivery(stack, "manifests")
+    gone = wait_for(f"the spoke Applications {names} gone from {NODE}",
+                    lambda: all(get_app(spoke, n) is None for n in names) and time.monotonic(), 240)
+    sha = repo.head()
+    for n, v in zip(names, HANDOVER_VARIANTS):
+        wait_for(f"{n} Synced/Healthy at {sha[:8]} on the hub", lambda: healthy_with(stack, v, sha), 240)
+    print(f"application -> manifests: the spoke Applications gone {gone - t:.1f}s, the hub Applications "
+          f"Synced/Healthy at {sha[:8]} {time.monotonic() - t:.1f}s after the switch", flush=True)
+    check(True, f"{NODE}: the spoke Applications are gone, so their resources finalizer was released first "
+                f"(no Argo CD on the node would have run it)")
+    after = live_uids(stack)
+    check(after == before and pods(stack, plain_ns, running=True) == plain_pods,
+          f"{NODE}: after the hand-over back to manifests the objects are the same (uids "
+          f"{sum(1 for p in before if after[p] == before[p])}/{len(before)} unchanged) and the plain "
+          f"variant's pods too")
+    check(True, f"{', '.join(names)}: Synced/Healthy at {sha[:8]} on the hub again")
+
+
 def check_delete_prunes(stack: Stack, watch: AppWatch) -> None:
     name = app_name("kustomize")
     ns, _, deployment = VARIANTS["kustomize"]
@@ -422,20 +546,29 @@ def check_delete_prunes(stack: Stack, watch: AppWatch) -> None:
     check(exists(stack, dep_path) and bool(finalizers), f"{name}: deployed, with finalizers {finalizers}")
     t = time.monotonic()
     last_seen = t
+    released = None  # when the hub object with `uid` was first seen gone (polled, not the watch's
+    # DELETED event, which a watch reconnecting at that moment can miss)
+
+    def hub_released() -> bool:
+        app = hub_app(stack, name)
+        return app is None or (app.get("metadata") or {}).get("uid") != uid
+
     stack.hub.request("DELETE", app_path(name))
-    while True:  # polls the node until the Deployment is gone
+    while True:  # polls the node until the Deployment is gone, and the hub meanwhile
+        if released is None and hub_released():
+            released = time.monotonic()
         if not exists(stack, dep_path):
             break
         last_seen = time.monotonic()
         if last_seen - t > 240:
             raise StackError(f"{name}: {dep_path} still on the node after 240s")
         time.sleep(0.2)
-    wait_for(f"{name} (uid {uid}) gone from the hub", lambda: (watch.app(name) or {}).get(
-        "metadata", {}).get("uid") != uid, 240)
-    released = next((e for e, w, a in watch.events if w == "deleted" and a == name and e >= t), None)
+    if released is None:
+        wait_for(f"{name} (uid {uid}) gone from the hub", hub_released, 240)
+        released = time.monotonic()
     print(f"delete {name}: Deployment last seen on the node {last_seen - t:.1f}s, hub Application released "
-          f"{(released or t) - t:.1f}s after the delete", flush=True)
-    check(released is not None and last_seen < released,
+          f"{released - t:.1f}s after the delete", flush=True)
+    check(last_seen < released,
           f"{name}: the node's objects were pruned before the hub released the Application")
     wait_for(f"{name} generated again, Synced/Healthy", lambda: app_view(watch.app(name) or {})[:2] == (
         "Synced", "Healthy") and (watch.app(name) or {})["metadata"]["uid"] != uid, 240)
@@ -465,6 +598,7 @@ def run(stack: Stack, stage: str) -> None:
             check_rendered_and_running(stack, repo)
             check_commit_rolls_out(stack, repo)
             check_broken_commit(stack, repo)
+            check_handover(stack, repo)
             check_delete_prunes(stack, watch)
     print(f"stage {stage}: {time.monotonic() - t0:.0f}s", flush=True)
 
