@@ -119,10 +119,8 @@ void Intake::Admit(const store::HubAppRef& ref, AwaitingReport item) {
       manifests_->Hold(ref.resource_id, *std::move(held));
     }
   }
-  for (auto& ack : outcome.release) {
-    std::move(ack)();
-  }
-  CountOffer(ref, outcome);
+  Settle(ref, outcome);
+  CountOffer(outcome);
   admitted_();
 }
 
@@ -145,16 +143,7 @@ void Intake::RenderChanged(const store::HubAppRef& ref) {
   metrics_.RenderChange(/*rederived=*/true);
   // No transport ack: nothing waits for this write but the hub.
   auto outcome = coalescer_.Offer(*std::move(update), [] {});
-  for (auto& ack : outcome.release) {
-    std::move(ack)();
-  }
-  for (int i = 0; i < outcome.shed; ++i) {
-    metrics_.Dropped(DropReason::kVolatileShed);
-  }
-  unlogged_.shed += static_cast<uint64_t>(outcome.shed);
-  if (outcome.result == OfferResult::kOverflow) {
-    Overflowed(ref.resource_id, ref.cluster);  // the agent is asked, as for a lost report
-  }
+  Settle(ref, outcome);  // an overflow asks the agent, as for a lost report
   admitted_();
 }
 
@@ -193,13 +182,23 @@ bool Intake::BuildManifestStatus(const store::HubAppRef& ref, AwaitingReport& it
   return true;
 }
 
-void Intake::CountOffer(const store::HubAppRef& ref, const Coalescer::OfferOutcome& outcome) {
+void Intake::Settle(const store::HubAppRef& ref, Coalescer::OfferOutcome& outcome) {
+  for (auto& ack : outcome.release) {
+    std::move(ack)();
+  }
   for (int i = 0; i < outcome.shed; ++i) {
     metrics_.Dropped(DropReason::kVolatileShed);
   }
   unlogged_.shed += static_cast<uint64_t>(outcome.shed);
+  if (outcome.result == OfferResult::kOverflow) {
+    Overflowed(ref.resource_id, ref.cluster);
+  }
+}
+
+void Intake::CountOffer(const Coalescer::OfferOutcome& outcome) {
   switch (outcome.result) {
     case OfferResult::kQueued:
+    case OfferResult::kOverflow:  // Settle counted it
       break;
     case OfferResult::kCoalesced:
       metrics_.Coalesced();
@@ -212,9 +211,6 @@ void Intake::CountOffer(const store::HubAppRef& ref, const Coalescer::OfferOutco
       break;
     case OfferResult::kUnchanged:
       metrics_.Dropped(DropReason::kUnchanged);
-      break;
-    case OfferResult::kOverflow:
-      Overflowed(ref.resource_id, ref.cluster);
       break;
   }
 }

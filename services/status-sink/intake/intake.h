@@ -78,8 +78,11 @@ class Intake {
   // Whether the resource `event` reports on is known (its cached record) to be in manifest
   // delivery; O(1).
   bool KnownInManifestDelivery(const cloudevents::Event& event) const;
-  // Counts the outcome of an Offer() of `ref`'s report.
-  void CountOffer(const store::HubAppRef& ref, const Coalescer::OfferOutcome& outcome);
+  // What every Offer() of `ref`'s update is followed by: its released acks, the volatile
+  // reports it shed, and an overflow remembered as lost (the agent is asked again).
+  void Settle(const store::HubAppRef& ref, Coalescer::OfferOutcome& outcome);
+  // Counts what became of a received report (coalesced, stale, duplicate, unchanged).
+  void CountOffer(const Coalescer::OfferOutcome& outcome);
   void Overflowed(const std::string& resource_id, const std::string& cluster);
 
   const IntakeSettings settings_;
