@@ -74,8 +74,23 @@ struct AppliedStatus {
   // end-to-end acknowledgement: docs/reliability.md finding 6), as the sink saves it (the highest
   // it has seen); nullopt when none was. The dispatcher republishes what is not acknowledged.
   std::optional<int32_t> acked_version;
+  // Saved only: an acknowledgement alone (no status; services/status-sink/coalescing/coalescer.h),
+  // whose sync_status and health_status are not known: the stored ones stay. Read back false.
+  bool acknowledgement_only = false;
   friend bool operator==(const AppliedStatus&, const AppliedStatus&) = default;
 };
+
+// `later` saved over `earlier` (one resource): `later`, with `earlier`'s sync and health when
+// `later` is an acknowledgement alone (an acknowledgement alone then only if both are).
+inline AppliedStatus KeepingStatusOf(const AppliedStatus& earlier, const AppliedStatus& later) {
+  AppliedStatus merged = later;
+  if (later.acknowledgement_only) {
+    merged.sync_status = earlier.sync_status;
+    merged.health_status = earlier.health_status;
+    merged.acknowledgement_only = earlier.acknowledgement_only;
+  }
+  return merged;
+}
 
 // What a status resync request should carry for one resource: every dispatched resource with the
 // last status hash applied ("" when none, which differs from any hash so the agent resends it).
@@ -122,7 +137,8 @@ class StatusStore {
   virtual absl::Status ForEachAppliedStatus(
       const std::function<void(const AppliedStatus&)>& fn) = 0;
 
-  // Upserts every row atomically (the last entry of a resource in the batch wins).
+  // Upserts every row atomically (the last entry of a resource in the batch wins, as
+  // KeepingStatusOf merges it: an acknowledgement alone keeps the stored sync and health).
   virtual absl::Status SaveAppliedStatuses(const std::vector<AppliedStatus>& statuses) = 0;
 
   // Every dispatched resource (live or deleting) with its last applied status hash.

@@ -1,6 +1,7 @@
 #include "libs/store/postgres/status_store.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <pqxx/pqxx>
 #include <tuple>
@@ -197,47 +198,57 @@ absl::Status PostgresStatusStore::SaveAppliedStatuses(const std::vector<AppliedS
   if (statuses.empty()) {
     return absl::OkStatus();
   }
-  // ON CONFLICT cannot touch a row twice in one statement: the last entry of a resource wins.
-  std::map<std::string, const AppliedStatus*> latest;
+  // ON CONFLICT cannot touch a row twice in one statement: the last entry of a resource wins,
+  // with the sync and health of an earlier one when it is an acknowledgement alone.
+  std::map<std::string, AppliedStatus> latest;
   for (const auto& s : statuses) {
     if (!IsUuid(s.resource_id)) {
       return absl::InvalidArgumentError(
           absl::StrCat("save applied status: resource id ", s.resource_id, " is not a UUID"));
     }
-    latest[absl::AsciiStrToLower(s.resource_id)] = &s;
+    auto [it, fresh] = latest.try_emplace(absl::AsciiStrToLower(s.resource_id), s);
+    if (!fresh) {
+      it->second = KeepingStatusOf(it->second, s);
+    }
   }
-  std::vector<const AppliedStatus*> rows;
-  rows.reserve(latest.size());
+  // Statuses, and acknowledgements alone (whose sync and health stay as stored).
+  std::array<std::vector<const AppliedStatus*>, 2> groups;
   for (const auto& [id, s] : latest) {
-    rows.push_back(s);
+    groups[s.acknowledgement_only ? 1 : 0].push_back(&s);
   }
   return pool_.Run("save applied statuses", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
-    for (size_t start = 0; start < rows.size(); start += kRowsPerStatement) {
-      std::string sql =
-          "INSERT INTO resource_status (resource_id, last_sequence_id, status_hash, material_hash, "
-          "sync_status, health_status, appset_namespace, appset_name, volatile_written_at, "
-          "acked_version, applied_at) VALUES ";
-      const size_t end = std::min(rows.size(), start + kRowsPerStatement);
-      for (size_t i = start; i < end; ++i) {
-        const AppliedStatus& s = *rows[i];
-        absl::StrAppend(&sql, i == start ? "" : ",", "(", tx.quote(s.resource_id), "::uuid,",
-                        s.last_sequence_id, ",", tx.quote(s.status_hash), ",",
-                        tx.quote(s.material_hash), ",", Optional(tx, s.sync_status), ",",
-                        Optional(tx, s.health_status), ",", Optional(tx, s.appset_namespace), ",",
-                        Optional(tx, s.appset_name), ",",
-                        s.volatile_written_at ? Timestamp(*s.volatile_written_at) : "NULL", ",",
-                        s.acked_version ? absl::StrCat(*s.acked_version) : "NULL", ", now())");
+    for (const auto& rows : groups) {
+      const bool alone = &rows == &groups[1];
+      for (size_t start = 0; start < rows.size(); start += kRowsPerStatement) {
+        std::string sql =
+            "INSERT INTO resource_status (resource_id, last_sequence_id, status_hash, "
+            "material_hash, sync_status, health_status, appset_namespace, appset_name, "
+            "volatile_written_at, acked_version, applied_at) VALUES ";
+        const size_t end = std::min(rows.size(), start + kRowsPerStatement);
+        for (size_t i = start; i < end; ++i) {
+          const AppliedStatus& s = *rows[i];
+          absl::StrAppend(&sql, i == start ? "" : ",", "(", tx.quote(s.resource_id), "::uuid,",
+                          s.last_sequence_id, ",", tx.quote(s.status_hash), ",",
+                          tx.quote(s.material_hash), ",", Optional(tx, s.sync_status), ",",
+                          Optional(tx, s.health_status), ",", Optional(tx, s.appset_namespace), ",",
+                          Optional(tx, s.appset_name), ",",
+                          s.volatile_written_at ? Timestamp(*s.volatile_written_at) : "NULL", ",",
+                          s.acked_version ? absl::StrCat(*s.acked_version) : "NULL", ", now())");
+        }
+        absl::StrAppend(
+            &sql,
+            " ON CONFLICT (resource_id) DO UPDATE SET last_sequence_id = "
+            "EXCLUDED.last_sequence_id, status_hash = EXCLUDED.status_hash, material_hash = "
+            "EXCLUDED.material_hash, ",
+            alone ? ""
+                  : "sync_status = EXCLUDED.sync_status, health_status = "
+                    "EXCLUDED.health_status, ",
+            "appset_namespace = EXCLUDED.appset_namespace, appset_name = EXCLUDED.appset_name, "
+            "volatile_written_at = EXCLUDED.volatile_written_at, "
+            "acked_version = EXCLUDED.acked_version, applied_at = now()");
+        tx.exec0(sql);
       }
-      absl::StrAppend(
-          &sql,
-          " ON CONFLICT (resource_id) DO UPDATE SET last_sequence_id = EXCLUDED.last_sequence_id, "
-          "status_hash = EXCLUDED.status_hash, material_hash = EXCLUDED.material_hash, "
-          "sync_status = EXCLUDED.sync_status, health_status = EXCLUDED.health_status, "
-          "appset_namespace = EXCLUDED.appset_namespace, appset_name = EXCLUDED.appset_name, "
-          "volatile_written_at = EXCLUDED.volatile_written_at, "
-          "acked_version = EXCLUDED.acked_version, applied_at = now()");
-      tx.exec0(sql);
     }
     tx.commit();
   });

@@ -93,6 +93,10 @@ absl::Status FakeStatusStore::SaveAppliedStatuses(const std::vector<AppliedStatu
       stored.volatile_written_at =
           std::chrono::time_point_cast<std::chrono::microseconds>(*stored.volatile_written_at);
     }
+    if (auto old = applied_.find(s.resource_id); old != applied_.end()) {
+      stored = KeepingStatusOf(old->second, stored);
+    }
+    stored.acknowledgement_only = false;  // not stored
     applied_[s.resource_id] = std::move(stored);
     applied_at_[s.resource_id] = ++writes_;
   }

@@ -220,6 +220,47 @@ TEST_P(StatusStoreContract, SavesAndReloadsTheAcknowledgedVersion) {
                           {Id(1), 7}, {Id(2), std::nullopt}, {Id(3), std::nullopt}}));
 }
 
+TEST_P(StatusStoreContract, AnAcknowledgementAloneKeepsTheStoredSyncAndHealth) {
+  auto alone = [](int n, int32_t version) {
+    AppliedStatus s = Applied(n, "Synced", "Healthy");
+    s.sync_status.reset();
+    s.health_status.reset();
+    s.acked_version = version;
+    s.acknowledgement_only = true;
+    return s;
+  };
+  // Saved over a stored status; in one batch after a status; with nothing stored before.
+  ASSERT_TRUE(store_->SaveAppliedStatuses({Applied(1, "Synced", "Healthy")}).ok());
+  ASSERT_TRUE(store_->SaveAppliedStatuses({alone(1, 3)}).ok());
+  ASSERT_TRUE(store_->SaveAppliedStatuses({Applied(2, "OutOfSync", "Degraded"), alone(2, 4)}).ok());
+  ASSERT_TRUE(store_->SaveAppliedStatuses({alone(3, 5)}).ok());
+  // A status without sync or health (not an acknowledgement alone) clears them.
+  AppliedStatus cleared = Applied(4, "Synced", "Healthy");
+  ASSERT_TRUE(store_->SaveAppliedStatuses({cleared}).ok());
+  cleared.sync_status.reset();
+  cleared.health_status.reset();
+  ASSERT_TRUE(store_->SaveAppliedStatuses({cleared}).ok());
+
+  std::map<std::string, AppliedStatus> rows;
+  ASSERT_TRUE(
+      store_->ForEachAppliedStatus([&](const AppliedStatus& s) { rows[s.resource_id] = s; }).ok());
+  ASSERT_EQ(rows.size(), 4U);
+  EXPECT_EQ(rows[Id(1)].sync_status, "Synced");
+  EXPECT_EQ(rows[Id(1)].health_status, "Healthy");
+  EXPECT_EQ(rows[Id(1)].acked_version, 3);
+  EXPECT_EQ(rows[Id(2)].sync_status, "OutOfSync");
+  EXPECT_EQ(rows[Id(2)].health_status, "Degraded");
+  EXPECT_EQ(rows[Id(2)].acked_version, 4);
+  EXPECT_EQ(rows[Id(3)].sync_status, std::nullopt);
+  EXPECT_EQ(rows[Id(3)].health_status, std::nullopt);
+  EXPECT_EQ(rows[Id(3)].acked_version, 5);
+  EXPECT_EQ(rows[Id(4)].sync_status, std::nullopt);
+  EXPECT_EQ(rows[Id(4)].health_status, std::nullopt);
+  for (const auto& [id, row] : rows) {
+    EXPECT_FALSE(row.acknowledgement_only) << id;
+  }
+}
+
 TEST_P(StatusStoreContract, CountsApplicationsPerAppSetBySyncAndHealth) {
   ASSERT_TRUE(store_
                   ->SaveAppliedStatuses(

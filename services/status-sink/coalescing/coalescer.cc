@@ -115,8 +115,11 @@ void Coalescer::MakeReady(const std::string& id, State& state) {
     }
   } else if (!state.queued) {
     state.queued = true;
-    const bool first_write = state.applied_hash.empty() && state.applied_material.empty() &&
-                             state.pending->kind == TaskKind::kWrite;
+    // An acknowledgement alone before the first status queues there too: the status that
+    // replaces it keeps its place.
+    const bool first_write =
+        state.applied_hash.empty() && state.applied_material.empty() &&
+        (state.pending->kind == TaskKind::kWrite || state.pending->update.ack_only);
     (first_write ? ready_first_ : ready_).push_back(id);
   }
 }
@@ -149,7 +152,10 @@ Coalescer::State* Coalescer::PopState(std::deque<std::string>& queue, std::strin
 }
 
 bool Coalescer::CanShed(const State& state) {
-  return !state.in_flight && !state.queued && IsVolatileWrite(state.pending);
+  // A volatile-only write carrying a newer acknowledgement (one retried after TakeReady made it
+  // volatile-only) is never shed: its acks wait for the save.
+  return !state.in_flight && !state.queued && IsVolatileWrite(state.pending) &&
+         !AcksNewer(state.pending->update.acked_version, state.applied_acked);
 }
 
 std::size_t Coalescer::Sheddable() const {
@@ -206,6 +212,10 @@ Coalescer::OfferOutcome Coalescer::Offer(StatusUpdate update, Ack ack) {
     out.release.push_back(std::move(ack));
     return out;
   }
+  if (update.ack_only) {
+    OfferAcknowledgement(id, st, std::move(update), std::move(ack), out);
+    return out;
+  }
   if (st.pending) {
     // The acknowledgement of a report this one supersedes is not lost with it.
     update.acked_version = Newest(update.acked_version, st.pending->update.acked_version);
@@ -258,6 +268,48 @@ Coalescer::OfferOutcome Coalescer::Offer(StatusUpdate update, Ack ack) {
 
   out.result = OfferImmaterial(id, st, std::move(task), had_pending, out.release);
   return out;
+}
+
+void Coalescer::OfferAcknowledgement(const std::string& id, State& st, StatusUpdate update, Ack ack,
+                                     OfferOutcome& out) {
+  if (update.sequence_id) {
+    st.latest_seq = *update.sequence_id;
+  }
+  st.latest_hash = update.status_hash;
+  const std::optional<int32_t> known =
+      st.pending ? Newest(AckedOrInFlight(st), st.pending->update.acked_version)
+                 : AckedOrInFlight(st);
+  if (!AcksNewer(update.acked_version, known) || st.in_flight_deletion ||
+      (st.pending && st.pending->kind == TaskKind::kConfirmDeletion)) {
+    out.result = OfferResult::kUnchanged;
+    out.release.push_back(std::move(ack));
+    return;
+  }
+  if (st.pending) {
+    // The waiting write saves the acknowledgement with its status, and is no longer
+    // volatile-only: an acknowledgement is never shed, and acked only once saved.
+    WriteTask& pending = *st.pending;
+    pending.update.acked_version = update.acked_version;
+    pending.acks.push_back(std::move(ack));
+    pending.volatile_only = false;
+    Enqueue(id, st);
+    out.result = OfferResult::kCoalesced;
+    return;
+  }
+  if (pending_count_ >= settings_.max_pending) {
+    if (!ShedVolatile(out.release)) {
+      out.result = OfferResult::kOverflow;
+      out.release.push_back(std::move(ack));
+      return;
+    }
+    ++out.shed;
+  }
+  WriteTask task;
+  task.kind = TaskKind::kSaveAcknowledgement;
+  task.update = std::move(update);
+  task.acks.push_back(std::move(ack));
+  SetPending(id, st, std::move(task));
+  out.result = OfferResult::kQueued;
 }
 
 OfferResult Coalescer::OfferImmaterial(const std::string& id, State& st, WriteTask task,
@@ -341,7 +393,11 @@ Coalescer::Ready Coalescer::TakeReady(std::size_t max) {
         continue;
       }
     }
+    if (task.update.ack_only) {
+      task.material_hash = st.applied_material;  // it changes none
+    }
     st.in_flight = true;
+    st.in_flight_deletion = task.kind == TaskKind::kConfirmDeletion;
     st.in_flight_material = task.material_hash;
     st.in_flight_acked = task.update.acked_version;
     ++in_flight_count_;
@@ -360,11 +416,13 @@ store::AppliedStatus Coalescer::Written(const WriteTask& task) {
   }
   State& st = *found;
   st.not_before = {};
-  if (task.update.sequence_id) {
-    st.applied_seq = *task.update.sequence_id;
+  if (!task.update.ack_only) {  // an acknowledgement alone says nothing of the hub's status
+    if (task.update.sequence_id) {
+      st.applied_seq = *task.update.sequence_id;
+    }
+    st.applied_hash = task.update.status_hash;
+    st.applied_material = task.material_hash;
   }
-  st.applied_hash = task.update.status_hash;
-  st.applied_material = task.material_hash;
   if (task.kind == TaskKind::kWrite) {  // a kSaveAcknowledgement wrote nothing onto the hub
     st.volatile_written_at = clock_.Now();
   }
@@ -374,9 +432,13 @@ store::AppliedStatus Coalescer::Written(const WriteTask& task) {
   row.last_sequence_id = st.applied_seq;
   row.status_hash = st.applied_hash;
   row.material_hash = st.applied_material;
-  row.sync_status = kube::FindString(kube::ObjectAt(task.update.status, "sync"), "status");
-  row.health_status = kube::FindString(kube::ObjectAt(task.update.status, "health"), "status");
-  st.written_health = row.health_status;
+  if (task.update.ack_only) {
+    row.acknowledgement_only = true;  // the store keeps the sync and health it has
+  } else {
+    row.sync_status = kube::FindString(kube::ObjectAt(task.update.status, "sync"), "status");
+    row.health_status = kube::FindString(kube::ObjectAt(task.update.status, "health"), "status");
+    st.written_health = row.health_status;
+  }
   row.volatile_written_at = st.volatile_written_at;
   row.acked_version = st.applied_acked;
   return row;
@@ -390,6 +452,7 @@ Coalescer::State* Coalescer::EndFlight(const std::string& id) {
   State& st = it->second;
   if (st.in_flight) {
     st.in_flight = false;
+    st.in_flight_deletion = false;
     --in_flight_count_;
   }
   return &st;

@@ -38,6 +38,9 @@
 //    often by a report whose status has not moved yet, and hub writes are the sink's bottleneck
 //    while store saves are batched. An older or equal version changes nothing; the saved one
 //    only grows (a superseded or retried report's version carries over to the one replacing it).
+//    A report that carries only an acknowledgement (StatusUpdate::ack_only: a spoke Application
+//    no Argo CD reported on) never replaces a waiting report: it joins it, or becomes a
+//    kSaveAcknowledgement alone, which leaves the row's status fields as they are.
 //
 // Not thread-safe: owned by the sink's loop thread. The clock is borrowed.
 #pragma once
@@ -175,6 +178,7 @@ class Coalescer {
     bool queued = false;           // present in ready_first_, ready_ or delayed_
     bool queued_volatile = false;  // present in ready_volatile_
     bool in_flight = false;
+    bool in_flight_deletion = false;  // the task in flight is a kConfirmDeletion
     std::string in_flight_material;
     std::optional<int32_t> in_flight_acked;
   };
@@ -183,6 +187,11 @@ class Coalescer {
   // The acknowledged version the store has, or will have once the task in flight is saved.
   static std::optional<int32_t> AckedOrInFlight(const State& state);
   void SetPending(const std::string& id, State& state, WriteTask task);
+  // Offer() of an acknowledgement alone (StatusUpdate::ack_only): nothing when the version is
+  // saved, in flight or waiting already; else it joins the waiting write, or becomes a
+  // kSaveAcknowledgement of its own.
+  void OfferAcknowledgement(const std::string& id, State& st, StatusUpdate update, Ack ack,
+                            OfferOutcome& out);
   // Offer() of a report whose material fields the hub has (or is about to have): a pending
   // report of it is superseded (its acks go to `release`); a volatile-only write when due,
   // else nothing (kUnchanged).

@@ -491,6 +491,145 @@ TEST_F(CoalescerTest, AFailedWriteKeepsItsAcknowledgementForTheReportThatReplace
   EXPECT_EQ(coalescer_.Written(retried.tasks[0]).acked_version, 2);
 }
 
+// A report with the acknowledgement alone (a spoke Application no Argo CD reported on).
+StatusUpdate AckAlone(int seq, int32_t version, const std::string& id = "r1") {
+  StatusUpdate u;
+  u.resource_id = id;
+  u.sequence_id = kSeqBase + (int64_t{seq} << 22);
+  u.status_hash = "ack-alone-" + std::to_string(version);
+  u.acked_version = version;
+  u.ack_only = true;
+  return u;
+}
+
+TEST_F(CoalescerTest, AnAcknowledgementAloneIsSavedWithoutTouchingTheStatus) {
+  // Nothing on the hub yet: saved alone, its row without sync, health or material.
+  EXPECT_EQ(Offer(AckAlone(1, 4)), OfferResult::kQueued);
+  EXPECT_EQ(acked_, 0) << "acknowledged once saved";
+  auto ready = coalescer_.TakeReady(10);
+  ASSERT_EQ(ready.tasks.size(), 1U);
+  EXPECT_EQ(ready.tasks[0].kind, TaskKind::kSaveAcknowledgement);
+  auto row = coalescer_.Written(ready.tasks[0]);
+  ReleaseAll(ready.tasks[0].acks);
+  EXPECT_EQ(row.acked_version, 4);
+  EXPECT_TRUE(row.acknowledgement_only);
+  EXPECT_EQ(row.sync_status, std::nullopt);
+  EXPECT_EQ(row.health_status, std::nullopt);
+  EXPECT_EQ(row.material_hash, "");
+  EXPECT_EQ(row.volatile_written_at, std::nullopt) << "nothing was written onto the hub";
+  EXPECT_EQ(acked_, 1);
+  // The Application's first status is still a first write: before another's update.
+  Offer(Update(1, Status("Healthy"), "r0"));
+  EXPECT_EQ(WriteAll(), 1);
+  EXPECT_EQ(Offer(Update(2, Status("Degraded"), "r0")), OfferResult::kQueued);
+  EXPECT_EQ(Offer(Acking(Update(2, Status("Healthy")), 4)), OfferResult::kQueued);
+  ready = coalescer_.TakeReady(1);
+  ASSERT_EQ(ready.tasks.size(), 1U);
+  EXPECT_EQ(ready.tasks[0].update.resource_id, "r1");
+  EXPECT_EQ(ready.tasks[0].kind, TaskKind::kWrite);
+  coalescer_.Written(ready.tasks[0]);
+  ReleaseAll(ready.tasks[0].acks);
+  EXPECT_EQ(WriteAll(), 1);  // r0's update
+
+  // With a status on the hub: the row keeps its status fields (the store keeps sync/health).
+  EXPECT_EQ(Offer(AckAlone(3, 5)), OfferResult::kQueued);
+  ready = coalescer_.TakeReady(10);
+  ASSERT_EQ(ready.tasks.size(), 1U);
+  EXPECT_EQ(ready.tasks[0].kind, TaskKind::kSaveAcknowledgement);
+  row = coalescer_.Written(ready.tasks[0]);
+  ReleaseAll(ready.tasks[0].acks);
+  EXPECT_EQ(row.acked_version, 5);
+  EXPECT_EQ(row.material_hash, MaterialHash(Status("Healthy"), false));
+  EXPECT_EQ(row.last_sequence_id, kSeqBase + (int64_t{2} << 22)) << "the status's report";
+  EXPECT_EQ(row.sync_status, std::nullopt);
+  EXPECT_EQ(coalescer_.WrittenHealth("r1"), "Healthy");
+  // The same report again is a duplicate; the same version with another hash, or an older
+  // version: nothing.
+  EXPECT_EQ(Offer(AckAlone(4, 5)), OfferResult::kDuplicate);
+  StatusUpdate same = AckAlone(5, 5);
+  same.status_hash = "ack-alone-5-again";
+  EXPECT_EQ(Offer(std::move(same)), OfferResult::kUnchanged);
+  EXPECT_EQ(Offer(AckAlone(6, 3)), OfferResult::kUnchanged);
+  EXPECT_EQ(WriteAll(), 0);
+  EXPECT_EQ(acked_, 8);  // r1's six reports and r0's two
+}
+
+TEST_F(CoalescerTest, AnAcknowledgementAloneJoinsTheWaitingWriteInsteadOfReplacingIt) {
+  Offer(Acking(Update(1, Status("Progressing")), 1));
+  EXPECT_EQ(Offer(AckAlone(2, 2)), OfferResult::kCoalesced);
+  auto ready = coalescer_.TakeReady(10);
+  ASSERT_EQ(ready.tasks.size(), 1U);
+  EXPECT_EQ(ready.tasks[0].kind, TaskKind::kWrite);
+  EXPECT_EQ(ready.tasks[0].update.status["health"]["status"], "Progressing");
+  EXPECT_EQ(ready.tasks[0].acks.size(), 2U);
+  EXPECT_EQ(coalescer_.Written(ready.tasks[0]).acked_version, 2);
+  ReleaseAll(ready.tasks[0].acks);
+
+  // A waiting volatile-only write it joins is no longer shed.
+  for (const char* id : {"r0", "r2"}) {
+    Offer(Acking(Update(1, Status("Healthy"), id), 1));
+  }
+  EXPECT_EQ(WriteAll(), 2);
+  clock_.Advance(minutes(6));
+  EXPECT_EQ(Offer(Acking(Update(3, Status("Progressing", "2026-06-01T10:06:00Z")), 2)),
+            OfferResult::kQueued);
+  EXPECT_EQ(coalescer_.Sheddable(), 1U);
+  EXPECT_EQ(Offer(AckAlone(4, 3)), OfferResult::kCoalesced);
+  EXPECT_EQ(coalescer_.Sheddable(), 0U);
+  // Taken as a volatile write (it changes no material field) and failed: still not shed.
+  ready = coalescer_.TakeReady(10);
+  ASSERT_EQ(ready.tasks.size(), 1U);
+  EXPECT_TRUE(ready.tasks[0].volatile_only);
+  coalescer_.Requeue(std::move(ready.tasks[0]), milliseconds(500));
+  clock_.Advance(milliseconds(500));
+  EXPECT_TRUE(coalescer_.TakeReady(0).tasks.empty());  // back in the volatile queue
+  EXPECT_EQ(coalescer_.Sheddable(), 0U);
+  ready = coalescer_.TakeReady(10);
+  ASSERT_EQ(ready.tasks.size(), 1U);
+  EXPECT_EQ(ready.tasks[0].acks.size(), 1U) << "the acknowledgement's ack, not released";
+  EXPECT_EQ(coalescer_.Written(ready.tasks[0]).acked_version, 3);
+}
+
+TEST_F(CoalescerTest, AnAcknowledgementAloneNeedsASlotAndWaitsForNoDeletion) {
+  Offer(Acking(Update(1, Status("Healthy")), 1));
+  EXPECT_EQ(WriteAll(), 1);
+  for (const char* id : {"r0", "r2", "r3"}) {
+    EXPECT_EQ(Offer(Update(1, Status("Healthy"), id)), OfferResult::kQueued);
+  }
+  EXPECT_EQ(Offer(AckAlone(2, 2)), OfferResult::kOverflow);
+  EXPECT_EQ(coalescer_.pending(), 3U);
+  EXPECT_EQ(WriteAll(), 3);
+
+  StatusUpdate deleted = Update(3, json(nullptr));
+  deleted.deleted = true;
+  EXPECT_EQ(Offer(std::move(deleted)), OfferResult::kQueued);
+  auto ready = coalescer_.TakeReady(10);
+  ASSERT_EQ(ready.tasks.size(), 1U);
+  EXPECT_EQ(ready.tasks[0].kind, TaskKind::kConfirmDeletion);
+  // A late acknowledgement while the deletion is in flight: nothing that a failed deletion's
+  // retry could be merged into.
+  EXPECT_EQ(Offer(AckAlone(4, 2)), OfferResult::kUnchanged);
+  coalescer_.Requeue(std::move(ready.tasks[0]), milliseconds(1));
+  clock_.Advance(milliseconds(1));
+  ready = coalescer_.TakeReady(10);
+  ASSERT_EQ(ready.tasks.size(), 1U);
+  EXPECT_EQ(ready.tasks[0].kind, TaskKind::kConfirmDeletion);
+}
+
+TEST_F(CoalescerTest, AStatusReplacesAWaitingAcknowledgementAloneAndKeepsItsVersion) {
+  Offer(Acking(Update(1, Status("Healthy")), 1));
+  EXPECT_EQ(WriteAll(), 1);
+  EXPECT_EQ(Offer(AckAlone(2, 2)), OfferResult::kQueued);
+  EXPECT_EQ(Offer(Acking(Update(3, Status("Degraded")), std::nullopt)), OfferResult::kCoalesced);
+  auto ready = coalescer_.TakeReady(10);
+  ASSERT_EQ(ready.tasks.size(), 1U);
+  EXPECT_EQ(ready.tasks[0].kind, TaskKind::kWrite);
+  EXPECT_EQ(ready.tasks[0].acks.size(), 2U);
+  const auto row = coalescer_.Written(ready.tasks[0]);
+  EXPECT_EQ(row.acked_version, 2);
+  EXPECT_EQ(row.health_status, "Degraded");
+}
+
 TEST_F(CoalescerTest, ARestoredAcknowledgementIsNotSavedAgain) {
   store::AppliedStatus applied;
   applied.resource_id = "r1";

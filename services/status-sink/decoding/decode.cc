@@ -22,13 +22,18 @@ namespace {
 
 // Whether `bundle` (DecodeBundleReport's report of an event) is the answer the slow path
 // (DecodeStatusReport, then DecodeBundleReport for its kNoFeedback) gives: the envelope decoded
-// alike, so exactly when the full path finds no deletion and no Application status feedback.
+// alike, so exactly when the full path finds no deletion, no Application status feedback and
+// no acknowledgement alone (StatusUpdate::ack_only).
 bool BundleAloneAnswers(const StatusReport& bundle) {
   if (bundle.update.deleted || bundle.bundle_status == nullptr) {
     return false;
   }
   auto feedback = FeedbackStatus(*bundle.bundle_status);
-  return feedback.ok() && !feedback->has_value();
+  if (!feedback.ok() || feedback->has_value()) {
+    return false;
+  }
+  auto acked = FeedbackAckedVersion(*bundle.bundle_status);
+  return !acked.ok() || !acked->has_value();
 }
 
 }  // namespace

@@ -147,6 +147,12 @@ bool ResourceMeta(const Member& member, std::string_view* group, std::string_vie
          String(m[6], &text);
 }
 
+// A "dispatchVersion" feedback value as FeedbackAckedVersion reads it.
+struct VersionRead {
+  std::optional<int32_t> value;
+  bool refused = false;  // of another type, or AckedVersionOf refused it
+};
+
 // What FeedbackStatus (status_report.h) picks: the first "status" value of the first
 // Application manifest that has one, as JSON text, with its material hash; and what
 // FeedbackAckedVersion picks: that manifest's first "dispatchVersion" value.
@@ -159,12 +165,10 @@ struct Feedback {
   std::optional<int32_t> acked_version;
   // That value is there but FeedbackAckedVersion refuses it (the full path words why).
   bool acked_version_refused = false;
-};
-
-// A "dispatchVersion" feedback value as FeedbackAckedVersion reads it.
-struct VersionRead {
-  std::optional<int32_t> value;
-  bool refused = false;  // of another type, or AckedVersionOf refused it
+  // Without a "status" value: the first Application manifest's "dispatchVersion" value, which
+  // FeedbackAckedVersion reads then (an acknowledgement alone, StatusUpdate::ack_only).
+  bool lone_version_seen = false;
+  VersionRead lone_version;
 };
 
 // What AckedVersionOf made of a String or Integer value, into `version` when given.
@@ -270,6 +274,9 @@ struct PayloadReader {
     if (status_here) {
       feedback.acked_version = version.value;
       feedback.acked_version_refused = version.refused;
+    } else if (version_seen && !feedback.lone_version_seen) {
+      feedback.lone_version_seen = true;
+      feedback.lone_version = version;
     }
     return ok;
   }
@@ -477,19 +484,26 @@ std::optional<std::variant<StatusReport, Rejection>> OnePassDecoder::Decode(
   }
   report.update.deleted = payload.deleted.value_or(false);
   if (!report.update.deleted) {
-    if (!payload.feedback.found) {
-      return Rejection{DropReason::kNoFeedback, "no status feedback yet"};
+    const Feedback& feedback = payload.feedback;
+    if (!feedback.found) {
+      const VersionRead& lone = feedback.lone_version;
+      if (!feedback.lone_version_seen || lone.refused || !lone.value.has_value()) {
+        return Rejection{DropReason::kNoFeedback, "no status feedback yet"};
+      }
+      report.update.acked_version = lone.value;
+      report.update.ack_only = true;
+    } else {
+      if (!feedback.json_raw || !feedback.object) {
+        return std::nullopt;  // malformed: the full path words the rejection
+      }
+      if (feedback.acked_version_refused) {
+        return std::nullopt;  // the full path words why (StatusReport::acked_version_error)
+      }
+      report.update.status_text = std::move(payload.feedback.text);
+      report.update.material_hash = std::move(payload.feedback.material_hash);
+      report.update.material_hash_ignores_health_messages = ignore_resource_health_messages;
+      report.update.acked_version = feedback.acked_version;
     }
-    if (!payload.feedback.json_raw || !payload.feedback.object) {
-      return std::nullopt;  // malformed: the full path words the rejection
-    }
-    if (payload.feedback.acked_version_refused) {
-      return std::nullopt;  // the full path words why (StatusReport::acked_version_error)
-    }
-    report.update.status_text = std::move(payload.feedback.text);
-    report.update.material_hash = std::move(payload.feedback.material_hash);
-    report.update.material_hash_ignores_health_messages = ignore_resource_health_messages;
-    report.update.acked_version = payload.feedback.acked_version;
   }
   auto app = MetadataApp(event);
   if (!app.has_value()) {

@@ -62,17 +62,30 @@ const cloudevents::FeedbackValue* FindFeedback(const cloudevents::ManifestCondit
   return it == manifest.status_feedback.end() ? nullptr : &*it;
 }
 
-// The Application manifest whose feedback the sink reads: the first one with a "status" value.
-const cloudevents::ManifestCondition* StatusManifest(
-    const cloudevents::ManifestBundleStatus& status) {
+// The first Application manifest with a feedback value named `name`.
+const cloudevents::ManifestCondition* ApplicationWith(
+    const cloudevents::ManifestBundleStatus& status, std::string_view name) {
   for (const auto& manifest : status.resource_status) {
     const auto& meta = manifest.resource_meta;
     if (meta.kind == "Application" && (meta.group == "argoproj.io" || meta.group.empty()) &&
-        FindFeedback(manifest, kStatusFeedback) != nullptr) {
+        FindFeedback(manifest, name) != nullptr) {
       return &manifest;
     }
   }
   return nullptr;
+}
+
+// The Application manifest whose feedback the sink reads: the first one with a "status" value.
+const cloudevents::ManifestCondition* StatusManifest(
+    const cloudevents::ManifestBundleStatus& status) {
+  return ApplicationWith(status, kStatusFeedback);
+}
+
+// The Application manifest whose "dispatchVersion" the sink reads: StatusManifest's; without
+// one, the first with a "dispatchVersion" value (an Application no Argo CD reported on yet).
+const cloudevents::ManifestCondition* AckManifest(const cloudevents::ManifestBundleStatus& status) {
+  const cloudevents::ManifestCondition* manifest = StatusManifest(status);
+  return manifest != nullptr ? manifest : ApplicationWith(status, kDispatchVersionFeedback);
 }
 
 // The attributes and payload every status report has: resource id, sequence id, status hash,
@@ -133,7 +146,14 @@ std::variant<StatusReport, Rejection> DecodeStatusReportFull(const cloudevents::
     return Malformed(feedback.status());
   }
   if (!feedback->has_value()) {
-    return Rejection{DropReason::kNoFeedback, "no status feedback yet"};
+    // An acknowledgement alone still counts (StatusUpdate::ack_only); a refused one does not.
+    auto acked = FeedbackAckedVersion(payload);
+    if (!acked.ok() || !acked->has_value()) {
+      return Rejection{DropReason::kNoFeedback, "no status feedback yet"};
+    }
+    report->update.acked_version = *acked;
+    report->update.ack_only = true;
+    return decoded;
   }
   report->update.status = std::move(**feedback);
   // A bad acknowledgement costs only itself: the status is still good to write.
@@ -227,7 +247,7 @@ absl::StatusOr<std::optional<nlohmann::json>> FeedbackStatus(
 
 absl::StatusOr<std::optional<int32_t>> FeedbackAckedVersion(
     const cloudevents::ManifestBundleStatus& status) {
-  const cloudevents::ManifestCondition* manifest = StatusManifest(status);
+  const cloudevents::ManifestCondition* manifest = AckManifest(status);
   const cloudevents::FeedbackValue* value =
       manifest == nullptr ? nullptr : FindFeedback(*manifest, kDispatchVersionFeedback);
   if (value == nullptr) {

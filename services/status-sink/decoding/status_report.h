@@ -3,10 +3,11 @@
 // value (and its `dispatchVersion`) or the deletion, and the hub Application the ManifestWork's
 // metadata names.
 //
-// A status event that is not one, cannot be decoded or carries no status feedback yet comes
-// back as a `Rejection` naming the DropReason the sink counts it under and a detail for the log.
-// This file holds the types and the full decode path; DecodeStatusReport (decode.h) picks
-// between it and the one-pass decoder (one_pass_decoder.h), which both include this header.
+// A status event that is not one, cannot be decoded or carries no status feedback yet (and no
+// acknowledgement either: StatusUpdate::ack_only) comes back as a `Rejection` naming the DropReason
+// the sink counts it under and a detail for the log. This file holds the types and the full decode
+// path; DecodeStatusReport (decode.h) picks between it and the one-pass decoder
+// (one_pass_decoder.h), which both include this header.
 #pragma once
 
 #include <cstdint>
@@ -85,8 +86,9 @@ std::variant<StatusReport, Rejection> DecodeStatusReportFull(const cloudevents::
 absl::StatusOr<std::optional<nlohmann::json>> FeedbackStatus(
     const cloudevents::ManifestBundleStatus& status);
 
-// The first feedback value named "dispatchVersion" of the manifest FeedbackStatus reads, as
-// AckedVersionOf reads it; nullopt when there is none. kInvalidArgument, naming the value, when
+// The first feedback value named "dispatchVersion" of the manifest FeedbackStatus reads (without
+// one: of the first Application manifest that has such a value), as AckedVersionOf reads it;
+// nullopt when there is none. kInvalidArgument, naming the value, when
 // it is of another type than String or Integer or AckedVersionOf refuses it.
 absl::StatusOr<std::optional<int32_t>> FeedbackAckedVersion(
     const cloudevents::ManifestBundleStatus& status);

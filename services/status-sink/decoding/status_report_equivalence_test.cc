@@ -418,12 +418,19 @@ TEST(StatusReportEquivalenceTest, ABundleDecodesAlikeWhetherOrNotItsModeIsKnown)
   bad_generation.SetString(cloudevents::kExtResourceVersion, "three");
   auto application = CapturedStatusUpdate();
   application.SetString(cloudevents::kExtResourceVersion, "3");
+  // The agent's report of an Application no Argo CD reported on: its acknowledgement alone.
+  json ack_only = BundleData();
+  ack_only["resourceStatus"][0]["resourceMeta"]["kind"] = "Application";
+  ack_only["resourceStatus"][0]["resourceMeta"]["group"] = "argoproj.io";
+  ack_only["resourceStatus"][0]["statusFeedback"]["values"] = json::array(
+      {{{"name", "dispatchVersion"}, {"fieldValue", {{"type", "String"}, {"string", "2"}}}}});
   std::vector<Case> cases = {
       {"a bundle", envelope(BundleData()), true},
       {"a deleted bundle", envelope(deleted), false},
       {"a malformed bundle", envelope(malformed), false},
       {"a bundle of an unreadable generation", bad_generation, false},
       {"an Application's status", application, false},
+      {"an Application's acknowledgement alone", envelope(ack_only), false},
   };
   for (auto& event : CapturedEvents()) {
     cases.push_back({"captured " + event.id, std::move(event), std::nullopt});

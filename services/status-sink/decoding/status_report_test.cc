@@ -13,6 +13,7 @@
 #include "libs/cloudevents/sequence_id.h"
 #include "libs/cloudevents/status_hash.h"
 #include "services/status-sink/decoding/decode.h"
+#include "services/status-sink/decoding/one_pass_decoder.h"
 
 namespace mmi::status_sink {
 namespace {
@@ -192,6 +193,52 @@ TEST(StatusReportTest, AReportWithoutStatusFeedbackYetIsRejectedAsNoFeedback) {
       json{{"conditions", Condition("Applied")}, {"resourceStatus", ResourceStatus(json::array())}}
           .dump();
   EXPECT_EQ(RejectedAs(StatusEvent(data)), DropReason::kNoFeedback);
+}
+
+// A spoke Application no Argo CD reported on (a spoke without Argo CD, in the first step of a
+// hand-over to manifest delivery, ADR 0007): its agent reports the dispatch version it applied
+// and no status. Both paths keep the acknowledgement alone.
+TEST(StatusReportTest, AnAcknowledgementWithoutStatusIsKeptAloneOnBothPaths) {
+  const auto event = StatusEvent(
+      json{{"conditions", Condition("Applied")},
+           {"resourceStatus",
+            ResourceStatus(json::array({DispatchVersion({{"type", "String"}, {"string", "4"}})}))}}
+          .dump());
+  const StatusReport decoded = Decoded(event);
+  EXPECT_TRUE(decoded.update.ack_only);
+  EXPECT_EQ(decoded.update.acked_version, 4);
+  EXPECT_TRUE(decoded.update.status.is_null());
+  EXPECT_TRUE(decoded.update.status_text.empty());
+  EXPECT_EQ(decoded.update.status_hash, "agent-hash");
+  auto full = DecodeStatusReportFull(event);
+  ASSERT_TRUE(std::holds_alternative<StatusReport>(full));
+  EXPECT_TRUE(std::get<StatusReport>(full).update.ack_only);
+  EXPECT_EQ(std::get<StatusReport>(full).update.acked_version, 4);
+  EXPECT_TRUE(std::get<StatusReport>(full).update.status.is_null());
+  // The one-pass decoder answers it itself (the full path is only its fallback).
+  OnePassDecoder one_pass;
+  auto fast = one_pass.Decode(event, false);
+  ASSERT_TRUE(fast.has_value());
+  ASSERT_TRUE(std::holds_alternative<StatusReport>(*fast));
+  EXPECT_TRUE(std::get<StatusReport>(*fast).update.ack_only);
+  EXPECT_EQ(std::get<StatusReport>(*fast).update.acked_version, 4);
+  // A full report is no acknowledgement alone.
+  EXPECT_FALSE(Decoded(StatusEvent()).update.ack_only);
+}
+
+TEST(StatusReportTest, AnAcknowledgementAloneThatIsNoDispatchVersionIsNoFeedback) {
+  for (const json& value :
+       {json{{"type", "String"}, {"string", "x"}}, json{{"type", "Boolean"}, {"boolean", true}}}) {
+    SCOPED_TRACE(value.dump());
+    const auto event =
+        StatusEvent(json{{"conditions", Condition("Applied")},
+                         {"resourceStatus", ResourceStatus(json::array({DispatchVersion(value)}))}}
+                        .dump());
+    EXPECT_EQ(RejectedAs(event), DropReason::kNoFeedback);
+    auto full = DecodeStatusReportFull(event);
+    ASSERT_TRUE(std::holds_alternative<Rejection>(full));
+    EXPECT_EQ(std::get<Rejection>(full).reason, DropReason::kNoFeedback);
+  }
 }
 
 TEST(StatusReportTest, CarriesTheDispatchVersionTheAgentReportsOnBothPaths) {

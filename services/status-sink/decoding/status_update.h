@@ -36,6 +36,11 @@ struct StatusUpdate {
   // absent, for a deletion, and when the value is no dispatch version (never a rejection of the
   // report: StatusReport::acked_version_error says why, and the sink counts and logs it).
   std::optional<int32_t> acked_version;
+  // The report carries only `acked_version`: the agent applied that dispatch, but its spoke
+  // Application has no `status` yet (no Argo CD reported on it, which a spoke without Argo CD
+  // never does: the first step of a hand-over to manifest delivery, ADR 0007). `status` stays
+  // null; the sink saves the acknowledgement and writes nothing onto the hub.
+  bool ack_only = false;
 };
 
 // Members of an Application `.status` that are not material (coalescer.h's file comment).

@@ -508,15 +508,12 @@ def check_handover(stack: Stack, repo: GitRepo) -> None:
     check(later == before and pods(stack, plain_ns, running=True) == plain_pods,
           f"{NODE}: 10s later still the same objects, and the plain variant's pods {plain_pods}")
 
-    # The node has no Argo CD, so nothing writes the spoke Applications' status, and the work agent
-    # reports no `status` feedback value. The sink takes the dispatchVersion acknowledgement only
-    # from a report with a status (one_pass_decoder: "no status feedback yet"), so the way back's
-    # first step would never be acknowledged. Here the test writes the status the spoke's Argo CD
-    # would; a spoke whose Argo CD is gone is left for the sink to handle (ADR 0007).
-    for n in names:
-        spoke.request("PATCH", app_path(n), {"status": {"sync": {"status": "Synced"},
-                                                        "health": {"status": "Healthy"}}},
-                      "application/merge-patch+json")
+    # The node has no Argo CD, so nothing writes the spoke Applications' status: the work agent
+    # reports their `dispatchVersion` feedback value alone, which the sink saves as the
+    # acknowledgement of the way back's first step (StatusUpdate::ack_only).
+    now = [get_app(spoke, n) for n in names]
+    check(all(a is not None and "status" not in a for a in now),
+          f"{NODE}: the spoke Applications have no status (no Argo CD on the node)")
 
     t = time.monotonic()
     switch_delivery(stack, "manifests")

@@ -41,8 +41,8 @@ inline std::string ReportDifference(const std::variant<StatusReport, Rejection>&
       u.status_hash != v.status_hash || u.deleted != v.deleted || u.event_time != v.event_time) {
     return "resource id, sequence id, status hash, deletion or event time differ";
   }
-  if (u.acked_version != v.acked_version) {
-    return "acknowledged dispatch versions differ";
+  if (u.acked_version != v.acked_version || u.ack_only != v.ack_only) {
+    return "acknowledged dispatch versions differ, or one is an acknowledgement alone";
   }
   if ((x.bundle_status == nullptr) != (y.bundle_status == nullptr) ||
       x.bundle_generation != y.bundle_generation) {
