@@ -71,6 +71,25 @@ class CoalescerTest : public ::testing::Test {
 
 // The store keeps material hashes across restarts: they must stay the hash of the status's dump
 // without its volatile members, however that text is produced.
+TEST(KeepStatusAsTextTest, KeepsTheTextWithItsMaterialHashAndTheTreeComesBackForTheWrite) {
+  const json status = Status("Healthy");
+  for (bool ignore : {false, true}) {
+    StatusUpdate u = Update(1, status);
+    KeepStatusAsText(u, ignore);
+    EXPECT_TRUE(u.status.is_null());
+    EXPECT_EQ(u.status_text, status.dump());
+    EXPECT_EQ(u.material_hash, MaterialHash(status, ignore));
+    EXPECT_EQ(u.material_hash_ignores_health_messages, ignore);
+    EXPECT_EQ(MaterialHashOf(u, ignore), MaterialHash(status, ignore));
+    EXPECT_EQ(StatusTree(u), status);
+    EXPECT_TRUE(u.status_text.empty());
+  }
+  StatusUpdate none;
+  KeepStatusAsText(none, false);
+  EXPECT_TRUE(none.status_text.empty());
+  EXPECT_TRUE(none.material_hash.empty());
+}
+
 TEST(MaterialHashTest, IsTheHashOfTheStatusDumpWithoutVolatileMembers) {
   const nlohmann::json status = {
       {"health", {{"status", "Healthy"}}},

@@ -44,6 +44,16 @@ const nlohmann::json& StatusTree(StatusUpdate& update) {
   return update.status;
 }
 
+void KeepStatusAsText(StatusUpdate& update, bool ignore_resource_health_messages) {
+  if (update.status.is_null()) {
+    return;
+  }
+  update.material_hash = MaterialHash(update.status, ignore_resource_health_messages);
+  update.material_hash_ignores_health_messages = ignore_resource_health_messages;
+  update.status_text = update.status.dump();
+  update.status = nullptr;
+}
+
 std::string MaterialHash(const nlohmann::json& status, bool ignore_resource_health_messages) {
   using Json = nlohmann::json;
   if (status.is_object() && !ignore_resource_health_messages) {

@@ -51,5 +51,10 @@ std::string MaterialHash(const nlohmann::json& status, bool ignore_resource_heal
 std::string MaterialHashOf(const StatusUpdate& update, bool ignore_resource_health_messages);
 // The `.status` tree of `update`, built from `status_text` the first time.
 const nlohmann::json& StatusTree(StatusUpdate& update);
+// Keeps `update`'s status tree as its JSON text, with its material hash (as the one-pass decoder
+// gives a reported status): a report waiting in the coalescer holds the text (a manifest
+// delivery status: ~1.7 KB) instead of the tree (~12 KB); StatusTree() builds it again for the
+// write. Nothing to do when `status` is null.
+void KeepStatusAsText(StatusUpdate& update, bool ignore_resource_health_messages);
 
 }  // namespace mmi::status_sink

@@ -103,6 +103,7 @@ void Intake::Admit(const store::HubAppRef& ref, AwaitingReport item) {
     if (!BuildManifestStatus(ref, item)) {
       return;
     }
+    KeepStatusAsText(item.report.update, settings_.ignore_resource_health_messages);
   }
   if (!item.report.metadata_app.empty() &&
       item.report.metadata_app != ref.hub_namespace + "/" + ref.hub_name) {
@@ -141,6 +142,7 @@ void Intake::RenderChanged(const store::HubAppRef& ref) {
     return;
   }
   metrics_.RenderChange(/*rederived=*/true);
+  KeepStatusAsText(*update, settings_.ignore_resource_health_messages);
   // No transport ack: nothing waits for this write but the hub.
   auto outcome = coalescer_.Offer(*std::move(update), [] {});
   Settle(ref, outcome);  // an overflow asks the agent, as for a lost report
