@@ -53,20 +53,29 @@ ManifestBuild ManifestStatuses::Build(const store::HubAppRef& ref, StatusReport&
 }
 
 HeldReport ManifestStatuses::HeldOf(const StatusReport& report) {
-  HeldReport held{.status = report.bundle_status,
+  HeldReport held{.status = {},
                   .generation = report.bundle_generation,
                   .status_hash = report.update.status_hash,
                   .acked_version = report.update.acked_version};
-  if (held.status != nullptr && held.status->manifest_bundle.has_value()) {
-    auto copy = std::make_shared<cloudevents::ManifestBundleStatus>(*held.status);
-    copy->manifest_bundle.reset();
-    held.status = std::move(copy);
+  if (report.bundle_status == nullptr) {
+    return held;
+  }
+  absl::StatusOr<std::string> encoded;
+  if (report.bundle_status->manifest_bundle.has_value()) {
+    cloudevents::ManifestBundleStatus copy = *report.bundle_status;
+    copy.manifest_bundle.reset();
+    encoded = cloudevents::EncodeManifestBundleStatus(copy);
+  } else {
+    encoded = cloudevents::EncodeManifestBundleStatus(*report.bundle_status);
+  }
+  if (encoded.ok()) {  // it was decoded from JSON: it encodes
+    held.status = *std::move(encoded);
   }
   return held;
 }
 
 void ManifestStatuses::Hold(const std::string& resource_id, HeldReport report) {
-  if (report.status == nullptr || max_held_ == 0) {
+  if (report.status.empty() || max_held_ == 0) {
     return;
   }
   if (auto it = held_.find(resource_id); it != held_.end()) {
@@ -89,11 +98,17 @@ std::optional<StatusUpdate> ManifestStatuses::Rebuild(const store::HubAppRef& re
     return std::nullopt;
   }
   const HeldReport& held = it->second.report;
+  auto decoded = cloudevents::DecodeManifestBundleStatus(held.status);
+  if (!decoded.ok()) {
+    detail = std::string(decoded.status().message());
+    return std::nullopt;
+  }
   StatusReport report;
   report.update.resource_id = ref.resource_id;
   report.update.status_hash = held.status_hash;
   report.update.acked_version = held.acked_version;
-  report.bundle_status = held.status;
+  report.bundle_status =
+      std::make_shared<const cloudevents::ManifestBundleStatus>(*std::move(decoded));
   report.bundle_generation = held.generation;
   if (Build(ref, report, /*reread=*/true, detail) != ManifestBuild::kBuilt) {
     return std::nullopt;

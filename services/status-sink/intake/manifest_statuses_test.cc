@@ -128,9 +128,11 @@ TEST_F(ManifestStatusesTest, BeyondMaxHeldTheLeastRecentlyReportedIsEvicted) {
 
 TEST_F(ManifestStatusesTest, TheSpecEchoOfMaestrosSourceServerIsNotHeld) {
   const HeldReport held = AgentReport("hash-1", /*with_spec_echo=*/true);
-  ASSERT_NE(held.status, nullptr);
-  EXPECT_FALSE(held.status->manifest_bundle.has_value());
-  EXPECT_EQ(held.status->resource_status.size(), 1U);
+  auto status = cloudevents::DecodeManifestBundleStatus(held.status);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_FALSE(status->manifest_bundle.has_value());
+  EXPECT_EQ(status->resource_status.size(), 1U);
+  EXPECT_EQ(held.status, AgentReport("hash-1").status) << "held as without the echo";
 }
 
 }  // namespace
