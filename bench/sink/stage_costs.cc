@@ -22,6 +22,7 @@
 #include "services/status-sink/decoding/internal/json_tree.h"
 #include "services/status-sink/decoding/one_pass_decoder.h"
 #include "services/status-sink/decoding/status_report.h"
+#include "services/status-sink/intake/manifest_statuses.h"
 
 namespace mmi::bench {
 namespace {
@@ -149,6 +150,17 @@ std::vector<StageCost> DecodeStages(const Inputs& in, std::size_t n, int rounds)
                  MicrosPerEvent(n, rounds, [&] {
                    for (const auto& e : in.manifest_events) {
                      Keep(status_sink::DecodeStatusOrBundleReport(e, false, true));
+                   }
+                 })});
+  std::vector<status_sink::StatusReport> bundles;
+  for (const auto& e : in.manifest_events) {
+    bundles.push_back(std::get<status_sink::StatusReport>(
+        status_sink::DecodeStatusOrBundleReport(e, false, true)));
+  }
+  out.push_back({"manifest delivery: the report held for render changes, as JSON (HeldOf)",
+                 MicrosPerEvent(n, rounds, [&] {
+                   for (const auto& b : bundles) {
+                     Keep(status_sink::ManifestStatuses::HeldOf(b));
                    }
                  })});
   return out;

@@ -206,6 +206,9 @@ std::variant<StatusReport, Rejection> DecodeBundleReport(const cloudevents::Even
   }
   if (!report->update.deleted) {
     report->update.acked_version = BundleAckedVersion(event, *payload);
+    if (!payload->manifest_bundle.has_value() && event.data.has_value()) {
+      report->bundle_text = *event.data;
+    }
   }
   report->bundle_status = std::move(payload);
   return decoded;

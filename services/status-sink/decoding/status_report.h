@@ -43,6 +43,9 @@ struct StatusReport {
   // it reports); null and 0 otherwise.
   std::shared_ptr<const cloudevents::ManifestBundleStatus> bundle_status;
   std::int64_t bundle_generation = 0;
+  // DecodeBundleReport, not deleted: the event's `data` (that status's JSON as the agent sent
+  // it) when it carries no spec echo, which ManifestStatuses holds as it is; else empty.
+  std::string bundle_text;
   // Why the Application's `dispatchVersion` feedback value is not a dispatch version (its type
   // or its value; FeedbackAckedVersion); empty when it is one or there is none. The report is
   // used all the same: only its acknowledgement (`update.acked_version`) is left out.

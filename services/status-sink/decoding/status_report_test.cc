@@ -445,5 +445,28 @@ TEST(StatusReportTest, ABundleAcknowledgesTheStampOfTheGenerationItApplied) {
   }
 }
 
+// What ManifestStatuses holds of a bundle report: the agent's text as it came, unless the
+// event echoes the spec (Maestro's gRPC source server), which is not to be held.
+TEST(StatusReportTest, ABundleReportKeepsTheAgentsTextWithoutASpecEcho) {
+  const json conditions = json::array({{{"type", "Applied"},
+                                        {"status", "True"},
+                                        {"lastTransitionTime", "2026-06-01T10:00:04Z"},
+                                        {"reason", "Test"},
+                                        {"message", ""}}});
+  const std::string plain =
+      json{{"conditions", conditions}, {"resourceStatus", json::array()}}.dump();
+  auto got = DecodeBundleReport(StatusEvent(plain));
+  ASSERT_TRUE(std::holds_alternative<StatusReport>(got));
+  EXPECT_EQ(std::get<StatusReport>(got).bundle_text, plain);
+
+  json echoed = json::parse(plain);
+  echoed["manifestBundle"] = {{"manifests", json::array()}};
+  got = DecodeBundleReport(StatusEvent(echoed.dump()));
+  ASSERT_TRUE(std::holds_alternative<StatusReport>(got));
+  ASSERT_NE(std::get<StatusReport>(got).bundle_status, nullptr);
+  EXPECT_TRUE(std::get<StatusReport>(got).bundle_status->manifest_bundle.has_value());
+  EXPECT_EQ(std::get<StatusReport>(got).bundle_text, "");
+}
+
 }  // namespace
 }  // namespace mmi::status_sink

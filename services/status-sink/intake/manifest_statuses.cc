@@ -60,6 +60,10 @@ HeldReport ManifestStatuses::HeldOf(const StatusReport& report) {
   if (report.bundle_status == nullptr) {
     return held;
   }
+  if (!report.bundle_text.empty()) {  // the agent's JSON, without a spec echo
+    held.status = report.bundle_text;
+    return held;
+  }
   absl::StatusOr<std::string> encoded;
   if (report.bundle_status->manifest_bundle.has_value()) {
     cloudevents::ManifestBundleStatus copy = *report.bundle_status;

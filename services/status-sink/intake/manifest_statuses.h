@@ -44,7 +44,8 @@ enum class ManifestBuild {
 // What Rebuild() needs of an agent report: its bundle status and generation, and what the
 // status update carries besides the status.
 struct HeldReport {
-  // The bundle status as its JSON (EncodeManifestBundleStatus), decoded again by Rebuild():
+  // The bundle status as its JSON (the agent's text, or EncodeManifestBundleStatus of it
+  // without the spec echo), decoded again by Rebuild():
   // about half the bytes of the decoded struct (bench/sink/README.md, "Memory held per
   // report"), and rebuilds are rare (render changes). Empty: nothing to hold.
   std::string status;

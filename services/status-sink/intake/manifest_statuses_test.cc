@@ -126,6 +126,13 @@ TEST_F(ManifestStatusesTest, BeyondMaxHeldTheLeastRecentlyReportedIsEvicted) {
   EXPECT_EQ(none.held(), 0U);
 }
 
+TEST_F(ManifestStatusesTest, TheAgentsTextIsHeldAsItCame) {
+  StatusReport report;
+  report.bundle_status = std::make_shared<cloudevents::ManifestBundleStatus>();
+  report.bundle_text = R"({"conditions":[],"resourceStatus":[],"unknownField":1})";
+  EXPECT_EQ(ManifestStatuses::HeldOf(report).status, report.bundle_text);
+}
+
 TEST_F(ManifestStatusesTest, TheSpecEchoOfMaestrosSourceServerIsNotHeld) {
   const HeldReport held = AgentReport("hash-1", /*with_spec_echo=*/true);
   auto status = cloudevents::DecodeManifestBundleStatus(held.status);
