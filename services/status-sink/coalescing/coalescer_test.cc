@@ -69,10 +69,13 @@ class CoalescerTest : public ::testing::Test {
   int acked_ = 0;
 };
 
-// The store keeps material hashes across restarts: they must stay the hash of the status's dump
-// without its volatile members, however that text is produced.
 TEST(KeepStatusAsTextTest, KeepsTheTextWithItsMaterialHashAndTheTreeComesBackForTheWrite) {
-  const json status = Status("Healthy");
+  json status = Status("Healthy");
+  status["resources"] = json::array(
+      {{{"kind", "Deployment"},
+        {"name", "guestbook-ui"},
+        {"health", {{"status", "Progressing"}, {"message", "Waiting for rollout: 1 of 2 é"}}}}});
+  status["operationState"] = {{"retryCount", 3}, {"phase", "Succeeded"}};
   for (bool ignore : {false, true}) {
     StatusUpdate u = Update(1, status);
     KeepStatusAsText(u, ignore);
@@ -81,15 +84,20 @@ TEST(KeepStatusAsTextTest, KeepsTheTextWithItsMaterialHashAndTheTreeComesBackFor
     EXPECT_EQ(u.material_hash, MaterialHash(status, ignore));
     EXPECT_EQ(u.material_hash_ignores_health_messages, ignore);
     EXPECT_EQ(MaterialHashOf(u, ignore), MaterialHash(status, ignore));
+    // The other setting's hash is computed from the text.
+    EXPECT_EQ(MaterialHashOf(u, !ignore), MaterialHash(status, !ignore));
     EXPECT_EQ(StatusTree(u), status);
     EXPECT_TRUE(u.status_text.empty());
   }
+  EXPECT_NE(MaterialHash(status, false), MaterialHash(status, true));
   StatusUpdate none;
   KeepStatusAsText(none, false);
   EXPECT_TRUE(none.status_text.empty());
   EXPECT_TRUE(none.material_hash.empty());
 }
 
+// The store keeps material hashes across restarts: they must stay the hash of the status's dump
+// without its volatile members, however that text is produced.
 TEST(MaterialHashTest, IsTheHashOfTheStatusDumpWithoutVolatileMembers) {
   const nlohmann::json status = {
       {"health", {{"status", "Healthy"}}},

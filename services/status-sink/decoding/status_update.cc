@@ -50,7 +50,9 @@ void KeepStatusAsText(StatusUpdate& update, bool ignore_resource_health_messages
   }
   update.material_hash = MaterialHash(update.status, ignore_resource_health_messages);
   update.material_hash_ignores_health_messages = ignore_resource_health_messages;
-  update.status_text = update.status.dump();
+  // As the hub write dumps it: invalid UTF-8 replaced, never an exception on the loop.
+  update.status_text = update.status.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  update.status_text.shrink_to_fit();  // dump() grows by appending
   update.status = nullptr;
 }
 

@@ -74,6 +74,7 @@ HeldReport ManifestStatuses::HeldOf(const StatusReport& report) {
   }
   if (encoded.ok()) {  // it was decoded from JSON: it encodes
     held.status = *std::move(encoded);
+    held.status.shrink_to_fit();
   }
   return held;
 }

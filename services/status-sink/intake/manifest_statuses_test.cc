@@ -126,11 +126,26 @@ TEST_F(ManifestStatusesTest, BeyondMaxHeldTheLeastRecentlyReportedIsEvicted) {
   EXPECT_EQ(none.held(), 0U);
 }
 
-TEST_F(ManifestStatusesTest, TheAgentsTextIsHeldAsItCame) {
+TEST_F(ManifestStatusesTest, TheAgentsTextIsHeldAsItCameAndRebuildsAsTheEncodedOne) {
   StatusReport report;
   report.bundle_status = std::make_shared<cloudevents::ManifestBundleStatus>();
   report.bundle_text = R"({"conditions":[],"resourceStatus":[],"unknownField":1})";
   EXPECT_EQ(ManifestStatuses::HeldOf(report).status, report.bundle_text);
+
+  // The agent's text (with a field the decoder skips) and the encoded struct: one status.
+  HeldReport encoded = AgentReport("hash-1");
+  HeldReport as_sent = encoded;
+  nlohmann::json text = nlohmann::json::parse(encoded.status);
+  text["unknownField"] = {{"any", 1}};
+  as_sent.status = text.dump(2);
+  ManifestStatuses statuses(payloads_, clock_, /*max_held=*/8);
+  statuses.Hold(Id(1), encoded);
+  statuses.Hold(Id(2), as_sent);
+  std::string detail;
+  auto from_encoded = statuses.Rebuild(Resource(1), detail);
+  auto from_sent = statuses.Rebuild(Resource(2), detail);
+  ASSERT_TRUE(from_encoded.has_value() && from_sent.has_value()) << detail;
+  EXPECT_EQ(from_encoded->status, from_sent->status);
 }
 
 TEST_F(ManifestStatusesTest, TheSpecEchoOfMaestrosSourceServerIsNotHeld) {

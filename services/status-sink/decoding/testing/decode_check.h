@@ -45,8 +45,8 @@ inline std::string ReportDifference(const std::variant<StatusReport, Rejection>&
     return "acknowledged dispatch versions differ, or one is an acknowledgement alone";
   }
   if ((x.bundle_status == nullptr) != (y.bundle_status == nullptr) ||
-      x.bundle_generation != y.bundle_generation) {
-    return "one is a bundle report, the other not, or their bundle generations differ";
+      x.bundle_generation != y.bundle_generation || x.bundle_text != y.bundle_text) {
+    return "one is a bundle report, the other not, or their bundle generations or texts differ";
   }
   if (x.acked_version_error != y.acked_version_error) {
     return "dispatch version errors differ: " + x.acked_version_error + " | " +
