@@ -21,9 +21,9 @@ struct StatusUpdate {
   std::optional<int64_t> sequence_id;  // snowflake value; nullopt = absent
   std::string status_hash;
   bool deleted = false;  // work-level Deleted=True: the deletion is complete
-  // The spoke Application's `.status` (an object; null when deleted): a tree, or from the
-  // one-pass decoder its JSON text, `status` staying null until StatusTree() builds it for a
-  // hub write (most reports are dropped unwritten).
+  // The spoke Application's `.status` (an object; null when deleted): a tree, or its JSON text
+  // (from the one-pass decoder, or KeepStatusAsText), `status` staying null until StatusTree()
+  // builds it for a hub write (most reports are dropped unwritten).
   nlohmann::json status;
   std::string status_text;
   // MaterialHash() of the status computed by the decoder from its text, for the setting
