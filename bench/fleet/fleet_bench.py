@@ -64,6 +64,12 @@ class FleetBench(ObserveMixin, SeedingMixin, ColdStartMixin, ScenariosMixin, Ups
         one cut short (a session limit, a killed machine) keeps what it had measured."""
         write_json(self.args.json, dict(self.report, ok=False, in_progress=True))
 
+    def keep_partial(self, label, res):
+        """A scenario's figures so far (its phases that ended), in the report and at --json:
+        a run stopped inside a long scenario keeps them; the scenario's end replaces them."""
+        self.report['scenarios'][label] = dict(res, in_progress=True)
+        self.checkpoint()
+
     def fleet_args(self):
         return ['--refresh-min', str(self.args.refresh_min), '--refresh-max',
                 str(self.args.refresh_max), '--changes-per-minute', str(self.changes_per_minute)]

@@ -20,7 +20,7 @@ import time
 import urllib.request
 
 from . import procstat, prom
-from .common import NS, ScenarioFailure, log
+from .common import NS, SCENARIO_NAMES, ScenarioFailure, log
 from .window import window
 
 DELIVERY_ANNOTATION = 'apps.open-cluster-management.io/delivery'
@@ -307,8 +307,10 @@ class ManifestsMixin:
         if marks.get('all_published_s'):
             res['cold_published_per_s'] = round(n / marks['all_published_s'], 1)
         res['bundle_bytes'] = self.bundle_bytes()
+        self.keep_partial('f_' + SCENARIO_NAMES['f'], res)
         res['revision_change'], _, _ = self.phase_change(
             'revision_change', 2, 'generation 2', res)
+        self.keep_partial('f_' + SCENARIO_NAMES['f'], res)
         res['no_output_change'], _, last = self.phase_change(
             'no_output_change', 2, 'generation 2, README edited only', res)
         whole = window(before, last)
