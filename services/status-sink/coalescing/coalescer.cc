@@ -124,6 +124,16 @@ void Coalescer::MakeReady(const std::string& id, State& state) {
   }
 }
 
+bool Coalescer::MakeRoom(Ack& ack, OfferOutcome& out) {
+  if (ShedVolatile(out.release)) {
+    ++out.shed;
+    return true;
+  }
+  out.result = OfferResult::kOverflow;
+  out.release.push_back(std::move(ack));
+  return false;
+}
+
 bool Coalescer::ShedVolatile(std::vector<Ack>& release) {
   while (!ready_volatile_.empty()) {
     std::string id;
@@ -187,13 +197,8 @@ Coalescer::OfferOutcome Coalescer::Offer(StatusUpdate update, Ack ack) {
   const std::string id = update.resource_id;
   auto it = states_.find(id);
   if (it == states_.end()) {
-    if (pending_count_ >= settings_.max_pending) {
-      if (!ShedVolatile(out.release)) {
-        out.result = OfferResult::kOverflow;
-        out.release.push_back(std::move(ack));
-        return out;
-      }
-      ++out.shed;
+    if (pending_count_ >= settings_.max_pending && !MakeRoom(ack, out)) {
+      return out;
     }
     it = states_.emplace(id, State{}).first;
   }
@@ -230,13 +235,8 @@ Coalescer::OfferOutcome Coalescer::Offer(StatusUpdate update, Ack ack) {
       needs_slot = *material != (st.in_flight ? st.in_flight_material : st.applied_material) ||
                    VolatileDue(st);
     }
-    if (needs_slot) {
-      if (!ShedVolatile(out.release)) {
-        out.result = OfferResult::kOverflow;
-        out.release.push_back(std::move(ack));
-        return out;
-      }
-      ++out.shed;
+    if (needs_slot && !MakeRoom(ack, out)) {
+      return out;
     }
   }
 
@@ -296,13 +296,8 @@ void Coalescer::OfferAcknowledgement(const std::string& id, State& st, StatusUpd
     out.result = OfferResult::kCoalesced;
     return;
   }
-  if (pending_count_ >= settings_.max_pending) {
-    if (!ShedVolatile(out.release)) {
-      out.result = OfferResult::kOverflow;
-      out.release.push_back(std::move(ack));
-      return;
-    }
-    ++out.shed;
+  if (pending_count_ >= settings_.max_pending && !MakeRoom(ack, out)) {
+    return;
   }
   WriteTask task;
   task.kind = TaskKind::kSaveAcknowledgement;

@@ -207,6 +207,9 @@ class Coalescer {
   State* PopState(std::deque<std::string>& queue, std::string& id);
   // The state of `id` with its write no longer in flight; nullptr when it is gone.
   State* EndFlight(const std::string& id);
+  // A slot for a report when the queue is full: sheds a volatile-only write (counted in `out`),
+  // or answers kOverflow with `ack` released and returns false.
+  bool MakeRoom(Ack& ack, OfferOutcome& out);
   // Drops the oldest waiting volatile-only write to make room; false when there is none.
   bool ShedVolatile(std::vector<Ack>& release);
 
